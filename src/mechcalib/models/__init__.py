@@ -1,0 +1,25 @@
+"""Built-in forward models. ``get_model(name)`` builds one by registry name."""
+
+from __future__ import annotations
+
+import importlib
+
+from ..errors import ConfigurationError
+from ._base import Channel, Model, Response, SimulationFailure
+
+_MODELS = {
+    "duffing": ("oscillator", "Duffing"),
+    "linear": ("analytic", "Linear"),
+}
+MODELS = tuple(_MODELS)
+
+__all__ = ["Channel", "MODELS", "Model", "Response", "SimulationFailure", "get_model"]
+
+
+def get_model(name: str, **options) -> Model:
+    """A built-in model by registry name; an unknown name lists the valid ones."""
+    try:
+        mod, cls = _MODELS[name]
+    except KeyError:
+        raise ConfigurationError(f"unknown model {name!r}; valid names are {sorted(_MODELS)}") from None
+    return getattr(importlib.import_module(f"{__name__}.{mod}"), cls)(**options)

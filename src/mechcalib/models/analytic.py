@@ -1,0 +1,32 @@
+"""Closed-form models for tests and peer comparisons."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from ..data import Curve
+from ..parameters import Parameter, ParameterSpace
+from ._base import Channel, Model, Response, SimulationFailure
+
+
+class Linear(Model):
+    """``y = a x + b`` on ``x = 0 ... n_points - 1``: GrainLearning's linear-regression peer test
+    (truth ``a = 0.2``, ``b = 5.0``; bounds ``a`` in [0.1, 1], ``b`` in [0.1, 10])."""
+
+    name = "linear"
+    description = "y = a*x + b (GrainLearning's linear-regression peer test)"
+
+    def __init__(self) -> None:
+        self.space = ParameterSpace([Parameter("a", 0.1, 1.0), Parameter("b", 0.1, 10.0)])
+        self.channels = (Channel("y", "x", "y"),)
+        self.presets = {"default": {"a": 0.2, "b": 5.0}}
+        self.default_conditions = {"n_points": 100}
+
+    def simulate(self, theta: np.ndarray, conditions: Mapping[str, Any] | None = None) -> list[Response | SimulationFailure]:
+        theta = self.check_theta(theta)
+        x = np.arange(int(self.conditions(conditions)["n_points"]), dtype=float)
+        Y = theta[:, :1] * x[None, :] + theta[:, 1:2]
+        return [{"y": Curve(x, Y[i], x_name="x", y_name="y")} for i in range(theta.shape[0])]

@@ -1,0 +1,231 @@
+"""Misfits between simulated and measured curves.
+
+Pure array functions implement the papers' equations; the :class:`Objective` classes apply them
+channel by channel to a simulated response and an :class:`~mechcalib.data.Experiment` and sum the
+weighted per-channel values.
+
+* Seed 000, objective 1 (eqs. 16-20): :func:`overlap_rss` and :class:`OverlapRSS`.
+* Seed 003, F1 (eq. 3) and F2 (eq. 4): :func:`sum_squares`, :func:`sum_abs`; classes ``F1``, ``F2``.
+* Seed 002, eq. 27, ``g(a) = ||R_m - R_c(a)||^2``: the same sum of squares; class ``L2``.
+
+Pairing policy of objective 1 for a non-monotonic abscissa
+-----------------------------------------------------------
+Eqs. 16-19 interpolate the force at 200 abscissae, which needs ``F(w)`` to be a function. The force
+against the horizontal abutment displacement is not one once sliding reverses the displacement. With
+``pairing="auto"`` (default) a channel whose two curves both have a monotonic abscissa is treated
+exactly as printed; otherwise the curves are paired by their *progress* coordinate ``t`` (time or load
+step; the normalised row index when neither curve has one): 200 points uniform over the overlap of
+``t``, both coordinates interpolated there, and the misfit is the root of
+``sum((F_exp - F_sim)^2 + (s * (w_exp - w_sim))^2)`` with ``s = range(F_exp) / range(w_exp)``, so that
+the displacement error is counted in force units and the two channels stay summable as in eq. 20.
+``pairing="abscissa"`` forces the printed rule (and rejects a non-monotonic curve);
+``pairing="progress"`` always pairs by ``t``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+from .data import Curve, Experiment
+from .errors import ConfigurationError, DataError
+
+Pairing = Literal["auto", "abscissa", "progress"]
+
+
+# --------------------------------------------------------------------------------------------
+# Pure kernels
+# --------------------------------------------------------------------------------------------
+def overlap_bounds(x_exp: np.ndarray, x_sim: np.ndarray) -> tuple[float, float]:
+    """Seed 000 eqs. 16-17: ``(max(min x_exp, min x_sim), min(max x_exp, max x_sim))``."""
+    return float(max(np.min(x_exp), np.min(x_sim))), float(min(np.max(x_exp), np.max(x_sim)))
+
+
+def _increasing(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(x, y)`` ordered by increasing ``x`` if ``x`` is monotonic in either direction, else ``None``."""
+    d = np.diff(x)
+    if np.all(d >= 0):
+        return x, y
+    if np.all(d <= 0):
+        return x[::-1], y[::-1]
+    return None
+
+
+def overlap_rss(
+    x_exp: np.ndarray, y_exp: np.ndarray, x_sim: np.ndarray, y_sim: np.ndarray, n_points: int = 200
+) -> float:
+    """Seed 000 eqs. 16-19 for one curve: root of the summed squared ordinate differences at
+    ``n_points`` abscissae uniformly spaced over the overlap of the two abscissa ranges, both curves
+    linearly interpolated there. Both abscissae must be monotonic (either direction)."""
+    e = _increasing(np.asarray(x_exp, float), np.asarray(y_exp, float))
+    s = _increasing(np.asarray(x_sim, float), np.asarray(y_sim, float))
+    if e is None or s is None:
+        which = "experimental" if e is None else "simulated"
+        raise DataError(
+            f"overlap_rss: the {which} abscissa is not monotonic; pair the curves by progress "
+            "(pairing='progress' or 'auto') instead"
+        )
+    lb, ub = overlap_bounds(e[0], s[0])
+    if not lb < ub:
+        raise DataError(f"overlap_rss: the curves' abscissa ranges do not overlap (lower={lb!r}, upper={ub!r})")
+    w = np.linspace(lb, ub, n_points)
+    diff = np.interp(w, *e) - np.interp(w, *s)
+    return float(np.sqrt(np.sum(diff * diff)))
+
+
+def progress_rss(exp: Curve, sim: Curve, n_points: int = 200) -> float:
+    """Objective 1 with the curves paired by their progress coordinate (see the module docstring)."""
+    if (exp.t is None) != (sim.t is None):
+        raise DataError(
+            "progress pairing needs a progress coordinate t on both curves or on neither; "
+            f"experiment has t: {exp.t is not None}, simulation has t: {sim.t is not None}"
+        )
+    te, ts = exp.progress, sim.progress
+    lb, ub = overlap_bounds(te, ts)
+    if not lb < ub:
+        raise DataError(f"progress_rss: the curves' progress ranges do not overlap (lower={lb!r}, upper={ub!r})")
+    t = np.linspace(lb, ub, n_points)
+    dy = np.interp(t, te, exp.y) - np.interp(t, ts, sim.y)
+    dx = np.interp(t, te, exp.x) - np.interp(t, ts, sim.x)
+    xr = np.ptp(exp.x)
+    scale = np.ptp(exp.y) / xr if xr > 0 else 0.0
+    return float(np.sqrt(np.sum(dy * dy + (scale * dx) ** 2)))
+
+
+def sum_squares(r: np.ndarray, d: np.ndarray) -> float:
+    """Seed 003 eq. 3 (F1) and seed 002 eq. 27: ``sum_i (r_i - d_i)^2``."""
+    r, d = np.asarray(r, float), np.asarray(d, float)
+    if r.shape != d.shape:
+        raise DataError(f"response and data must have the same shape, got {r.shape} and {d.shape}")
+    e = r - d
+    return float(np.sum(e * e))
+
+
+def sum_abs(r: np.ndarray, d: np.ndarray) -> float:
+    """Seed 003 eq. 4 (F2): ``sum_i |r_i - d_i|``."""
+    r, d = np.asarray(r, float), np.asarray(d, float)
+    if r.shape != d.shape:
+        raise DataError(f"response and data must have the same shape, got {r.shape} and {d.shape}")
+    return float(np.sum(np.abs(r - d)))
+
+
+def sim_at_data(sim: Curve, exp: Curve, rtol: float = 1e-9) -> np.ndarray:
+    """The simulated ordinate at the measured abscissae (linear interpolation; no extrapolation)."""
+    if sim.x.shape == exp.x.shape and np.allclose(sim.x, exp.x, rtol=rtol, atol=0.0):
+        return sim.y
+    sim.require_increasing("interpolation onto the measured abscissae")
+    span = max(np.ptp(sim.x), np.finfo(float).tiny)
+    if exp.x.min() < sim.x[0] - rtol * span or exp.x.max() > sim.x[-1] + rtol * span:
+        raise DataError(
+            f"the simulation covers {sim.x_name} in [{float(sim.x[0])!r}, {float(sim.x[-1])!r}] but the data "
+            f"span [{float(exp.x.min())!r}, {float(exp.x.max())!r}]; simulate the whole measured range"
+        )
+    return np.interp(exp.x, sim.x, sim.y)
+
+
+# --------------------------------------------------------------------------------------------
+# Objectives over experiments
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Objective:
+    """Base class: a weighted sum over channels of a per-channel misfit.
+
+    Args:
+        weights: ``{channel: weight}``; channels not named weigh 1. A channel of the experiment that the
+            simulation lacks is an error.
+        channels: restrict the objective to these channels (default: every channel of the experiment).
+    """
+
+    weights: Mapping[str, float] = field(default_factory=dict)
+    channels: tuple[str, ...] | None = None
+
+    name = "objective"
+
+    def __post_init__(self) -> None:
+        for k, w in dict(self.weights).items():
+            if not np.isfinite(w) or w < 0:
+                raise ConfigurationError(f"channel weight for {k!r} must be finite and >= 0, got {w!r}")
+
+    def channel_misfit(self, sim: Curve, exp: Curve) -> float:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def breakdown(self, simulated: Mapping[str, Curve], experiment: Experiment) -> dict[str, float]:
+        """Unweighted misfit of each channel."""
+        names = self.channels if self.channels is not None else experiment.channel_names
+        out = {}
+        for ch in names:
+            if ch not in simulated:
+                raise DataError(
+                    f"the simulation has no channel {ch!r} measured in experiment {experiment.name!r}; "
+                    f"it has {sorted(simulated)}"
+                )
+            out[ch] = self.channel_misfit(simulated[ch], experiment[ch])
+        return out
+
+    def __call__(self, simulated: Mapping[str, Curve], experiment: Experiment) -> float:
+        parts = self.breakdown(simulated, experiment)
+        return float(sum(self.weights.get(ch, 1.0) * v for ch, v in parts.items()))
+
+
+@dataclass(frozen=True)
+class OverlapRSS(Objective):
+    """Seed 000 objective 1 (eqs. 16-20); ``n_points`` = 200 as in the paper."""
+
+    n_points: int = 200
+    pairing: Pairing = "auto"
+    name = "overlap_rss"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.n_points < 2:
+            raise ConfigurationError(f"n_points must be >= 2, got {self.n_points!r}")
+        if self.pairing not in ("auto", "abscissa", "progress"):
+            raise ConfigurationError(f"pairing must be 'auto', 'abscissa' or 'progress', got {self.pairing!r}")
+
+    def channel_misfit(self, sim: Curve, exp: Curve) -> float:
+        monotonic = _increasing(exp.x, exp.y) is not None and _increasing(sim.x, sim.y) is not None
+        if self.pairing == "progress" or (self.pairing == "auto" and not monotonic):
+            return progress_rss(exp, sim, self.n_points)
+        return overlap_rss(exp.x, exp.y, sim.x, sim.y, self.n_points)
+
+
+@dataclass(frozen=True)
+class F1(Objective):
+    """Seed 003 eq. 3: sum of squared differences at the measured points."""
+
+    name = "f1"
+
+    def channel_misfit(self, sim: Curve, exp: Curve) -> float:
+        return sum_squares(sim_at_data(sim, exp), exp.y)
+
+
+@dataclass(frozen=True)
+class F2(Objective):
+    """Seed 003 eq. 4: sum of absolute differences at the measured points."""
+
+    name = "f2"
+
+    def channel_misfit(self, sim: Curve, exp: Curve) -> float:
+        return sum_abs(sim_at_data(sim, exp), exp.y)
+
+
+@dataclass(frozen=True)
+class L2(F1):
+    """Seed 002 eq. 27, ``||R_m - R_c(a)||^2`` over all measured channels (numerically F1)."""
+
+    name = "l2"
+
+
+OBJECTIVES: dict[str, type[Objective]] = {c.name: c for c in (OverlapRSS, F1, F2, L2)}
+
+
+def make_objective(name: str, **options) -> Objective:
+    """Build an objective by registry name; an unknown name lists the valid ones."""
+    try:
+        cls = OBJECTIVES[name]
+    except KeyError:
+        raise ConfigurationError(f"unknown objective {name!r}; valid names are {sorted(OBJECTIVES)}") from None
+    return cls(**options)

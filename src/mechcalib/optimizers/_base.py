@@ -1,0 +1,183 @@
+"""The ask/tell protocol every optimiser follows.
+
+Optimisers search the unit cube ``[0, 1]^dim``; the problem's :class:`~mechcalib.parameters.ParameterSpace`
+maps it onto physical (possibly logarithmic) bounds, so every algorithm handles bounds the same way and
+"points stay inside bounds" is one check. The loop lives outside (:func:`mechcalib.calibrate`):
+
+    opt = PSO.paper_000(seed=1).setup(dim=3)
+    while ...:
+        U = opt.ask()              # (n, dim) points in [0, 1]
+        opt.tell(U, losses(U))     # (n,) losses, lower is better; +inf marks a failed simulation
+
+A subclass implements ``_init_state`` (called by ``setup``; draws the initial population from
+``self.rng``), ``_ask`` and ``_tell``. Algorithms with several phases per generation (the bee colonies)
+ask one batch per phase. ``tell`` must receive exactly the points of the last ``ask`` in the same order.
+Losses may be ``+inf`` (a failed simulation under the default penalty); NaN is turned into ``+inf``.
+"""
+
+from __future__ import annotations
+
+import copy
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import fields, is_dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..errors import ConfigurationError
+
+SeedLike = int | np.random.Generator | None
+
+
+class Optimizer(ABC):
+    """Base class of ask/tell optimisers over the unit cube.
+
+    Attributes kept by the base class: ``dim``, ``rng``, ``n_asks``/``n_tells`` (batches), ``n_evals``
+    (points told), ``best_x`` (unit cube) and ``best_f``.
+    """
+
+    name: ClassVar[str] = "optimizer"
+
+    def __init__(self, *, seed: SeedLike = None) -> None:
+        self.seed = seed
+        self.dim: int | None = None
+        self._pending: np.ndarray | None = None
+
+    # -- configuration ----------------------------------------------------------------------
+    def settings(self) -> dict[str, Any]:
+        """The constructor's keyword settings (for stores, configs and reports)."""
+        out = {}
+        for k, v in vars(self).items():
+            if k.startswith("_") or k in _STATE_ATTRS:
+                continue
+            out[k] = v
+        return out
+
+    def copy(self, **changes: Any) -> Optimizer:
+        """An unset-up copy with some settings changed (``opt.copy(seed=2)``)."""
+        s = self.settings()
+        s.update(changes)
+        return type(self)(**s)
+
+    def setup(self, dim: int) -> Optimizer:
+        """(Re)start the optimiser on a ``dim``-dimensional unit cube; returns ``self``."""
+        if not isinstance(dim, int | np.integer) or dim < 1:
+            raise ConfigurationError(f"{self.name}: dim must be a positive integer, got {dim!r}")
+        self.dim = int(dim)
+        self.rng = self.seed if isinstance(self.seed, np.random.Generator) else np.random.default_rng(self.seed)
+        self.n_asks = 0
+        self.n_tells = 0
+        self.n_evals = 0
+        self.best_x: np.ndarray | None = None
+        self.best_f = np.inf
+        self._pending = None
+        self._init_state()
+        return self
+
+    # -- protocol -----------------------------------------------------------------------------
+    def ask(self) -> np.ndarray:
+        """Propose a batch ``(n, dim)`` of points in the unit cube."""
+        if self.dim is None:
+            raise ConfigurationError(f"{self.name}: call setup(dim) before ask()")
+        if self._pending is not None:
+            raise ConfigurationError(f"{self.name}: ask() called twice without tell(); tell the last batch first")
+        X = np.array(self._ask(), dtype=float)
+        if X.ndim != 2 or X.shape[1] != self.dim or X.shape[0] < 1:
+            raise RuntimeError(f"{self.name}: _ask returned shape {X.shape}, expected (n >= 1, {self.dim})")
+        np.clip(X, 0.0, 1.0, out=X)  # guards rounding only; algorithms keep bounds themselves
+        self._pending = X.copy()
+        self.n_asks += 1
+        return X
+
+    def tell(self, X: np.ndarray, f: np.ndarray) -> None:
+        """Report the losses ``f`` (``(n,)``) of the batch ``X`` returned by the last ``ask``."""
+        if self._pending is None:
+            raise ConfigurationError(f"{self.name}: tell() without a pending ask()")
+        X = np.asarray(X, dtype=float)
+        f = np.asarray(f, dtype=float).reshape(-1)
+        if X.shape != self._pending.shape or not np.array_equal(X, self._pending):
+            raise ConfigurationError(
+                f"{self.name}: tell() must receive the points of the last ask() in order; got shape {X.shape}, "
+                f"expected {self._pending.shape}"
+            )
+        if f.shape[0] != X.shape[0]:
+            raise ConfigurationError(f"{self.name}: got {f.shape[0]} losses for {X.shape[0]} points")
+        f = np.where(np.isnan(f), np.inf, f)
+        self._pending = None
+        i = int(np.argmin(f))
+        if f[i] < self.best_f:
+            self.best_f = float(f[i])
+            self.best_x = X[i].copy()
+        self.n_tells += 1
+        self.n_evals += X.shape[0]
+        self._tell(X, f)
+
+    @property
+    def next_batch_size(self) -> int:
+        """The number of points the next ``ask`` returns (valid after ``setup``)."""
+        return int(self._next_batch_size())
+
+    @property
+    def converged(self) -> bool:
+        """The algorithm's own stopping signal (a collapsed population...); default never."""
+        return False
+
+    # -- subclass hooks -------------------------------------------------------------------------
+    @abstractmethod
+    def _init_state(self) -> None: ...
+
+    @abstractmethod
+    def _ask(self) -> np.ndarray: ...
+
+    @abstractmethod
+    def _tell(self, X: np.ndarray, f: np.ndarray) -> None: ...
+
+    @abstractmethod
+    def _next_batch_size(self) -> int: ...
+
+    # -- helpers for subclasses ---------------------------------------------------------------------
+    def _random_points(self, n: int) -> np.ndarray:
+        """``n`` uniform points in the unit cube (seed 002 eq. 28 in unit coordinates)."""
+        return self.rng.random((n, self.dim))
+
+    def state_dict(self) -> dict[str, Any]:
+        """A deep copy of the full state (settings, RNG, population), for checkpoints."""
+        return copy.deepcopy({k: v for k, v in vars(self).items()})
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.__dict__.update(copy.deepcopy(dict(state)))
+
+
+_STATE_ATTRS = {"dim", "rng", "n_asks", "n_tells", "n_evals", "best_x", "best_f"}
+
+
+def check_positive_int(owner: str, name: str, value: Any, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
+        raise ConfigurationError(f"{owner}: {name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def check_range(owner: str, name: str, value: Any, lo: float, hi: float, *, lo_open=False, hi_open=False) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ConfigurationError(f"{owner}: {name} must be a number, got {value!r}") from None
+    ok = (v > lo if lo_open else v >= lo) and (v < hi if hi_open else v <= hi)
+    if not ok or not np.isfinite(v) and hi != np.inf:
+        lb = "(" if lo_open else "["
+        ub = ")" if hi_open else "]"
+        raise ConfigurationError(f"{owner}: {name} must lie in {lb}{lo}, {hi}{ub}, got {value!r}")
+    return v
+
+
+def check_choice(owner: str, name: str, value: Any, choices: tuple) -> Any:
+    if value not in choices:
+        raise ConfigurationError(f"{owner}: {name} must be one of {list(choices)}, got {value!r}")
+    return value
+
+
+def reflect(X: np.ndarray) -> np.ndarray:
+    """Fold points back into ``[0, 1]`` by reflection at the walls (keeps the step's distribution)."""
+    X = np.mod(X, 2.0)
+    return np.where(X > 1.0, 2.0 - X, X)

@@ -1,0 +1,266 @@
+"""Parameters and parameter spaces.
+
+A :class:`ParameterSpace` maps between physical parameter values and the unit cube ``[0, 1]^d`` in
+which every optimiser works. A parameter is free (bounds, linear or logarithmic scale) or fixed
+(a constant that the model receives but no optimiser sees). Seed 003 (Table 1) searches B2 through
+a logarithm: ``Parameter("B2", 8e-7, 8e-3, scale="log")``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+from .errors import ConfigurationError
+
+Scale = Literal["linear", "log"]
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """One model parameter.
+
+    Args:
+        name: identifier used in configs, results and the model.
+        lower, upper: search bounds in physical units (``lower < upper``, both finite).
+        scale: ``"linear"`` or ``"log"`` (log needs ``lower > 0``): how the unit cube maps onto the bounds.
+        unit: physical unit, for reports and plots.
+        fixed: if given, the parameter is held at this value and is not searched.
+        description: free text.
+    """
+
+    name: str
+    lower: float = math.nan
+    upper: float = math.nan
+    scale: Scale = "linear"
+    unit: str = ""
+    fixed: float | None = None
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.isidentifier():
+            raise ConfigurationError(
+                f"a parameter name must be a valid identifier (letters, digits, underscores), got {self.name!r}; "
+                "rename the parameter"
+            )
+        if self.scale not in ("linear", "log"):
+            raise ConfigurationError(
+                f"parameter {self.name!r}: scale must be 'linear' or 'log', got {self.scale!r}"
+            )
+        if self.fixed is not None:
+            if not math.isfinite(float(self.fixed)):
+                raise ConfigurationError(
+                    f"parameter {self.name!r}: a fixed value must be finite, got fixed={self.fixed!r}"
+                )
+            object.__setattr__(self, "fixed", float(self.fixed))
+            if math.isnan(self.lower) and math.isnan(self.upper):
+                return
+        lo, hi = float(self.lower), float(self.upper)
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            raise ConfigurationError(
+                f"parameter {self.name!r}: bounds must be finite, got lower={self.lower!r}, upper={self.upper!r}; "
+                "give both bounds as finite numbers"
+            )
+        if not lo < hi:
+            raise ConfigurationError(
+                f"parameter {self.name!r}: `lower < upper` must hold, got lower={lo!r}, upper={hi!r}; "
+                "swap or widen the bounds (use fixed=... for a constant)"
+            )
+        if self.scale == "log" and lo <= 0:
+            raise ConfigurationError(
+                f"parameter {self.name!r}: a log scale needs a positive range, got lower={lo!r}, upper={hi!r}; "
+                "use scale='linear' or positive bounds"
+            )
+        object.__setattr__(self, "lower", lo)
+        object.__setattr__(self, "upper", hi)
+
+    @property
+    def is_fixed(self) -> bool:
+        return self.fixed is not None
+
+    def to_unit(self, value: np.ndarray | float) -> np.ndarray:
+        """Physical value(s) -> unit interval (values outside the bounds map outside [0, 1])."""
+        v = np.asarray(value, dtype=float)
+        if self.scale == "log":
+            return (np.log(v) - math.log(self.lower)) / (math.log(self.upper) - math.log(self.lower))
+        return (v - self.lower) / (self.upper - self.lower)
+
+    def from_unit(self, u: np.ndarray | float) -> np.ndarray:
+        """Unit interval -> physical value(s)."""
+        u = np.asarray(u, dtype=float)
+        if self.scale == "log":
+            return np.exp(math.log(self.lower) + u * (math.log(self.upper) - math.log(self.lower)))
+        return self.lower + u * (self.upper - self.lower)
+
+    def with_fixed(self, value: float | None) -> Parameter:
+        return Parameter(self.name, self.lower, self.upper, self.scale, self.unit, value, self.description)
+
+
+@dataclass(frozen=True)
+class ParameterSpace:
+    """An ordered set of parameters.
+
+    ``names`` lists all parameters in model order; ``free_names`` those searched by optimisers, whose
+    count ``dim`` is the dimension of the unit cube. ``to_full`` turns free values (``(n, dim)``)
+    into full parameter arrays (``(n, len(names))``) in physical units, inserting fixed values.
+    """
+
+    parameters: tuple[Parameter, ...]
+    _index: Mapping[str, int] = field(init=False, repr=False, compare=False)
+
+    def __init__(self, parameters: Iterable[Parameter]):
+        params = tuple(parameters)
+        for p in params:
+            if not isinstance(p, Parameter):
+                raise ConfigurationError(f"a ParameterSpace holds Parameter objects, got {p!r}")
+        seen: dict[str, int] = {}
+        for i, p in enumerate(params):
+            if p.name in seen:
+                raise ConfigurationError(
+                    f"parameter names must be unique, got {p.name!r} at positions {seen[p.name]} and {i}; "
+                    "rename one of them"
+                )
+            seen[p.name] = i
+        if not params:
+            raise ConfigurationError("a ParameterSpace needs at least one parameter, got none")
+        object.__setattr__(self, "parameters", params)
+        object.__setattr__(self, "_index", seen)
+
+    # -- construction helpers -------------------------------------------------------------
+    @classmethod
+    def from_bounds(cls, lower: Sequence[float], upper: Sequence[float], names: Sequence[str] | None = None):
+        lower, upper = list(lower), list(upper)
+        if len(lower) != len(upper):
+            raise ConfigurationError(
+                f"lower and upper bounds must have the same length, got {len(lower)} and {len(upper)}"
+            )
+        names = list(names) if names is not None else [f"x{i}" for i in range(len(lower))]
+        return cls(Parameter(n, lo, hi) for n, lo, hi in zip(names, lower, upper, strict=True))
+
+    def with_fixed(self, **values: float) -> ParameterSpace:
+        """A copy where the named parameters are fixed at the given values."""
+        unknown = set(values) - set(self.names)
+        if unknown:
+            raise ConfigurationError(
+                f"cannot fix unknown parameter(s) {sorted(unknown)}; valid names are {list(self.names)}"
+            )
+        return ParameterSpace(p.with_fixed(values[p.name]) if p.name in values else p for p in self.parameters)
+
+    def with_bounds(self, **bounds: tuple[float, float]) -> ParameterSpace:
+        """A copy with new ``(lower, upper)`` bounds for the named parameters."""
+        unknown = set(bounds) - set(self.names)
+        if unknown:
+            raise ConfigurationError(
+                f"cannot bound unknown parameter(s) {sorted(unknown)}; valid names are {list(self.names)}"
+            )
+        out = []
+        for p in self.parameters:
+            if p.name in bounds:
+                lo, hi = bounds[p.name]
+                p = Parameter(p.name, lo, hi, p.scale, p.unit, p.fixed, p.description)
+            out.append(p)
+        return ParameterSpace(out)
+
+    # -- views ----------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.parameters)
+
+    def __iter__(self):
+        return iter(self.parameters)
+
+    def __getitem__(self, name: str) -> Parameter:
+        try:
+            return self.parameters[self._index[name]]
+        except KeyError:
+            raise KeyError(f"no parameter {name!r}; valid names are {list(self.names)}") from None
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.parameters)
+
+    @property
+    def free(self) -> tuple[Parameter, ...]:
+        return tuple(p for p in self.parameters if not p.is_fixed)
+
+    @property
+    def free_names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.free)
+
+    @property
+    def dim(self) -> int:
+        return len(self.free)
+
+    @property
+    def lower(self) -> np.ndarray:
+        """Lower bounds of the free parameters."""
+        return np.array([p.lower for p in self.free])
+
+    @property
+    def upper(self) -> np.ndarray:
+        return np.array([p.upper for p in self.free])
+
+    # -- maps -----------------------------------------------------------------------------
+    def from_unit(self, u: np.ndarray) -> np.ndarray:
+        """``(n, dim)`` unit-cube points -> ``(n, dim)`` free parameter values."""
+        u = self._as_2d(u, self.dim, "unit-cube points")
+        return np.column_stack([p.from_unit(u[:, i]) for i, p in enumerate(self.free)]) if self.dim else u
+
+    def to_unit(self, x: np.ndarray) -> np.ndarray:
+        """``(n, dim)`` free parameter values -> unit cube."""
+        x = self._as_2d(x, self.dim, "free parameter values")
+        return np.column_stack([p.to_unit(x[:, i]) for i, p in enumerate(self.free)]) if self.dim else x
+
+    def to_full(self, x_free: np.ndarray) -> np.ndarray:
+        """``(n, dim)`` free values -> ``(n, len(self))`` full values with fixed parameters inserted."""
+        x_free = self._as_2d(x_free, self.dim, "free parameter values")
+        full = np.empty((x_free.shape[0], len(self)))
+        j = 0
+        for i, p in enumerate(self.parameters):
+            if p.is_fixed:
+                full[:, i] = p.fixed
+            else:
+                full[:, i] = x_free[:, j]
+                j += 1
+        return full
+
+    def full_from_unit(self, u: np.ndarray) -> np.ndarray:
+        return self.to_full(self.from_unit(u))
+
+    def free_from_full(self, full: np.ndarray) -> np.ndarray:
+        full = self._as_2d(full, len(self), "full parameter values")
+        idx = [i for i, p in enumerate(self.parameters) if not p.is_fixed]
+        return full[:, idx]
+
+    def as_dict(self, full_row: Sequence[float]) -> dict[str, float]:
+        """One full parameter vector -> ``{name: value}``."""
+        if len(full_row) != len(self):
+            raise ConfigurationError(f"expected {len(self)} values for {list(self.names)}, got {len(full_row)}")
+        return {n: float(v) for n, v in zip(self.names, full_row, strict=True)}
+
+    def from_dict(self, values: Mapping[str, float]) -> np.ndarray:
+        """``{name: value}`` for every free parameter -> a ``(dim,)`` free vector."""
+        missing = [n for n in self.free_names if n not in values]
+        extra = [n for n in values if n not in self.names]
+        if missing or extra:
+            raise ConfigurationError(
+                f"parameter values must name each free parameter once; missing {missing}, unknown {extra}; "
+                f"free parameters are {list(self.free_names)}"
+            )
+        return np.array([float(values[n]) for n in self.free_names])
+
+    def contains(self, x_free: np.ndarray, atol: float = 1e-12) -> np.ndarray:
+        x = self._as_2d(x_free, self.dim, "free parameter values")
+        return np.all((x >= self.lower - atol) & (x <= self.upper + atol), axis=1)
+
+    @staticmethod
+    def _as_2d(a: np.ndarray, d: int, what: str) -> np.ndarray:
+        a = np.asarray(a, dtype=float)
+        if a.ndim == 1:
+            a = a[None, :]
+        if a.ndim != 2 or a.shape[1] != d:
+            raise ConfigurationError(f"{what} must have shape (n, {d}), got {a.shape}")
+        return a

@@ -1,0 +1,215 @@
+"""A calibration problem: a model, the experiments it must match and the objective that scores it.
+
+Every method family (optimisers, surrogate strategies, inverse networks) reads a problem through the
+same two members: ``space`` (the free parameters and their unit-cube map) and ``evaluate`` (losses of a
+batch of free parameter sets, with per-set status so that a failed simulation is recorded, not raised).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from .data import Experiment
+from .errors import ConfigurationError
+from .models._base import Model, Response, SimulationFailure
+from .objectives import Objective
+from .parameters import ParameterSpace
+
+OK, FAILED = "ok", "failed"
+
+
+@dataclass
+class EvaluationBatch:
+    """Results of evaluating ``n`` parameter sets.
+
+    ``losses`` holds the loss the optimiser sees (the penalty for a failed set), ``raw_losses`` the
+    objective value (NaN when failed), ``status`` ``"ok"``/``"failed"``, ``errors`` the failure text.
+    ``responses`` keeps the simulated curves (``None`` for failed sets or when not kept).
+    """
+
+    losses: np.ndarray
+    raw_losses: np.ndarray
+    status: list[str]
+    errors: list[str | None]
+    responses: list[Any] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def n_failed(self) -> int:
+        return sum(s != OK for s in self.status)
+
+
+class ProblemLike(Protocol):
+    space: ParameterSpace
+
+    def evaluate(self, x_free: np.ndarray) -> EvaluationBatch: ...
+
+
+class _PenaltyMixin:
+    failure_loss: float
+
+    def _finish(self, raw: np.ndarray, errors: list[str | None], responses: list[Any], t0: float) -> EvaluationBatch:
+        status = [OK if e is None else FAILED for e in errors]
+        losses = np.where([s == OK for s in status], raw, self.failure_loss).astype(float)
+        return EvaluationBatch(losses, raw, status, errors, responses, time.perf_counter() - t0)
+
+
+@dataclass
+class Problem(_PenaltyMixin):
+    """Model + experiment(s) + objective.
+
+    Args:
+        model: the forward model.
+        experiments: one or several experiments; each one's ``conditions`` go to the model and its
+            ``weight`` multiplies its loss.
+        objective: misfit of one simulated response against one experiment.
+        space: the searched parameter space (default: the model's own, with its default bounds).
+        failure_loss: loss given to a failed simulation (default ``inf``; every optimiser handles it).
+        keep_responses: keep simulated curves in the returned batches (for plots and stores).
+    """
+
+    model: Model
+    experiments: Experiment | Sequence[Experiment]
+    objective: Objective
+    space: ParameterSpace | None = None
+    failure_loss: float = math.inf
+    keep_responses: bool = False
+
+    def __post_init__(self) -> None:
+        if isinstance(self.experiments, Experiment):
+            self.experiments = [self.experiments]
+        self.experiments = list(self.experiments)
+        if not self.experiments:
+            raise ConfigurationError("a Problem needs at least one experiment, got none")
+        if self.space is None:
+            self.space = self.model.space
+        if self.space.names != self.model.space.names:
+            raise ConfigurationError(
+                f"the problem's parameter space must list the model's parameters in order "
+                f"{list(self.model.space.names)}, got {list(self.space.names)}"
+            )
+        for e in self.experiments:
+            unknown = set(e.channel_names) - set(self.model.channel_names)
+            if unknown and self.objective.channels is None:
+                raise ConfigurationError(
+                    f"experiment {e.name!r} has channel(s) {sorted(unknown)} that model {self.model.name!r} "
+                    f"does not produce; its channels are {list(self.model.channel_names)}"
+                )
+
+    def simulate(self, x_free: np.ndarray, experiment: Experiment | None = None) -> list[Response | SimulationFailure]:
+        """Simulate free parameter sets ``(n, dim)`` under an experiment's conditions."""
+        exp = experiment or self.experiments[0]
+        theta = self.space.to_full(x_free)
+        return self.model.simulate(theta, exp.conditions)
+
+    def evaluate(self, x_free: np.ndarray) -> EvaluationBatch:
+        t0 = time.perf_counter()
+        x_free = np.atleast_2d(np.asarray(x_free, dtype=float))
+        n = x_free.shape[0]
+        raw = np.zeros(n)
+        errors: list[str | None] = [None] * n
+        responses: list[Any] = [dict() for _ in range(n)] if self.keep_responses else []
+        for exp in self.experiments:
+            sims = _simulate_isolated(self.simulate, x_free, exp)
+            for i, sim in enumerate(sims):
+                if errors[i] is not None:
+                    continue
+                if isinstance(sim, SimulationFailure):
+                    errors[i] = f"experiment {exp.name!r}: {sim.message}"
+                    continue
+                try:
+                    val = exp.weight * self.objective(sim, exp)
+                except Exception as exc:  # a response the objective cannot score is a failed set
+                    errors[i] = f"experiment {exp.name!r}: objective failed: {type(exc).__name__}: {exc}"
+                    continue
+                if not math.isfinite(val):
+                    errors[i] = f"experiment {exp.name!r}: objective is not finite ({val!r})"
+                    continue
+                raw[i] += val
+                if self.keep_responses:
+                    responses[i][exp.name] = sim
+        raw = np.where([e is None for e in errors], raw, np.nan)
+        return self._finish(raw, errors, responses, t0)
+
+
+def _simulate_isolated(simulate: Callable, x: np.ndarray, exp: Experiment) -> list:
+    """Run a batch; if the batch raises, retry one set at a time so one bad set fails alone."""
+    try:
+        out = simulate(x, exp)
+        if len(out) != x.shape[0]:
+            raise RuntimeError(f"model returned {len(out)} responses for {x.shape[0]} parameter sets")
+        return out
+    except Exception:
+        if x.shape[0] == 1:
+            return [SimulationFailure(traceback.format_exc(limit=3).strip().splitlines()[-1])]
+        out = []
+        for i in range(x.shape[0]):
+            out.extend(_simulate_isolated(simulate, x[i : i + 1], exp))
+        return out
+
+
+@dataclass
+class FunctionProblem(_PenaltyMixin):
+    """A problem defined by a loss function of the free parameters (benchmarks, custom losses).
+
+    ``fn`` maps ``(n, dim)`` physical values to ``(n,)`` losses (``vectorized=True``) or one ``(dim,)``
+    vector to a float. Exceptions and non-finite values become failed evaluations.
+    """
+
+    fn: Callable[[np.ndarray], Any]
+    space: ParameterSpace
+    vectorized: bool = True
+    failure_loss: float = math.inf
+
+    @classmethod
+    def from_bounds(cls, fn, lower, upper, **kw) -> FunctionProblem:
+        return cls(fn, ParameterSpace.from_bounds(lower, upper), **kw)
+
+    def evaluate(self, x_free: np.ndarray) -> EvaluationBatch:
+        t0 = time.perf_counter()
+        x = np.atleast_2d(np.asarray(x_free, dtype=float))
+        n = x.shape[0]
+        raw = np.full(n, np.nan)
+        errors: list[str | None] = [None] * n
+        if self.vectorized:
+            try:
+                raw = np.asarray(self.fn(x), dtype=float).reshape(n)
+            except Exception as exc:
+                errors = [f"{type(exc).__name__}: {exc}"] * n
+        else:
+            for i in range(n):
+                try:
+                    raw[i] = float(self.fn(x[i]))
+                except Exception as exc:
+                    errors[i] = f"{type(exc).__name__}: {exc}"
+        for i in range(n):
+            if errors[i] is None and not math.isfinite(raw[i]):
+                errors[i] = f"loss is not finite ({float(raw[i])!r})"
+        return self._finish(np.where([e is None for e in errors], raw, np.nan), errors, [], t0)
+
+
+def experiment_from_model(
+    model: Model,
+    values: Mapping[str, float] | None = None,
+    *,
+    preset: str = "default",
+    conditions: Mapping[str, Any] | None = None,
+    noise: float = 0.0,
+    seed: int | np.random.Generator | None = None,
+    name: str = "synthetic",
+) -> Experiment:
+    """A synthetic experiment: the model's response at known parameters, optionally with seed 002's
+    eq. 36 noise. The ground truth of recovery tests."""
+    theta = model.full_vector(values, preset)
+    (resp,) = model.simulate(theta[None, :], conditions)
+    if isinstance(resp, SimulationFailure):
+        raise ConfigurationError(f"model {model.name!r} failed at the given parameters: {resp.message}")
+    exp = Experiment(dict(resp), conditions=dict(conditions or {}), name=name)
+    return exp.with_noise(noise, seed) if noise else exp

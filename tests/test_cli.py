@@ -1,0 +1,20 @@
+from __future__ import annotations
+
+from typer.testing import CliRunner
+
+from mechcalib.cli import app
+
+runner = CliRunner()
+
+
+def test_models_and_optimizers_listing():
+    r = runner.invoke(app, ["models"])
+    assert r.exit_code == 0 and "duffing" in r.output and "k3" in r.output
+    r = runner.invoke(app, ["optimizers"])
+    assert r.exit_code == 0 and "lhs" in r.output
+
+
+def test_demo_recovers_parameters(tmp_path):
+    r = runner.invoke(app, ["demo", "--optimizer", "lhs", "--evals", "60", "--out", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    assert "best loss" in r.output and (tmp_path / "demo_fit.png").stat().st_size > 10_000
