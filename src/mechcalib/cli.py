@@ -73,7 +73,8 @@ def demo(
     opt = make_optimizer(optimizer, seed=seed)
     console.print(f"calibrating [bold]{model.name}[/] {list(model.space.free_names)} with [bold]{opt.name}[/], {evals} evaluations")
     res = calibrate(problem, opt, max_evals=evals)
-    t = Table(title=f"best loss {res.best_loss:.4g} after {res.n_evals} evaluations ({res.seconds:.1f} s)")
+    console.print(f"best loss {res.best_loss:.4g} after {res.n_evals} evaluations ({res.seconds:.1f} s)")
+    t = Table()
     for col in ("parameter", "true", "identified", "error %"):
         t.add_column(col)
     for k, v in res.best_params.items():
@@ -85,6 +86,132 @@ def demo(
         out.mkdir(parents=True, exist_ok=True)
         path = plot_fit(problem, np.asarray(res.best_x), out / "demo_fit.png")
         console.print(f"plot written to {path}")
+
+
+def _parse_assignments(items: list[str], option: str, what: str, valid: list[str], *, integers: bool = False) -> dict[str, float]:
+    """``["k=1.5", ...]`` -> ``{"k": 1.5}``; a bad item is a usage error (exit status 2)."""
+    import math
+
+    out: dict[str, float] = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        name, text = name.strip(), text.strip()
+        if not sep or not name or not text:
+            raise typer.BadParameter(f"expected NAME=VALUE, got {item!r}", param_hint=option)
+        if name not in valid:
+            raise typer.BadParameter(f"unknown {what} {name!r}; valid names are {valid}", param_hint=option)
+        try:
+            value: float = int(text) if integers and text.lstrip("+-").isdigit() else float(text)
+        except ValueError:
+            raise typer.BadParameter(f"{name}: {text!r} is not a number", param_hint=option) from None
+        if not math.isfinite(value):
+            raise typer.BadParameter(f"{name}: {text!r} is not a finite number", param_hint=option)
+        out[name] = value
+    return out
+
+
+def write_response_csv(response, path: Path, comment: str | None = None) -> list[tuple[Path, dict[str, tuple[str, ...]]]]:
+    """Write simulated channels as CSV with a header row; returns ``[(file, channel mapping)]``.
+
+    Layout: one column group per channel, ``<channel>.x [x unit]``, ``<channel>.y [y unit]`` and, when the
+    curve has a progress coordinate, ``<channel>.t``. Values are written with ``repr`` (exact round trip).
+    ``Experiment.from_csv(file, mapping)`` reads the curves back. Channels of unequal length cannot share
+    rows: each then goes to its own file ``<stem>.<channel><suffix>`` in the same layout.
+    """
+    chans = dict(response)
+    lengths = {len(c) for c in chans.values()}
+    groups = [chans] if len(lengths) == 1 else [{k: c} for k, c in chans.items()]
+    written = []
+    for group in groups:
+        target = path if len(groups) == 1 else path.with_name(f"{path.stem}.{next(iter(group))}{path.suffix or '.csv'}")
+        header, columns, mapping = [], [], {}
+        for ch, c in group.items():
+            names = [f"{ch}.x", f"{ch}.y"] + ([f"{ch}.t"] if c.t is not None else [])
+            header += [f"{ch}.x [{c.x_unit}]" if c.x_unit else f"{ch}.x", f"{ch}.y [{c.y_unit}]" if c.y_unit else f"{ch}.y"]
+            columns += [c.x, c.y]
+            if c.t is not None:
+                header.append(f"{ch}.t")
+                columns.append(c.t)
+            mapping[ch] = tuple(names)
+        lines = [f"# {comment}"] if comment else []
+        lines.append(",".join(header))
+        lines += [",".join(repr(float(v)) for v in row) for row in zip(*columns, strict=True)]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text("\n".join(lines) + "\n")
+        written.append((target, mapping))
+    return written
+
+
+@app.command()
+def simulate(
+    model: str = typer.Argument(..., help="Built-in model (see `mechcalib models`)."),
+    preset: str = typer.Option("default", "--preset", help="Parameter preset the --set values override."),
+    set_: list[str] = typer.Option([], "--set", help="Parameter value NAME=VALUE (repeatable)."),
+    condition: list[str] = typer.Option([], "--condition", help="Model condition NAME=VALUE (repeatable)."),
+    out: Path = typer.Option(..., "--out", "-o", help="CSV file to write."),
+) -> None:
+    """Run one simulation of a built-in model and write its channels as CSV.
+
+    Columns per channel: <channel>.x and <channel>.y, each with its unit in brackets, and <channel>.t when the
+    channel has a progress coordinate. Experiment.from_csv(FILE, {channel: ("<channel>.x", "<channel>.y",
+    "<channel>.t")}) reads it back.
+    """
+    from .errors import ConfigurationError
+    from .models import MODELS, SimulationFailure, get_model
+
+    if model not in MODELS:
+        raise typer.BadParameter(f"unknown model {model!r}; valid names are {sorted(MODELS)}", param_hint="MODEL")
+    m = get_model(model)
+    if preset not in m.presets:
+        raise typer.BadParameter(f"model {model!r} has no preset {preset!r}; presets are {sorted(m.presets)}",
+                                 param_hint="--preset")
+    values = _parse_assignments(set_, "--set", "parameter", list(m.space.names))
+    conds = _parse_assignments(condition, "--condition", "condition", sorted(m.default_conditions), integers=True)
+    try:
+        theta = m.full_vector(values, preset)
+        (resp,) = m.simulate(theta[None, :], conds)
+    except ConfigurationError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--condition") from None
+    if isinstance(resp, SimulationFailure):
+        typer.echo(f"error: the simulation failed: {resp.message}", err=True)
+        raise typer.Exit(1)
+    params = ", ".join(f"{k}={v!r}" for k, v in zip(m.space.names, map(float, theta), strict=True))
+    cond_text = ", ".join(f"{k}={v!r}" for k, v in m.conditions(conds).items())
+    files = write_response_csv(resp, out, comment=f"mechcalib simulate {model}: preset {preset}; {params}; conditions {cond_text}")
+    for path, mapping in files:
+        typer.echo(f"wrote {path} (channels {', '.join(f'{k}={list(v)}' for k, v in mapping.items())})")
+
+
+@app.command()
+def check(config: Path = typer.Argument(..., help="Run configuration (TOML).")) -> None:
+    """Validate a run configuration: build its problem, optimiser and budget, and summarise them."""
+    from .config import ConfigFileError, load_config
+    from .errors import MechcalibError
+
+    try:
+        cfg = load_config(config)
+        problem = cfg.build_problem()
+        opt = cfg.build_optimizer()
+        term = cfg.build_termination()
+    except ConfigFileError as exc:
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(2) from None
+    except MechcalibError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    t = Table(title=f"{cfg.name}: model {problem.model.name}, {problem.space.dim} free parameter(s)", title_justify="left")
+    for col in ("parameter", "unit", "lower", "upper", "scale", "fixed"):
+        t.add_column(col)
+    for p in problem.space:
+        fixed = "" if p.fixed is None else f"{p.fixed:g}"
+        t.add_row(p.name, p.unit, f"{p.lower:g}", f"{p.upper:g}", p.scale, fixed)
+    console.print(t)
+    for e in problem.experiments:
+        chans = ", ".join(f"{k} ({len(c)} points)" for k, c in e.channels.items())
+        console.print(f"experiment {e.name!r} (weight {e.weight:g}): {chans}", markup=False, highlight=False)
+    console.print(f"objective {problem.objective.name}; optimizer {opt.name} {opt.settings()}", markup=False, highlight=False)
+    rules = {k: v for k, v in vars(term).items() if v is not None and not (k == "min_delta" and v == 0)}
+    console.print(f"budget {rules}; evaluator {cfg.evaluator.kind}; seed {cfg.seed}", markup=False, highlight=False)
 
 
 if __name__ == "__main__":  # pragma: no cover
