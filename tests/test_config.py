@@ -185,7 +185,7 @@ def _sub(old: str, new: str) -> str:
 
 ERRORS = [
     # (config text, key path, in `expected`, in `found`)
-    (_sub('name = "linear"', 'name = "lineer"'), "model.name", "['duffing', 'linear']", "'lineer'"),
+    (_sub('name = "linear"', 'name = "lineer"'), "model.name", "'duffing'", "'lineer'"),
     (_sub('name = "linear"', 'name = "linear"\npreset = "paper"'), "model.preset", "['default']", "'paper'"),
     (_sub('name = "random"', 'name = "pso2"'), "optimizer.name", "'tbpso'", "'pso2'"),
     (_sub('name = "random"', 'name = "pso"\npreset = "paper_001"'), "optimizer.preset", "'paper_000'", "'paper_001'"),

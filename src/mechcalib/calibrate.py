@@ -1,19 +1,28 @@
-"""The calibration loop: ask, evaluate, tell, record, until a termination rule fires."""
+"""The calibration loop: ask, evaluate, tell, record, until a termination rule fires.
+
+With a run store the loop is durable: each evaluation is committed as it arrives, the optimiser is
+checkpointed after told batches, and a run killed at any moment resumes (same ``run_name``) without
+simulating a stored evaluation again, ending with exactly the result of an uninterrupted run.
+"""
 
 from __future__ import annotations
 
 import logging
 import math
+import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from .errors import ConfigurationError
+from .execution._base import Evaluator, FunctionEvaluator, Outcome, outcomes_to_batch
 from .optimizers._base import Optimizer
 from .problem import EvaluationBatch, ProblemLike
+from .storage.session import RunSession
+from .storage.sqlite import RunStore
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +118,9 @@ class Result:
 
     ``best_x``: best free parameters ``(dim,)``; ``best_params``: every parameter (fixed ones included) by
     name; ``alternatives``: the best distinct parameter sets found (seed 000 reports five), as
-    ``(params, loss)`` pairs, best first.
+    ``(params, loss)`` pairs, best first. ``run_name``: the run's name in the store (``None`` without
+    one); ``n_simulated``, ``n_cached``, ``n_replayed``: how many of the evaluations were simulated by
+    this call, reused from the cache, or read back from the store on resume.
     """
 
     best_x: np.ndarray
@@ -124,6 +135,10 @@ class Result:
     seconds: float
     optimizer: str
     settings: dict[str, Any]
+    run_name: str | None = None
+    n_simulated: int = 0
+    n_cached: int = 0
+    n_replayed: int = 0
 
     def __repr__(self) -> str:
         p = ", ".join(f"{k}={v:.6g}" for k, v in self.best_params.items())
@@ -161,18 +176,52 @@ def calibrate(
     callback: Callable[[int, Optimizer, History], bool | None] | None = None,
     n_alternatives: int = 5,
     alternative_distance: float = 0.02,
+    evaluator: Evaluator | str | None = None,
+    store: RunStore | str | os.PathLike[str] | None = None,
+    run_name: str | None = None,
+    config: Mapping[str, Any] | None = None,
+    resume: bool | str = True,
+    cache: bool | None = None,
+    checkpoint_every: int | None = 1,
+    on_evaluation: Callable[[int, int, Outcome], Any] | None = None,
 ) -> Result:
     """Minimise ``problem``'s loss with an ask/tell ``optimizer``.
+
+    Each batch the optimiser asks is dispatched whole to the evaluator; outcomes are recorded (store,
+    ``on_evaluation``) in the order they finish, and the optimiser is told the complete batch in ask order,
+    so a seeded run gives the same result whatever the evaluator and the timing.
 
     Args:
         problem: a :class:`~mechcalib.problem.Problem` or anything with ``space`` and ``evaluate``.
         optimizer: an optimiser instance; it is (re)set up on the problem's dimension.
         termination: stopping rules; ``max_evals=`` is a shortcut for ``Termination(max_evals=...)``.
-        evaluate: how a batch of free parameter sets is evaluated (default ``problem.evaluate``; the
-            execution layer passes parallel evaluators here).
+        evaluate: a batch function replacing ``problem.evaluate`` (evaluated in-process, whole batches).
         callback: called after each batch with ``(batch index, optimizer, history)``; returning True stops.
+            On resume it is called for replayed batches, not for batches restored from a checkpoint.
         n_alternatives: how many distinct good parameter sets to report.
         alternative_distance: minimum unit-cube (max-norm) distance between reported alternatives.
+        evaluator: where simulations run: an :class:`~mechcalib.execution.Evaluator` (kept open for
+            reuse; close it yourself) or a name ``"serial"``, ``"pool"``, ``"dask"`` (built with default
+            options and closed at the end). Default: ``problem.evaluate`` on whole batches, in-process.
+        store: a :class:`~mechcalib.storage.RunStore` (or a path to one) that records the run: every
+            evaluation committed as it arrives, an optimiser checkpoint after every ``checkpoint_every``
+            told batches, the run's settings and ``config``.
+        run_name: the run's name in the store. A new name starts a run; the name of a stored run resumes
+            it (see ``resume``). Default: a generated name (``Result.run_name``).
+        config: the caller's configuration (JSON-compatible), stored with the run.
+        resume: for a ``run_name`` already stored: ``True`` (or ``"checkpoint"``) continues it from the
+            latest checkpoint whose batches are all stored, then replays; ``"replay"`` replays the ask/tell
+            loop from the start, answering asks from the stored evaluations; ``False`` raises. Either way no
+            stored evaluation is simulated again and a seeded run ends with exactly the result of an
+            uninterrupted run. The optimiser must have the stored settings (its seed may be left ``None``:
+            the stored seed is used; an unseeded new run gets a drawn seed, recorded).
+        cache: reuse stored outcomes of identical parameter sets (same problem fingerprint, exact float
+            match; timeouts and crashes are not reused) and evaluate duplicates within a batch once.
+            Default: on when a store is given.
+        checkpoint_every: save the optimiser's ``state_dict`` every this many told batches (``None`` or 0:
+            never; resume then replays).
+        on_evaluation: called as each evaluation arrives with ``(index in the run, batch, outcome)``;
+            ``outcome.source`` is ``"live"``, ``"cache"`` or ``"replay"``.
     """
     if termination is None:
         if max_evals is None:
@@ -180,50 +229,96 @@ def calibrate(
         termination = Termination(max_evals=max_evals)
     elif max_evals is not None:
         raise ConfigurationError("give either termination or max_evals, not both")
+    if evaluate is not None and evaluator is not None:
+        raise ConfigurationError("give either evaluate (a batch function) or evaluator, not both")
+    ce = checkpoint_every
+    if ce is not None and (isinstance(ce, bool) or not isinstance(ce, int) or ce < 0):
+        raise ConfigurationError(f"checkpoint_every must be an integer >= 0 or None, got {checkpoint_every!r}")
     space = problem.space
-    evaluate = evaluate or problem.evaluate
-    optimizer.setup(space.dim)
-    hist = History()
+    own_evaluator = False
+    if isinstance(evaluator, str):
+        from .execution import make_evaluator
+
+        evaluator, own_evaluator = make_evaluator(evaluator), True
+    elif evaluator is None:
+        evaluator = FunctionEvaluator(evaluate or problem.evaluate)
+    own_store = False
+    if store is not None and not isinstance(store, RunStore):
+        store, own_store = RunStore(store), True
+    session: RunSession | None = None
+    counts = {"live": 0, "cache": 0, "replay": 0}
     t0 = time.perf_counter()
-    best, stale, b = math.inf, 0, 0
-    reason = "max_iters"
-    while True:
-        if termination.max_iters is not None and b >= termination.max_iters:
-            reason = "max_iters"
-            break
-        if termination.max_evals is not None and hist.n_evals >= termination.max_evals:
-            reason = "max_evals"
-            break
-        if optimizer.converged:
-            reason = "converged"
-            break
-        U = optimizer.ask()
-        n = U.shape[0]
-        told = True
-        if termination.max_evals is not None and hist.n_evals + n > termination.max_evals:
-            n = termination.max_evals - hist.n_evals
-            told = False
-        X = space.from_unit(U[:n])
-        res = evaluate(X)
-        hist.add(U[:n], X, res, b, told)
-        if told:
-            optimizer.tell(U, res.losses)
-        b += 1
-        cur = hist.best_per_batch[-1]
-        if cur < best - termination.min_delta:
-            stale = 0
-        else:
-            stale += 1
-        best = min(best, cur)
-        if callback is not None and callback(b, optimizer, hist):
-            reason = "callback"
-            break
-        if termination.target is not None and best <= termination.target:
-            reason = "target"
-            break
-        if termination.patience is not None and stale >= termination.patience:
-            reason = "patience"
-            break
+    b = 0
+    try:
+        if store is not None:
+            session = RunSession(
+                store, problem, optimizer, termination, evaluator.describe(), run_name=run_name,
+                config=dict(config) if config is not None else None, resume=resume,
+                cache=True if cache is None else cache,
+            )
+        elif run_name is not None:
+            raise ConfigurationError("run_name needs a store: pass store=RunStore(path)")
+        evaluator.start(problem)
+        optimizer.setup(space.dim)
+        hist = History()
+        if session is not None:
+            b = _restore_checkpoint(session, optimizer, space, hist, counts)
+        best, stale = math.inf, 0
+        for cur in hist.best_per_batch:
+            stale = 0 if cur < best - termination.min_delta else stale + 1
+            best = min(best, cur)
+        reason = _after_batch(termination, best, stale) if b else None
+        while reason is None:
+            if termination.max_iters is not None and b >= termination.max_iters:
+                reason = "max_iters"
+                break
+            if termination.max_evals is not None and hist.n_evals >= termination.max_evals:
+                reason = "max_evals"
+                break
+            if optimizer.converged:
+                reason = "converged"
+                break
+            U = optimizer.ask()
+            n = U.shape[0]
+            told = True
+            if termination.max_evals is not None and hist.n_evals + n > termination.max_evals:
+                n = termination.max_evals - hist.n_evals
+                told = False
+            X = space.from_unit(U[:n])
+            bt = time.perf_counter()
+            outs = _run_batch(b, U[:n], X, hist.n_evals, evaluator, session, on_evaluation, counts)
+            res = outcomes_to_batch(outs, time.perf_counter() - bt)
+            hist.add(U[:n], X, res, b, told)
+            if told:
+                optimizer.tell(U, res.losses)
+            b += 1
+            if session is not None:
+                if told and checkpoint_every and b % checkpoint_every == 0:
+                    session.checkpoint(b, hist.n_evals, optimizer)
+                else:
+                    session.touch(b)
+            cur = hist.best_per_batch[-1]
+            stale = 0 if cur < best - termination.min_delta else stale + 1
+            best = min(best, cur)
+            if callback is not None and callback(b, optimizer, hist):
+                reason = "callback"
+                break
+            reason = _after_batch(termination, best, stale)
+        if session is not None:
+            session.finish("finished", b, stop_reason=reason)
+    except BaseException as exc:
+        if session is not None:
+            status = "interrupted" if isinstance(exc, KeyboardInterrupt | GeneratorExit) else "failed"
+            try:
+                session.finish(status, b, error=f"{type(exc).__name__}: {exc}")
+            except Exception:  # the original error matters more
+                log.exception("could not record the end of run %r", session.run_name)
+        raise
+    finally:
+        if own_evaluator:
+            evaluator.close()
+        if own_store:
+            store.close()
     seconds = time.perf_counter() - t0
     losses = np.array(hist.losses) if hist.losses else np.array([np.inf])
     i = int(np.argmin(losses))
@@ -242,7 +337,119 @@ def calibrate(
         seconds=seconds,
         optimizer=optimizer.name,
         settings=optimizer.settings(),
+        run_name=session.run_name if session is not None else None,
+        n_simulated=counts["live"],
+        n_cached=counts["cache"],
+        n_replayed=counts["replay"],
     )
+
+
+def _after_batch(termination: Termination, best: float, stale: int) -> str | None:
+    """The stop rules checked after a batch (target, patience)."""
+    if termination.target is not None and best <= termination.target:
+        return "target"
+    if termination.patience is not None and stale >= termination.patience:
+        return "patience"
+    return None
+
+
+def _restore_checkpoint(session: RunSession, optimizer: Optimizer, space: Any, hist: History, counts: dict) -> int:
+    """Load the latest usable checkpoint of a resumed run into ``optimizer`` and rebuild ``hist`` from the
+    stored evaluations it covers; returns the number of batches restored (0: replay from the start)."""
+    for b, n, state, recs in session.checkpoints():
+        try:
+            optimizer.load_state_dict(state)
+        except Exception as exc:
+            log.warning("checkpoint at batch %d cannot be restored (%s); trying an older one", b, exc)
+            optimizer.setup(space.dim)
+            continue
+        i = 0
+        while i < n:
+            j = i
+            while j < n and recs[j].batch == recs[i].batch:
+                j += 1
+            group = recs[i:j]
+            U = np.array([r.u for r in group])
+            X = np.array([[r.params[k] for k in space.free_names] for r in group], dtype=float)
+            outs = [
+                Outcome(
+                    r.pos, r.loss, r.raw_loss, r.status, r.error, None, r.started, r.finished, r.worker or "", "replay"
+                )
+                for r in group
+            ]
+            hist.add(U, X, outcomes_to_batch(outs), recs[i].batch, True)
+            i = j
+        counts["replay"] += n
+        log.info("run %r: restored the checkpoint after batch %d (%d evaluations)", session.run_name, b, n)
+        return b
+    return 0
+
+
+def _run_batch(
+    b: int,
+    U: np.ndarray,
+    X: np.ndarray,
+    base: int,
+    evaluator: Evaluator,
+    session: RunSession | None,
+    on_evaluation: Callable[[int, int, Outcome], Any] | None,
+    counts: dict,
+) -> list[Outcome]:
+    """Outcomes of one batch in ask order: stored ones (replay), cache hits, then live evaluations, each
+    recorded as it arrives."""
+    n = X.shape[0]
+    outs: list[Outcome | None] = [None] * n
+    todo = list(range(n))
+    keys: list[str] = []
+    dups: dict[int, list[int]] = {}
+
+    def deliver(i: int, o: Outcome, **rec: Any) -> int | None:
+        rid = None
+        if session is not None:
+            rid = session.record(o, idx=base + i, batch=b, pos=i, key=keys[i], x=X[i], u=U[i], **rec)
+        outs[i] = o
+        counts[o.source] += 1
+        if on_evaluation is not None:
+            on_evaluation(base + i, b, o)
+        return rid
+
+    if session is not None:
+        keys = session.keys(X)
+        todo = []
+        first: dict[str, int] = {}
+        for i in range(n):
+            stored = session.replay.get(base + i)
+            if stored is not None:
+                o = session.replayed(stored, X[i], b, i, i)
+                outs[i] = o
+                counts["replay"] += 1
+                if on_evaluation is not None:
+                    on_evaluation(base + i, b, o)
+                continue
+            if session.cache:
+                if keys[i] in first:  # the same point earlier in this batch: evaluate once
+                    dups.setdefault(first[keys[i]], []).append(i)
+                    continue
+                hit = session.lookup(keys[i], i)
+                if hit is not None:
+                    o, src, blob = hit
+                    deliver(i, o, cached_from=src, blob=blob)
+                    continue
+                first[keys[i]] = i
+            todo.append(i)
+    if todo:
+        for o in evaluator.submit(X[todo]):
+            i = todo[o.index]
+            o.index = i
+            rid = deliver(i, o)
+            for j in dups.get(i, ()):
+                now = time.time()
+                copy = Outcome(j, o.loss, o.raw_loss, o.status, o.error, o.response, now, now, "cache", "cache")
+                deliver(j, copy, cached_from=rid)
+    missing = [i for i, o in enumerate(outs) if o is None]
+    if missing:  # an evaluator broke its contract; fail loudly rather than tell the optimiser garbage
+        raise RuntimeError(f"evaluator {evaluator.name!r} delivered no outcome for batch positions {missing}")
+    return outs  # type: ignore[return-value]
 
 
 def minimize(

@@ -1,0 +1,81 @@
+"""Where simulations run: evaluators behind one interface.
+
+==========  ===============================  ====================================================
+name        class                            runs on
+==========  ===============================  ====================================================
+``serial``  :class:`SerialEvaluator`         the calling process (timeouts abandon the call)
+``pool``    :class:`PoolEvaluator`           local worker processes (timeouts kill the worker)
+``dask``    :class:`DaskEvaluator`           a dask.distributed cluster (extra ``mechcalib[dask]``)
+==========  ===============================  ====================================================
+
+Every evaluator takes a whole ask batch with ``submit(X)`` and yields one :class:`Outcome` per
+parameter set as it finishes; :func:`mechcalib.calibrate` records each on arrival and tells the optimiser
+the complete batch in ask order. ``make_evaluator(name, **options)`` builds one by name (configs, CLI).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import ConfigurationError
+from ._base import (
+    CRASHED,
+    DETERMINISTIC_STATUSES,
+    FAILED,
+    OK,
+    STATUSES,
+    TIMEOUT,
+    Evaluator,
+    EvaluatorError,
+    FunctionEvaluator,
+    Outcome,
+    evaluate_chunk,
+    outcomes_to_batch,
+)
+from .pool import PoolEvaluator
+from .serial import SerialEvaluator
+
+EVALUATORS = ("serial", "pool", "dask")
+
+__all__ = [
+    "CRASHED",
+    "DETERMINISTIC_STATUSES",
+    "EVALUATORS",
+    "FAILED",
+    "OK",
+    "STATUSES",
+    "TIMEOUT",
+    "DaskEvaluator",
+    "Evaluator",
+    "EvaluatorError",
+    "FunctionEvaluator",
+    "Outcome",
+    "PoolEvaluator",
+    "SerialEvaluator",
+    "evaluate_chunk",
+    "make_evaluator",
+    "outcomes_to_batch",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "DaskEvaluator":  # its module imports dask lazily anyway; keep the package light
+        from .dask_backend import DaskEvaluator
+
+        return DaskEvaluator
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def make_evaluator(name: str, **options: Any) -> Evaluator:
+    """An evaluator by registry name with its keyword options, e.g.
+    ``make_evaluator("pool", n_workers=4, timeout=300)``; an unknown name lists the valid ones."""
+    key = name.lower()
+    if key == "serial":
+        return SerialEvaluator(**options)
+    if key == "pool":
+        return PoolEvaluator(**options)
+    if key == "dask":
+        from .dask_backend import DaskEvaluator
+
+        return DaskEvaluator(**options)
+    raise ConfigurationError(f"unknown evaluator {name!r}; valid names are {list(EVALUATORS)}")

@@ -1,0 +1,172 @@
+"""Encodings used by the run store: JSON of settings, compressed responses, fingerprints, cache keys."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import math
+import pickle
+import zlib
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from ..data import Curve
+
+
+def to_jsonable(v: Any) -> Any:
+    """Settings and configs -> JSON-compatible values (numpy scalars and arrays, tuples, paths...)."""
+    if isinstance(v, Mapping):
+        return {str(k): to_jsonable(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [to_jsonable(x) for x in v]
+    if isinstance(v, np.ndarray):
+        return to_jsonable(v.tolist())
+    if isinstance(v, np.generic):
+        return v.item()
+    if v is None or isinstance(v, bool | int | float | str):
+        return v
+    return repr(v)
+
+
+def dumps(v: Any) -> str:
+    """Canonical JSON (sorted keys; floats round-trip exactly; inf/NaN allowed as in Python's json)."""
+    return json.dumps(to_jsonable(v), sort_keys=True)
+
+
+# -- responses ----------------------------------------------------------------------------------
+_CURVE_FIELDS = ("x_name", "y_name", "x_unit", "y_unit")
+
+
+def encode_response(resp: Any, level: int = 6) -> bytes | None:
+    """A response (``{experiment: {channel: Curve}}``, arrays, nested mappings) -> a zlib-compressed
+    ``numpy.savez`` archive. Curves keep their labels; values that are neither mappings, curves nor
+    array-like are pickled. ``None`` -> ``None``."""
+    if resp is None:
+        return None
+    arrays: dict[str, np.ndarray] = {}
+    meta: dict[str, Any] = {}
+
+    def walk(v: Any, path: str) -> None:
+        if isinstance(v, Curve):
+            arrays[path + "/x"], arrays[path + "/y"] = v.x, v.y
+            if v.t is not None:
+                arrays[path + "/t"] = v.t
+            meta[path] = {"kind": "curve", **{f: getattr(v, f) for f in _CURVE_FIELDS}, "t": v.t is not None}
+        elif isinstance(v, Mapping):
+            meta[path] = {"kind": "dict", "keys": [str(k) for k in v]}
+            for k, x in v.items():
+                walk(x, f"{path}/{k}" if path else str(k))
+        else:
+            try:
+                a = np.asarray(v)
+                if a.dtype == object:
+                    raise TypeError
+                arrays[path or "value"] = a
+                meta[path or "value"] = {"kind": "array"}
+            except (TypeError, ValueError):
+                arrays[path or "value"] = np.frombuffer(pickle.dumps(v), dtype=np.uint8)
+                meta[path or "value"] = {"kind": "pickle"}
+
+    walk(resp, "")
+    buf = io.BytesIO()
+    np.savez(buf, __meta__=np.array(json.dumps(meta)), **arrays)
+    return zlib.compress(buf.getvalue(), level)
+
+
+def decode_response(blob: bytes | None) -> Any:
+    """Inverse of :func:`encode_response`."""
+    if blob is None:
+        return None
+    with np.load(io.BytesIO(zlib.decompress(blob)), allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files}
+    meta = json.loads(str(arrays.pop("__meta__")))
+
+    def build(path: str) -> Any:
+        m = meta[path]
+        kind = m["kind"]
+        if kind == "curve":
+            return Curve(
+                arrays[path + "/x"],
+                arrays[path + "/y"],
+                t=arrays.get(path + "/t") if m["t"] else None,
+                **{f: m[f] for f in _CURVE_FIELDS},
+            )
+        if kind == "dict":
+            return {k: build(f"{path}/{k}" if path else k) for k in m["keys"]}
+        if kind == "pickle":
+            return pickle.loads(arrays[path].tobytes())
+        return arrays[path]
+
+    return build("value" if "value" in meta and "" not in meta else "")
+
+
+def flatten_response(resp: Any, prefix: str = "") -> dict[str, np.ndarray]:
+    """``{"exp/channel/y": array, ...}``: the arrays of a response by path (for dataset exports)."""
+    out: dict[str, np.ndarray] = {}
+    if isinstance(resp, Curve):
+        out[prefix + "/x"], out[prefix + "/y"] = resp.x, resp.y
+        if resp.t is not None:
+            out[prefix + "/t"] = resp.t
+    elif isinstance(resp, Mapping):
+        for k, v in resp.items():
+            out.update(flatten_response(v, f"{prefix}/{k}" if prefix else str(k)))
+    elif resp is not None:
+        a = np.asarray(resp)
+        if a.dtype != object:
+            out[prefix or "value"] = a
+    return out
+
+
+# -- identities ---------------------------------------------------------------------------------
+def problem_fingerprint(problem: Any) -> str | None:
+    """A hash that identifies a problem (model, experiments, objective, space, penalty) for the cache.
+
+    A problem may define ``fingerprint() -> str`` itself; otherwise the hash is taken over the problem's
+    pickle (cloudpickle for lambdas) and the package version. Code is pickled by reference, so after
+    changing a model's code give the run a new name or the problem a ``fingerprint`` that says so.
+    ``None`` when the problem cannot be pickled (then the cache only serves the run itself).
+    """
+    from .. import __version__
+
+    custom = getattr(problem, "fingerprint", None)
+    if callable(custom):
+        return "custom:" + str(custom())
+    try:
+        data = pickle.dumps(problem, protocol=4)
+    except Exception:
+        try:
+            import cloudpickle
+
+            data = cloudpickle.dumps(problem, protocol=4)
+        except Exception:
+            return None
+    return hashlib.blake2b(data + __version__.encode(), digest_size=16).hexdigest()
+
+
+def cache_keys(fingerprint: str, X: np.ndarray) -> list[str]:
+    """One key per row of ``X`` ``(n, dim)``: hash of the fingerprint and the exact float64 bytes."""
+    X = np.ascontiguousarray(np.atleast_2d(X), dtype="<f8")
+    fp = fingerprint.encode()
+    return [hashlib.blake2b(fp + row.tobytes(), digest_size=16).hexdigest() for row in X]
+
+
+def versions() -> dict[str, str]:
+    """Versions of Python and of the packages that decide a run's numbers."""
+    import platform
+    import sqlite3
+    from importlib import metadata
+
+    out = {"python": platform.python_version(), "sqlite": sqlite3.sqlite_version}
+    for pkg in ("mechcalib", "numpy", "scipy", "numba"):
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def finite_or_none(v: float) -> float | None:
+    return None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
