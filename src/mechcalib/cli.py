@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+import json
 import logging
+import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Self
 
 import numpy as np
 import typer
 from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Calibrate mechanical simulation models against measured curves.")
@@ -15,8 +27,9 @@ console = Console()
 
 
 @app.callback()
-def main(quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only results and errors.")) -> None:
+def main(ctx: typer.Context, quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only results and errors.")) -> None:
     logging.basicConfig(level=logging.WARNING if quiet else logging.INFO, format="%(message)s")
+    ctx.obj = {"quiet": quiet}
 
 
 @app.command()
@@ -212,6 +225,228 @@ def check(config: Path = typer.Argument(..., help="Run configuration (TOML).")) 
     console.print(f"objective {problem.objective.name}; optimizer {opt.name} {opt.settings()}", markup=False, highlight=False)
     rules = {k: v for k, v in vars(term).items() if v is not None and not (k == "min_delta" and v == 0)}
     console.print(f"budget {rules}; evaluator {cfg.evaluator.kind}; seed {cfg.seed}", markup=False, highlight=False)
+
+
+# ------------------------------------------------------------------------------------------------------
+# Runs kept in a folder (see mechcalib.runs)
+# ------------------------------------------------------------------------------------------------------
+def _quiet(ctx: typer.Context, quiet: bool) -> bool:
+    return quiet or bool((ctx.obj or {}).get("quiet"))
+
+
+@contextmanager
+def _errors(out: Path | None = None) -> Iterator[None]:
+    """Package errors as one message on stderr: usage and configuration errors exit with status 2, a run
+    that breaks while running with 1, an interrupted one with 130."""
+    from .config import ConfigFileError
+    from .errors import MechcalibError
+    from .execution import EvaluatorError
+
+    try:
+        yield
+    except ConfigFileError as exc:
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(2) from None
+    except MechcalibError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    except (EvaluatorError, OSError) as exc:
+        typer.echo(f"error: {type(exc).__name__}: {exc}", err=True)
+        raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        hint = f"; continue with `mechcalib resume {out}`" if out is not None else ""
+        typer.echo(f"interrupted{hint}", err=True)
+        raise typer.Exit(130) from None
+
+
+class _Bar:
+    """A rich progress bar on stderr fed by :data:`mechcalib.runs.ProgressHook` calls; nothing when quiet.
+    Quiet also holds the package's log messages below warnings for the command's duration."""
+
+    def __init__(self, label: str, quiet: bool) -> None:
+        self.label = label
+        self.quiet = quiet
+        self.progress: Progress | None = None
+        self.task = None
+        self._level: int | None = None
+
+    def __enter__(self) -> Self:
+        if self.quiet:
+            logger = logging.getLogger("mechcalib")
+            self._level = logger.level
+            logger.setLevel(logging.WARNING)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+        if self._level is not None:
+            logging.getLogger("mechcalib").setLevel(self._level)
+
+    def __call__(self, done: int, total: int | None, best: float) -> None:
+        if self.quiet:
+            return
+        text = f"{best:.6g}" if math.isfinite(best) else "-"
+        if self.progress is None:  # started on the first report, so that an early error prints no bar
+            self.progress = Progress(
+                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("evaluations"),
+                TextColumn("best {task.fields[best]}"), TimeElapsedColumn(), console=Console(stderr=True),
+            )
+            self.progress.start()
+            self.task = self.progress.add_task(self.label, total=total, completed=done, best=text)
+        else:
+            self.progress.update(self.task, completed=done, best=text)
+
+
+def _print_result(rec, quiet: bool) -> None:
+    s = rec.summary
+    loss = "-" if s["best_loss"] is None else f"{s['best_loss']:.6g}"
+    line = (f"run {s['run_name']!r} {s['status']} ({s['stop_reason']}): best loss {loss} after {s['n_evaluations']} "
+            f"evaluations ({s['n_failed']} failed; {s['n_simulated']} simulated now)")
+    if quiet:
+        typer.echo(f"{line}; {rec.result_path}")
+        return
+    console.print(line, markup=False, highlight=False)
+    t = Table()
+    t.add_column("parameter")
+    t.add_column("best")
+    for k, v in s["best"].items():
+        t.add_row(k, f"{v:.6g}")
+    if s["best"]:
+        console.print(t)
+    console.print(f"wrote {rec.result_path} and {rec.out_dir / 'store.sqlite'}", markup=False, highlight=False)
+    for p in rec.plots:
+        console.print(f"wrote {p}", markup=False, highlight=False)
+
+
+@app.command()
+def run(
+    ctx: typer.Context,
+    config: Path = typer.Argument(..., help="Run configuration (TOML)."),
+    out: Path = typer.Option(None, "--out", "-o", help="Run folder (created; default <output.directory>/<name>)."),
+    workers: int = typer.Option(None, "--workers", min=1, help="Evaluate in a local process pool of N workers."),
+    scheduler: str = typer.Option(None, "--scheduler", help="Evaluate on the dask cluster of this scheduler address."),
+    budget: int = typer.Option(None, "--budget", min=1, help="Maximum number of evaluations (overrides budget.max_evals)."),
+    seed: int = typer.Option(None, "--seed", min=0, help="Optimiser seed (overrides seed)."),
+    plots: bool = typer.Option(None, "--plots/--no-plots", help="Write the report plots at the end (default: output.plots)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar; print only the result line."),
+) -> None:
+    """Run a calibration; store every evaluation in OUT/store.sqlite and the result in OUT/result.json."""
+    from .runs import run_config
+
+    if workers is not None and scheduler is not None:
+        typer.echo("error: give either --workers (a local process pool) or --scheduler (a dask cluster), not both",
+                   err=True)
+        raise typer.Exit(2)
+    q = _quiet(ctx, quiet)
+    with _errors(out), _Bar("run", q) as bar:
+        rec = run_config(config, out, workers=workers, scheduler=scheduler, budget=budget, seed=seed, progress=bar,
+                         plots=plots)
+    _print_result(rec, q)
+
+
+@app.command()
+def resume(
+    ctx: typer.Context,
+    directory: Path = typer.Argument(..., metavar="DIR", help="Run folder written by `mechcalib run`."),
+    budget: int = typer.Option(None, "--budget", min=1, help="New maximum number of evaluations (the total)."),
+    workers: int = typer.Option(None, "--workers", min=1, help="Evaluate in a local process pool of N workers."),
+    scheduler: str = typer.Option(None, "--scheduler", help="Evaluate on the dask cluster of this scheduler address."),
+    config: Path = typer.Option(None, "--config", help="Configuration file to use instead of the stored one."),
+    run_name: str = typer.Option(None, "--run", help="Run name in the store (default: the folder's run)."),
+    plots: bool = typer.Option(None, "--plots/--no-plots", help="Write the report plots at the end (default: output.plots)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar; print only the result line."),
+) -> None:
+    """Continue a run (interrupted, killed or finished) without simulating a stored evaluation again, and
+    rewrite DIR/result.json. --budget extends it."""
+    from .runs import resume_run
+
+    if workers is not None and scheduler is not None:
+        typer.echo("error: give either --workers (a local process pool) or --scheduler (a dask cluster), not both",
+                   err=True)
+        raise typer.Exit(2)
+    q = _quiet(ctx, quiet)
+    with _errors(directory), _Bar("resume", q) as bar:
+        rec = resume_run(directory, budget=budget, workers=workers, scheduler=scheduler, run=run_name, config=config,
+                         progress=bar, plots=plots)
+    _print_result(rec, q)
+
+
+@app.command()
+def show(
+    directory: Path = typer.Argument(..., metavar="DIR", help="Run folder."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object (for scripts)."),
+    run_name: str = typer.Option(None, "--run", help="Run name in the store (default: the folder's run)."),
+) -> None:
+    """Status, evaluations done, failures and best parameters so far (also while the run is going on)."""
+    from .runs import run_summary
+
+    with _errors():
+        s = run_summary(directory, run=run_name)
+    if as_json:
+        typer.echo(json.dumps(s, allow_nan=False))
+        return
+    budget = s["budget"].get("max_evals") if s["budget"] else None
+    done = f"{s['n_evaluations']}" + (f" / {budget}" if budget else "")
+    reason = f" ({s['stop_reason']})" if s["stop_reason"] else ""
+    lines = [
+        f"run {s['run_name']!r}: {s['status']}{reason}; optimizer {s['optimizer']}, seed {s['seed']}",
+        f"evaluations: {done}; failed: {s['n_failed']}"
+        + (f" ({', '.join(f'{k} {v}' for k, v in s['failures'].items())})" if s["failures"] else ""),
+        f"best loss: {'-' if s['best_loss'] is None else format(s['best_loss'], '.6g')}"
+        + (f" (evaluation {s['best_index']})" if s["best_index"] is not None else ""),
+    ]
+    if s["error"]:
+        lines.append(f"error: {s['error']}")
+    for ln in lines:
+        console.print(ln, markup=False, highlight=False)
+    if s["best"]:
+        t = Table()
+        t.add_column("parameter")
+        t.add_column("best")
+        for k, v in s["best"].items():
+            t.add_row(k, f"{v:.6g}")
+        console.print(t)
+    for f in s["recent_failures"]:
+        console.print(f"failed evaluation {f['idx']} ({f['status']}): {f['error']}", markup=False, highlight=False)
+
+
+@app.command()
+def export(
+    directory: Path = typer.Argument(..., metavar="DIR", help="Run folder."),
+    fmt: str = typer.Option("csv", "--format", help="Table format: csv or parquet (needs pandas and pyarrow)."),
+    out: Path = typer.Option(None, "--out", "-o", help="Table file (default DIR/evaluations.csv or .parquet)."),
+    dataset: Path = typer.Option(None, "--dataset", help="Also write parameters, losses and responses as .npz."),
+    include_failed: bool = typer.Option(False, "--include-failed", help="Keep failed evaluations in the dataset."),
+    run_name: str = typer.Option(None, "--run", help="Run name in the store (default: the folder's run)."),
+) -> None:
+    """Write a run's evaluations as a table, and a dataset for surrogate training."""
+    from .runs import export_run
+
+    if fmt not in ("csv", "parquet"):
+        raise typer.BadParameter(f"expected csv or parquet, got {fmt!r}", param_hint="--format")
+    with _errors():
+        res = export_run(directory, path=out, fmt=fmt, dataset=dataset, include_failed=include_failed, run=run_name)
+    typer.echo(f"wrote {res['table']} ({res['rows']} evaluations)")
+    if res["dataset"] is not None:
+        typer.echo(f"wrote {res['dataset']} ({res['dataset_rows']} parameter sets, {len(res['responses'])} response arrays)")
+        if not res["responses"]:
+            typer.echo("note: the run kept no responses; set output.keep_responses = true in the configuration to "
+                       "include them", err=True)
+
+
+@app.command()
+def report(
+    directory: Path = typer.Argument(..., metavar="DIR", help="Run folder."),
+    run_name: str = typer.Option(None, "--run", help="Run name in the store (default: the folder's run)."),
+) -> None:
+    """Write DIR/convergence.png and DIR/fit_<experiment>.png (best fit against each experiment)."""
+    from .runs import write_report
+
+    with _errors():
+        paths = write_report(directory, run=run_name)
+    for p in paths:
+        typer.echo(f"wrote {p}")
 
 
 if __name__ == "__main__":  # pragma: no cover

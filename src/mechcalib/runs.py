@@ -1,0 +1,614 @@
+"""Calibration runs kept in a folder: what the ``run``, ``resume``, ``show``, ``export`` and ``report``
+commands do, callable from Python.
+
+A run folder holds::
+
+    store.sqlite    the run store: every evaluation, optimiser checkpoints, the run's configuration
+    run.json        how the run was started: run name, configuration file, command-line overrides
+    result.json     written when the run ends (see :func:`result_summary` for the fields)
+    *.png           plots (:func:`write_report`)
+
+The configuration stored with the run is :meth:`RunConfig.to_dict` with the overrides applied (budget, seed,
+evaluator), so :func:`resume_run` rebuilds exactly the run that was started; when that stored form can no
+longer be validated (a data file moved, an older schema) the original file named in ``run.json`` is read
+instead, with the same overrides. Example::
+
+    from mechcalib.runs import run_config, resume_run, run_summary
+    rec = run_config("examples/linear.toml", "runs/linear", budget=100, seed=1)
+    rec.summary["best"], rec.summary["best_loss"]
+    rec = resume_run("runs/linear", budget=200)          # continue to 200 evaluations
+    run_summary("runs/linear")["n_evaluations"]          # 200
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import math
+import os
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .calibrate import Result, calibrate
+from .config import ConfigFileError, RunConfig, load_config
+from .errors import ConfigurationError, MissingExtraError
+from .execution import Evaluator, make_evaluator
+from .storage import RunStore
+from .storage.codec import to_jsonable
+
+log = logging.getLogger(__name__)
+
+STORE_FILE = "store.sqlite"
+RESULT_FILE = "result.json"
+MANIFEST_FILE = "run.json"
+
+#: ``progress(done, total, best)``: evaluations done, the evaluation budget (``None``: no ``max_evals``), the
+#: best loss so far; called once when the run starts and after every evaluation.
+ProgressHook = Callable[[int, "int | None", float], Any]
+
+__all__ = [
+    "MANIFEST_FILE",
+    "RESULT_FILE",
+    "STORE_FILE",
+    "RunDirError",
+    "RunRecord",
+    "build_evaluator",
+    "export_run",
+    "load_run_config",
+    "resume_run",
+    "run_config",
+    "run_summary",
+    "write_report",
+]
+
+
+class RunDirError(ConfigurationError):
+    """A run folder is missing, holds no run store, or already holds a run."""
+
+
+@dataclass
+class RunRecord:
+    """What :func:`run_config` and :func:`resume_run` return: the calibration's :class:`Result`, the
+    ``result.json`` content (``summary``), the run folder, and the plots written (empty without plots)."""
+
+    result: Result
+    summary: dict[str, Any]
+    out_dir: Path
+    plots: list[Path]
+
+    @property
+    def result_path(self) -> Path:
+        return self.out_dir / RESULT_FILE
+
+
+# ------------------------------------------------------------------------------------------------------
+# Helpers
+# ------------------------------------------------------------------------------------------------------
+def _clean(v: Any) -> Any:
+    """JSON-compatible, with non-finite floats as ``None`` (strict JSON has no inf/NaN)."""
+    v = to_jsonable(v)
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if isinstance(v, dict):
+        return {k: _clean(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_clean(x) for x in v]
+    return v
+
+
+def _write_json(path: Path, data: Mapping[str, Any]) -> Path:
+    """Write atomically (a reader never sees half a file)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(_clean(data), indent=2, allow_nan=False) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _store_path(out_dir: str | os.PathLike[str]) -> Path:
+    out = Path(out_dir)
+    if not out.is_dir():
+        raise RunDirError(f"no run folder {str(out)!r}; give the folder of a run (`mechcalib run CONFIG --out DIR`)")
+    path = out / STORE_FILE
+    if not path.is_file():
+        raise RunDirError(f"{str(out)!r} holds no run store ({STORE_FILE}); give the folder of a run "
+                          "(`mechcalib run CONFIG --out DIR`)")
+    return path
+
+
+def _manifest(out_dir: Path) -> dict[str, Any]:
+    path = out_dir / MANIFEST_FILE
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        log.warning("cannot read %s (%s); ignoring it", path, exc)
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _run_name(store: RunStore, out_dir: Path, run: str | None) -> str:
+    """The run to act on: ``run``, else the one named in ``run.json``, else the store's latest."""
+    if run is not None:
+        store.run(run)  # raises with the list of runs
+        return run
+    name = _manifest(out_dir).get("run_name")
+    if isinstance(name, str) and store.has_run(name):
+        return name
+    runs = store.runs()
+    if not runs:
+        raise RunDirError(f"the store {store.path} holds no run yet")
+    return runs[-1].name
+
+
+def _overrides(
+    *, budget: int | None, seed: int | None, workers: int | None, scheduler: str | None, timeout: float | None
+) -> dict[str, Any]:
+    """Command-line overrides as config sections (only those given)."""
+    if workers is not None and scheduler is not None:
+        raise ConfigurationError("give either workers (a local process pool) or scheduler (a dask cluster), not both")
+    for k, v in (("budget", budget), ("workers", workers)):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+            raise ConfigurationError(f"{k} must be an integer >= 1, got {v!r}")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise ConfigurationError(f"seed must be an integer >= 0, got {seed!r}")
+    out: dict[str, Any] = {}
+    if budget is not None:
+        out["max_evals"] = budget
+    if seed is not None:
+        out["seed"] = seed
+    if workers is not None:
+        out["evaluator"] = {"kind": "pool", "workers": workers, "scheduler": None, "timeout": timeout}
+    elif scheduler is not None:
+        out["evaluator"] = {"kind": "dask", "workers": None, "scheduler": scheduler, "timeout": timeout}
+    return out
+
+
+def _apply(cfg: RunConfig, overrides: Mapping[str, Any]) -> RunConfig:
+    """``cfg`` with overrides (``max_evals``, ``seed``, ``evaluator``) applied and validated again."""
+    if not overrides:
+        return cfg
+    data = copy.deepcopy(cfg.to_dict())
+    if "max_evals" in overrides:
+        data["budget"]["max_evals"] = overrides["max_evals"]
+    if "seed" in overrides:
+        data["seed"] = overrides["seed"]
+    if "evaluator" in overrides:
+        data["evaluator"] = dict(overrides["evaluator"])
+    out = RunConfig.from_dict(data, source=cfg.source, check=False)
+    return out
+
+
+def build_evaluator(cfg: RunConfig) -> Evaluator:
+    """The evaluator the configuration's ``[evaluator]`` section describes."""
+    e = cfg.evaluator
+    if e.kind == "serial":
+        return make_evaluator("serial", timeout=e.timeout)
+    if e.kind == "pool":
+        return make_evaluator("pool", n_workers=e.workers, timeout=e.timeout)
+    opts: dict[str, Any] = {"address": e.scheduler, "timeout": e.timeout}
+    if e.workers is not None:
+        opts["n_workers"] = e.workers
+    return make_evaluator("dask", **opts)
+
+
+def _progress_hook(progress: ProgressHook | None, total: int | None, done: int, best: float):
+    if progress is None:
+        return None
+    state = {"done": done, "best": best}
+    progress(done, total, best)
+
+    def on_evaluation(idx: int, batch: int, outcome: Any) -> None:
+        state["done"] = max(state["done"], idx + 1)
+        if outcome.loss < state["best"]:
+            state["best"] = float(outcome.loss)
+        progress(state["done"], total, state["best"])
+
+    return on_evaluation
+
+
+# ------------------------------------------------------------------------------------------------------
+# Run, resume
+# ------------------------------------------------------------------------------------------------------
+def result_summary(result: Result, cfg: RunConfig, store: RunStore, evaluator: Evaluator, *, wall: float) -> dict[str, Any]:
+    """The ``result.json`` content.
+
+    Keys: ``run_name``, ``status``, ``name`` (the configuration's), ``model``, ``optimizer``, ``settings``,
+    ``seed`` (the seed the run used, drawn and recorded when the configuration gives none), ``best``
+    (every parameter by name, fixed ones included), ``best_loss`` (``null`` when every evaluation failed),
+    ``n_evaluations``, ``n_failed``, ``failures`` (count by status), ``n_batches``, ``stop_reason``,
+    ``alternatives`` (``[{"params", "loss"}]``, best first), ``n_simulated``/``n_cached``/``n_replayed``
+    (of the last invocation: a resume that recomputes nothing has ``n_simulated == 0``), ``budget``,
+    ``evaluator``, ``timings`` (``wall_seconds`` and ``calibrate_seconds`` of the last invocation,
+    ``simulation_seconds`` summed over every simulated evaluation of the run, ``mean_simulation_seconds``,
+    ``created``/``updated`` of the run), ``config_path``, ``store``, ``versions``, ``written``.
+    """
+    info = store.run(result.run_name)
+    recs = store.evaluations(info.id)
+    live = [r.seconds for r in recs if r.source == "live" and math.isfinite(r.seconds)]
+    return {
+        "run_name": result.run_name,
+        "status": info.status,
+        "name": cfg.name,
+        "model": cfg.model.name if cfg.model.name is not None else cfg.model.external.name,
+        "optimizer": result.optimizer,
+        "settings": result.settings,
+        "seed": info.seed,
+        "best": result.best_params,
+        "best_loss": result.best_loss,
+        "n_evaluations": result.n_evals,
+        "n_failed": result.n_failed,
+        "failures": dict(Counter(r.status for r in recs if r.status != "ok")),
+        "n_batches": result.n_batches,
+        "stop_reason": result.stop_reason,
+        "alternatives": [{"params": p, "loss": f} for p, f in result.alternatives],
+        "n_simulated": result.n_simulated,
+        "n_cached": result.n_cached,
+        "n_replayed": result.n_replayed,
+        "budget": cfg.budget.model_dump(),
+        "evaluator": evaluator.describe(),
+        "timings": {
+            "wall_seconds": wall,
+            "calibrate_seconds": result.seconds,
+            "simulation_seconds": float(sum(live)),
+            "mean_simulation_seconds": float(np.mean(live)) if live else None,
+            "created": info.created,
+            "updated": info.updated,
+        },
+        "config_path": cfg.source,
+        "store": STORE_FILE,
+        "versions": info.versions,
+        "written": _now(),
+    }
+
+
+def _build(cfg: RunConfig) -> tuple[Any, Any, Any, Evaluator]:
+    """Problem, optimiser, termination and evaluator; every configuration error surfaces here, before a
+    folder or a store is touched."""
+    return cfg.build_problem(), cfg.build_optimizer(), cfg.build_termination(), build_evaluator(cfg)
+
+
+def _calibrate_in(
+    out_dir: Path,
+    cfg: RunConfig,
+    built: tuple[Any, Any, Any, Evaluator],
+    *,
+    run_name: str,
+    resume: bool,
+    progress: ProgressHook | None,
+    plots: bool | None,
+    t0: float,
+) -> RunRecord:
+    problem, optimizer, termination, evaluator = built
+    try:
+        with RunStore(out_dir / STORE_FILE) as store:
+            done, best = 0, math.inf
+            if resume:
+                info = store.run(run_name)
+                done, best = info.n_evals, info.best_loss
+            hook = _progress_hook(progress, termination.max_evals, done, best)
+            result = calibrate(
+                problem, optimizer, termination, evaluator=evaluator, store=store, run_name=run_name,
+                config=cfg.to_dict(), resume=resume, on_evaluation=hook, **cfg.calibrate_options(),
+            )
+            summary = result_summary(result, cfg, store, evaluator, wall=time.perf_counter() - t0)
+    finally:
+        evaluator.close()
+    _write_json(out_dir / RESULT_FILE, summary)
+    written: list[Path] = []
+    if cfg.output.plots if plots is None else plots:
+        try:
+            written = write_report(out_dir, run=run_name, problem=problem)
+        except Exception as exc:  # noqa: BLE001 - a plot must not cost a finished calibration
+            log.warning("plots of run %r could not be written: %s", run_name, exc)
+    return RunRecord(result, summary, out_dir, written)
+
+
+def run_config(
+    config: RunConfig | str | os.PathLike[str],
+    out_dir: str | os.PathLike[str] | None = None,
+    *,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    budget: int | None = None,
+    seed: int | None = None,
+    progress: ProgressHook | None = None,
+    plots: bool | None = None,
+) -> RunRecord:
+    """Run a calibration described by a configuration, recording it in ``out_dir``.
+
+    Args:
+        config: a :class:`RunConfig` or the path of a TOML file.
+        out_dir: the run folder (created); default ``<output.directory>/<name>``. It must not hold a
+            run yet (continue one with :func:`resume_run`).
+        workers: evaluate in a local process pool of this many workers (instead of the configured evaluator).
+        scheduler: evaluate on the dask cluster of this scheduler address.
+        budget: the maximum number of evaluations (overrides ``budget.max_evals``).
+        seed: the optimiser seed (overrides ``seed``).
+        progress: a :data:`ProgressHook`.
+        plots: write the report plots at the end (default: the configuration's ``output.plots``).
+
+    The configuration stored with the run has the overrides applied; ``run.json`` records them with the
+    file's path. Returns a :class:`RunRecord`; ``result.json`` holds its ``summary``.
+    """
+    t0 = time.perf_counter()
+    cfg = config if isinstance(config, RunConfig) else load_config(config)
+    ov = _overrides(budget=budget, seed=seed, workers=workers, scheduler=scheduler, timeout=cfg.evaluator.timeout)
+    cfg = _apply(cfg, ov)
+    out = Path(out_dir) if out_dir is not None else Path(cfg.output.directory) / cfg.name
+    if out.exists() and not out.is_dir():
+        raise RunDirError(f"--out {str(out)!r} is a file, not a folder")
+    if (out / STORE_FILE).exists():
+        with RunStore(out / STORE_FILE, readonly=True) as st:
+            runs = st.runs()
+        if runs:
+            r = runs[-1]
+            raise RunDirError(
+                f"{str(out)!r} already holds run {r.name!r} ({r.status}, {r.n_evals} evaluations); continue it with "
+                f"`mechcalib resume {out}` or choose another folder"
+            )
+    built = _build(cfg)
+    out.mkdir(parents=True, exist_ok=True)
+    _write_json(out / MANIFEST_FILE, {
+        "run_name": cfg.name, "config_path": cfg.source, "overrides": ov, "store": STORE_FILE, "created": _now(),
+    })
+    return _calibrate_in(out, cfg, built, run_name=cfg.name, resume=False, progress=progress, plots=plots, t0=t0)
+
+
+def load_run_config(out_dir: str | os.PathLike[str], *, run: str | None = None,
+                    config: str | os.PathLike[str] | None = None) -> RunConfig:
+    """The configuration of a stored run: the form stored with the run, else (when that no longer
+    validates, or is absent) the original file named in ``run.json`` with the recorded overrides. ``config``
+    names a file to use instead (with the recorded overrides), e.g. when the project folder moved."""
+    out = Path(out_dir)
+    with RunStore(_store_path(out), readonly=True) as store:
+        name = _run_name(store, out, run)
+        stored = store.config(name)
+    man = _manifest(out)
+    overrides = man.get("overrides") or {}
+    errors: list[str] = []
+    if config is None and isinstance(stored, dict):
+        try:
+            return RunConfig.from_dict(stored, source=man.get("config_path"))
+        except ConfigFileError as exc:
+            errors.append(f"the configuration stored with run {name!r} is no longer valid: {exc}")
+    path = config if config is not None else man.get("config_path")
+    if path is None:
+        errors.append(f"run {name!r} stores no configuration and {MANIFEST_FILE} names no configuration file")
+        raise RunDirError("; ".join(errors) + "; give the configuration file with --config FILE")
+    try:
+        cfg = load_config(path)
+    except ConfigFileError as exc:
+        errors.append(str(exc))
+        raise RunDirError("cannot rebuild the run's configuration:\n" + "\n".join(errors)) from None
+    if errors:
+        log.warning("%s; using %s", errors[0], path)
+    return _apply(cfg, overrides)
+
+
+def resume_run(
+    out_dir: str | os.PathLike[str],
+    *,
+    budget: int | None = None,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    run: str | None = None,
+    config: str | os.PathLike[str] | None = None,
+    progress: ProgressHook | None = None,
+    plots: bool | None = None,
+) -> RunRecord:
+    """Continue a stored run (interrupted, killed or finished) and rewrite ``result.json``.
+
+    No stored evaluation is simulated again; a seeded run ends with exactly the result of an uninterrupted
+    one. ``budget`` sets a new maximum number of evaluations (the total, at least the evaluations already
+    stored) and is recorded for later resumes; ``workers``/``scheduler`` choose where the remaining
+    evaluations run (default: the stored evaluator); ``config``: see :func:`load_run_config`.
+    """
+    t0 = time.perf_counter()
+    out = Path(out_dir)
+    with RunStore(_store_path(out), readonly=True) as store:
+        name = _run_name(store, out, run)
+        n_done = store.n_evaluations(name)
+    cfg = load_run_config(out, run=name, config=config)
+    if budget is not None and not isinstance(budget, bool) and isinstance(budget, int) and budget < n_done:
+        raise ConfigurationError(
+            f"budget {budget} is below the {n_done} evaluations run {name!r} already holds; give a budget >= {n_done}"
+        )
+    ov = _overrides(budget=budget, seed=None, workers=workers, scheduler=scheduler, timeout=cfg.evaluator.timeout)
+    cfg = _apply(cfg, ov)
+    built = _build(cfg)
+    if ov:
+        man = _manifest(out)
+        man.setdefault("run_name", name)
+        man["overrides"] = {**(man.get("overrides") or {}), **ov}
+        _write_json(out / MANIFEST_FILE, man)
+    return _calibrate_in(out, cfg, built, run_name=name, resume=True, progress=progress, plots=plots, t0=t0)
+
+
+# ------------------------------------------------------------------------------------------------------
+# Show, export, report
+# ------------------------------------------------------------------------------------------------------
+def run_summary(out_dir: str | os.PathLike[str], *, run: str | None = None, n_failures: int = 5) -> dict[str, Any]:
+    """A stored run's state, read while it may still be running (the store is opened read-only).
+
+    Keys: ``run_name``, ``status`` (``running``, ``finished``, ``interrupted``, ``failed``), ``stop_reason``,
+    ``error``, ``optimizer``, ``seed``, ``n_evaluations``, ``n_failed``, ``failures`` (count by status),
+    ``recent_failures`` (the last ``n_failures``: ``idx``, ``status``, ``error``), ``best`` (every parameter
+    of the best ok evaluation by name, ``null`` when none succeeded), ``best_loss``, ``best_index``,
+    ``budget`` (the termination rules), ``n_batches``, ``created``, ``updated``, ``store``, ``result``
+    (the ``result.json`` path when written).
+    """
+    out = Path(out_dir)
+    with RunStore(_store_path(out), readonly=True) as store:
+        name = _run_name(store, out, run)
+        info = store.run(name)
+        fails = store.failures(name)
+        best = store.best(name)
+    params = None
+    if best is not None:
+        params = {p["name"]: (p["fixed"] if p.get("fixed") is not None else best.params[p["name"]]) for p in info.space}
+    return _clean({
+        "run_name": info.name,
+        "status": info.status,
+        "stop_reason": info.stop_reason,
+        "error": info.error,
+        "optimizer": info.optimizer,
+        "seed": info.seed,
+        "n_evaluations": info.n_evals,
+        "n_failed": info.n_failed,
+        "failures": dict(Counter(r.status for r in fails)),
+        "recent_failures": [{"idx": r.idx, "status": r.status, "error": r.error} for r in fails[-n_failures:]]
+        if n_failures else [],
+        "best": params,
+        "best_loss": best.loss if best is not None else None,
+        "best_index": best.idx if best is not None else None,
+        "budget": info.termination,
+        "n_batches": info.n_batches,
+        "created": info.created,
+        "updated": info.updated,
+        "store": str(out / STORE_FILE),
+        "result": str(out / RESULT_FILE) if (out / RESULT_FILE).is_file() else None,
+    })
+
+
+def _parquet_engine() -> None:
+    import importlib.util
+
+    missing = [m for m in ("pandas",) if importlib.util.find_spec(m) is None]
+    if importlib.util.find_spec("pyarrow") is None and importlib.util.find_spec("fastparquet") is None:
+        missing.append("pyarrow")
+    if missing:
+        raise MissingExtraError(
+            f"Parquet export needs {' and '.join(missing)}, which is not installed; install it with "
+            f"`pip install {' '.join(missing)}`, or export CSV (format 'csv')"
+        )
+
+
+def _evaluation_columns(store: RunStore, run: str) -> dict[str, list]:
+    """The columns of :meth:`RunStore.export_csv` as typed lists."""
+    info = store.run(run)
+    names = info.free_names
+    recs = store.evaluations(info.id)
+    cols: dict[str, list] = {"idx": [r.idx for r in recs], "batch": [r.batch for r in recs], "pos": [r.pos for r in recs]}
+    for n in names:
+        cols[n] = [float(r.params[n]) for r in recs]
+    for j, n in enumerate(names):
+        cols[f"u_{n}"] = [float(r.u[j]) for r in recs]
+    cols |= {
+        "loss": [r.loss for r in recs],
+        "raw_loss": [r.raw_loss for r in recs],
+        "status": [r.status for r in recs],
+        "error": [r.error or "" for r in recs],
+        "started": [r.started for r in recs],
+        "finished": [r.finished for r in recs],
+        "seconds": [r.seconds for r in recs],
+        "worker": [r.worker or "" for r in recs],
+        "source": [r.source for r in recs],
+        "cached_from": [r.cached_from for r in recs],
+    }
+    return cols
+
+
+def export_run(
+    out_dir: str | os.PathLike[str],
+    *,
+    path: str | os.PathLike[str] | None = None,
+    fmt: str = "csv",
+    dataset: str | os.PathLike[str] | None = None,
+    include_failed: bool = False,
+    run: str | None = None,
+) -> dict[str, Any]:
+    """Write a run's evaluations as a table, and optionally its dataset for surrogate training.
+
+    Args:
+        path: the table file (default ``<out_dir>/evaluations.csv`` or ``.parquet``); columns as
+            :meth:`RunStore.export_csv`.
+        fmt: ``"csv"`` or ``"parquet"`` (needs pandas with pyarrow or fastparquet).
+        dataset: an ``.npz`` file for :meth:`RunStore.dataset` (parameters, losses and, when the run kept
+            them (``output.keep_responses``), the simulated responses).
+        include_failed: keep failed evaluations in the dataset.
+
+    Returns ``{"table": path, "rows": n, "dataset": path or None, "dataset_rows": n, "responses": [keys]}``.
+    """
+    if fmt not in ("csv", "parquet"):
+        raise ConfigurationError(f"export format must be 'csv' or 'parquet', got {fmt!r}")
+    if fmt == "parquet":
+        _parquet_engine()
+    out = Path(out_dir)
+    with RunStore(_store_path(out), readonly=True) as store:
+        name = _run_name(store, out, run)
+        table = Path(path) if path is not None else out / f"evaluations.{fmt}"
+        if fmt == "csv":
+            store.export_csv(name, table)
+            rows = store.n_evaluations(name)
+        else:
+            import pandas as pd
+
+            cols = _evaluation_columns(store, name)
+            table.parent.mkdir(parents=True, exist_ok=True)
+            pd.DataFrame(cols).to_parquet(table, index=False)
+            rows = len(cols["idx"])
+        res: dict[str, Any] = {"table": table, "rows": rows, "dataset": None, "dataset_rows": 0, "responses": []}
+        if dataset is not None:
+            data = store.dataset(name, include_failed=include_failed)
+            dpath = Path(dataset)
+            if dpath.suffix != ".npz":
+                dpath = dpath.with_name(dpath.name + ".npz")
+            dpath.parent.mkdir(parents=True, exist_ok=True)
+            np.savez_compressed(dpath, **data)
+            res |= {
+                "dataset": dpath,
+                "dataset_rows": int(data["X"].shape[0]),
+                "responses": sorted(k for k in data if k.startswith("response/")),
+            }
+    return res
+
+
+def write_report(out_dir: str | os.PathLike[str], *, run: str | None = None, problem: Any = None) -> list[Path]:
+    """Write ``convergence.png`` (every evaluation's loss and the best so far against the evaluation
+    count, log scale) and ``fit_<experiment>.png`` per experiment (measured curves against the best
+    parameter set's simulation) into the run folder; returns the files written.
+
+    The fit plots use the stored responses of the best evaluation when the run kept them, else simulate
+    the best parameter set once per experiment with the problem rebuilt from the stored configuration
+    (or ``problem`` when given). Without a successful evaluation, or when the configuration cannot be
+    rebuilt (a run stored from Python without one), only the convergence plot is written, with a warning.
+    """
+    from .reporting import plot_convergence, plot_fits
+
+    out = Path(out_dir)
+    with RunStore(_store_path(out), readonly=True) as store:
+        name = _run_name(store, out, run)
+        info = store.run(name)
+        recs = store.evaluations(info.id)
+        best = store.best(name, responses=True)
+    losses = np.array([r.loss for r in recs], dtype=float)
+    status = [r.status for r in recs]
+    title = f"{info.name}: {info.optimizer}, {len(recs)} evaluations"
+    written = [plot_convergence(losses, out / "convergence.png", status=status, title=title)]
+    if best is None:
+        log.warning("run %r has no successful evaluation; no fit plot", name)
+        return written
+    if problem is None:
+        try:
+            problem = load_run_config(out, run=name).build_problem()
+        except (RunDirError, ConfigFileError) as exc:
+            log.warning("no fit plot for run %r: %s", name, exc)
+            return written
+    x = np.array([best.params[n] for n in problem.space.free_names], dtype=float)
+    responses = best.response if isinstance(best.response, Mapping) else None
+    label = f"best of run {info.name} (evaluation {best.idx}, loss {best.loss:.4g})"
+    written += plot_fits(problem, x, out, responses=responses, title=label)
+    return written
