@@ -10,6 +10,12 @@ from ._base import Channel, Model, Response, SimulationFailure
 _MODELS = {
     "duffing": ("oscillator", "Duffing"),
     "linear": ("analytic", "Linear"),
+    "sdof_bilinear_kinematic": ("hysteresis.sdof", "SDOFBilinearKinematic"),
+    "sdof_bilinear_equal": ("hysteresis.sdof", "SDOFBilinearEqual"),
+    "sdof_boucwen": ("hysteresis.sdof", "SDOFBoucWen"),
+    "sdof_degradation": ("hysteresis.sdof", "SDOFDegradation"),
+    "sdof_pinching": ("hysteresis.sdof", "SDOFPinching"),
+    "mdof_frame": ("hysteresis.mdof", "FrameMDOF"),
 }
 MODELS = tuple(_MODELS)
 

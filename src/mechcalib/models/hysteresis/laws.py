@@ -1,0 +1,335 @@
+"""Hysteretic laws of seed 002 (eqs. 1-23) as compiled kernels.
+
+Every law is written in the rate form of eq. 1, ``r' = f(r, u, u', a)``, with the paper's *effective*
+parameters ``a``. All five laws are rate-independent: ``f`` is ``u'`` times a tangent stiffness
+
+    ``r' = k_t(r, u, s, eps, p; a) * u'``,   ``eps' = r * u'`` (eq. 14),
+
+where ``s = sgn(u')`` (eq. 5, ``sgn(0) = 1``), ``eps`` the dissipated-energy measure of eq. 14 and ``p``
+the branch of a bilinear law (0 elastic, 1 yielding). :func:`tangent` evaluates ``k_t`` with ``s`` and
+``p`` given (the integrators freeze them between located switching events); :func:`rate` is the literal
+right-hand side of eqs. 4, 8, 11, 12 and 19-21, with the sign functions evaluated at the state.
+
+==========  ===================================  ========================================================
+law id      law (registry key)                   ``a`` (seed 002)
+==========  ===================================  ========================================================
+0           bilinear, kinematic hardening        eqs. 2-4: ``[(k1 - k2)/2, k2, F0]``
+            (``"bilinear_kinematic"``)
+1           bilinear, equal yielding force       eqs. 6-8: ``[(k1 + k2)/2, (k1 - k2)/2, Fy]``
+            (``"bilinear_equal"``)
+2           Bouc-Wen (``"boucwen"``)             eqs. 9-11: ``[A/eta, nu beta/eta, nu gamma/eta, n]``
+3           Baber-Wen degradation                eqs. 12-18: ``[beta, gamma, n, dA, dnu, deta]``
+            (``"degradation"``)
+4           Baber-Noori pinching (``"pinching"``)  eqs. 19-23: ``[A, beta, gamma, n, ds/sigma, 1/(2 sigma^2)]``
+==========  ===================================  ========================================================
+
+Parameter arrays passed to the kernels have ``MAX_PARAMS`` = 6 entries; a law reads its first ones.
+
+Conventions the paper leaves open, fixed here:
+
+* Bilinear, kinematic hardening (eq. 4): the yield function is ``g = (r - a2 u) s - a3``, so ``F0 = a3`` is
+  the intercept of the hardening lines ``r = k2 u +- F0`` (the yield force on first loading is
+  ``F0 k1 / (k1 - k2)``). Elastic slope ``k1 = 2 a1 + a2``, hardening slope ``k2 = a2``.
+* Bilinear, equal yielding force (eq. 8): ``g = r s - a3``; elastic slope ``k1 = a1 + a2``, post-yield slope
+  ``k2 = a1 - a2``. Where ``k2 < 0`` the literal eq. 8 chatters on ``g = 0`` (softening takes the state back
+  inside, the elastic slope out again); its limit (Filippov) is sliding with ``r' = 0``, which
+  :func:`tangent` returns on the yielding branch.
+* Degradation (eq. 12): ``A(t) = 1 - dA eps``, ``nu = 1 + dnu eps``, ``eta = 1 + deta eps`` (eqs. 15-17) with
+  ``A0 = 1`` as printed; eq. 13's ``omega0^2`` only rescales ``eps`` and is absorbed into the deltas.
+* Pinching (eqs. 19-22): eq. 19's ``z`` is ``r``. With ``u = u1 + u2`` (eq. 21) and
+  ``u2' = h r'`` (eq. 20, ``h = sqrt(2/pi) (ds/sigma) eps exp(-r^2/(2 sigma^2))``) the rate is explicit:
+  ``r' = u' psi / (1 + h psi)`` with ``psi = A - |r|^n (beta s sgn(r) + gamma)``, because ``u1'`` has the
+  sign of ``u'`` whenever ``1 + h psi > 0`` (always inside the loop's bound).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numba as nb
+import numpy as np
+
+BILINEAR_KINEMATIC = 0
+BILINEAR_EQUAL = 1
+BOUC_WEN = 2
+DEGRADATION = 3
+PINCHING = 4
+MAX_PARAMS = 6
+
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+
+
+# --------------------------------------------------------------------------------------------
+# Scalar kernels
+# --------------------------------------------------------------------------------------------
+@nb.njit(cache=True, inline="always")
+def sgn(x: float) -> float:
+    """Eq. 5: ``-1`` if ``x < 0`` else ``1``."""
+    return -1.0 if x < 0.0 else 1.0
+
+
+@nb.njit(cache=True)
+def is_bilinear(law: int) -> bool:
+    return law == BILINEAR_KINEMATIC or law == BILINEAR_EQUAL
+
+
+@nb.njit(cache=True)
+def yield_function(law: int, a: np.ndarray, r: float, u: float, s: float) -> float:
+    """The argument of the outer ``sgn`` in eq. 4 (``(r - a2 u) s - a3``) or eq. 8 (``r s - a3``).
+
+    ``>= 0`` means yielding. Laws without a yield surface return ``-1``.
+    """
+    if law == BILINEAR_KINEMATIC:
+        return (r - a[1] * u) * s - a[2]
+    if law == BILINEAR_EQUAL:
+        return r * s - a[2]
+    return -1.0
+
+
+@nb.njit(cache=True)
+def yield_function_rate(law: int, a: np.ndarray, rdot: float, udot: float, s: float) -> float:
+    """Time derivative of :func:`yield_function` at frozen ``s``."""
+    if law == BILINEAR_KINEMATIC:
+        return (rdot - a[1] * udot) * s
+    if law == BILINEAR_EQUAL:
+        return rdot * s
+    return 0.0
+
+
+@nb.njit(cache=True)
+def on_yield_surface(law: int, a: np.ndarray, u: float, s: float) -> float:
+    """The restoring force on the yield surface ``g = 0`` at displacement ``u`` moving in direction ``s``."""
+    if law == BILINEAR_KINEMATIC:
+        return a[1] * u + a[2] * s
+    return a[2] * s
+
+
+@nb.njit(cache=True)
+def tangent(law: int, a: np.ndarray, r: float, u: float, s: float, eps: float, p: int) -> float:
+    """Tangent stiffness ``k_t = r'/u'`` with the motion direction ``s`` and the bilinear branch ``p`` given.
+
+    Args:
+        law: law id (module constants).
+        a: ``(MAX_PARAMS,)`` effective parameters of seed 002.
+        r, u: restoring force and displacement of the component.
+        s: ``sgn(u')`` (``+-1``).
+        eps: eq. 14's energy measure ``int r u' dt``.
+        p: bilinear branch, 0 elastic, 1 yielding (ignored by the smooth laws).
+    """
+    if law == BILINEAR_KINEMATIC:  # eq. 4
+        return a[1] if p == 1 else 2.0 * a[0] + a[1]
+    if law == BILINEAR_EQUAL:  # eq. 8; Filippov sliding when the post-yield slope is negative
+        if p == 1:
+            k2 = a[0] - a[1]
+            return k2 if k2 > 0.0 else 0.0
+        return a[0] + a[1]
+    ar = abs(r)
+    sr = sgn(r)
+    if law == BOUC_WEN:  # eq. 11
+        return a[0] - ar ** a[3] * (a[1] * s * sr + a[2])
+    if law == DEGRADATION:  # eqs. 12, 15-17 with a = [beta, gamma, n, dA, dnu, deta]
+        big_a = 1.0 - a[3] * eps
+        nu = 1.0 + a[4] * eps
+        eta = 1.0 + a[5] * eps
+        return (big_a - nu * ar ** a[2] * (a[0] * s * sr + a[1])) / eta
+    if law == PINCHING:  # eqs. 19-23 with a = [A, beta, gamma, n, ds/sigma, 1/(2 sigma^2)]
+        psi = a[0] - ar ** a[3] * (a[1] * s * sr + a[2])
+        h = _SQRT_2_OVER_PI * a[4] * eps * math.exp(-a[5] * r * r)
+        return psi / (1.0 + h * psi)
+    return math.nan
+
+
+@nb.njit(cache=True)
+def rate(law: int, a: np.ndarray, r: float, u: float, udot: float, eps: float) -> float:
+    """Literal eq. 1, ``r' = f(r, u, u', a)``, with every sign function evaluated at the state (eq. 5)."""
+    s = sgn(udot)
+    p = 0
+    if is_bilinear(law) and yield_function(law, a, r, u, s) >= 0.0:
+        p = 1
+    if law == BILINEAR_EQUAL and p == 1:  # the printed eq. 8, without the sliding limit of `tangent`
+        return (a[0] - a[1]) * udot
+    return tangent(law, a, r, u, s, eps, p) * udot
+
+
+# --------------------------------------------------------------------------------------------
+# Displacement-driven loops (quasi-static tests of a law)
+# --------------------------------------------------------------------------------------------
+@nb.njit(cache=True)
+def _drive_one(law: int, a: np.ndarray, path: np.ndarray, substeps: int, r_out: np.ndarray, e_out: np.ndarray) -> None:
+    r, e, p = 0.0, 0.0, 0
+    s = 1.0
+    r_out[0] = 0.0
+    e_out[0] = 0.0
+    for k in range(path.size - 1):
+        du_seg = path[k + 1] - path[k]
+        if du_seg != 0.0:
+            s_new = sgn(du_seg)
+            if s_new != s:
+                p = 0  # a reversal leaves the yield surface (eqs. 4, 8)
+            s = s_new
+        u = path[k]
+        h = du_seg / substeps
+        for _ in range(substeps):
+            if p == 0 and is_bilinear(law):
+                # elastic branch: r is linear in u, so the yield point is found exactly
+                kt = tangent(law, a, r, u, s, e, 0)
+                g0 = yield_function(law, a, r, u, s)
+                r1 = r + kt * h
+                g1 = yield_function(law, a, r1, u + h, s)
+                if g1 >= 0.0 and g0 < 0.0:
+                    th = g0 / (g0 - g1)
+                    ue = u + th * h
+                    re = on_yield_surface(law, a, ue, s)
+                    e += 0.5 * (r + re) * th * h
+                    p = 1
+                    k2 = tangent(law, a, re, ue, s, e, 1)
+                    r1 = re + k2 * (1.0 - th) * h
+                    e += 0.5 * (re + r1) * (1.0 - th) * h
+                else:
+                    if g0 >= 0.0:
+                        p = 1
+                        r1 = r + tangent(law, a, r, u, s, e, 1) * h
+                    e += 0.5 * (r + r1) * h
+                r = r1
+            else:
+                # RK4 in u for (r, eps): dr/du = k_t, deps/du = r
+                k1r = tangent(law, a, r, u, s, e, p)
+                k1e = r
+                k2r = tangent(law, a, r + 0.5 * h * k1r, u + 0.5 * h, s, e + 0.5 * h * k1e, p)
+                k2e = r + 0.5 * h * k1r
+                k3r = tangent(law, a, r + 0.5 * h * k2r, u + 0.5 * h, s, e + 0.5 * h * k2e, p)
+                k3e = r + 0.5 * h * k2r
+                k4r = tangent(law, a, r + h * k3r, u + h, s, e + h * k3e, p)
+                k4e = r + h * k3r
+                r += h / 6.0 * (k1r + 2.0 * k2r + 2.0 * k3r + k4r)
+                e += h / 6.0 * (k1e + 2.0 * k2e + 2.0 * k3e + k4e)
+            u += h
+        r_out[k + 1] = r
+        e_out[k + 1] = e
+
+
+@nb.njit(parallel=True, cache=True)
+def drive(law: int, a: np.ndarray, path: np.ndarray, substeps: int) -> tuple[np.ndarray, np.ndarray]:
+    """Restoring force along a prescribed displacement path, for a batch of parameter sets.
+
+    The path is piecewise linear between its points (each segment monotonic); each segment is split into
+    ``substeps`` RK4 steps in ``u`` (the laws are rate-independent, so time plays no role), and a
+    bilinear law's yield point is located exactly. Starts from ``r = eps = 0``.
+
+    Args:
+        law: law id.
+        a: ``(n, MAX_PARAMS)`` effective parameters.
+        path: ``(K,)`` displacements, ``path[0]`` the start.
+        substeps: RK4 steps per path segment.
+
+    Returns:
+        ``r`` and ``eps`` (eq. 14), each ``(n, K)``.
+    """
+    n = a.shape[0]
+    r = np.empty((n, path.size))
+    e = np.empty((n, path.size))
+    for i in nb.prange(n):
+        _drive_one(law, a[i], path, substeps, r[i], e[i])
+    return r, e
+
+
+# --------------------------------------------------------------------------------------------
+# Descriptions used by the models
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class LawSpec:
+    """A law's id, its effective parameters (names ``a1...``, meaning, unit), the paper's test values and
+    the default search bounds (0.5x to 2x the test values)."""
+
+    key: str
+    law_id: int
+    title: str
+    equations: str
+    meanings: tuple[str, ...]
+    units: tuple[str, ...]
+    paper: tuple[float, ...]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(f"a{i + 1}" for i in range(len(self.paper)))
+
+    @property
+    def bounds(self) -> tuple[tuple[float, float], ...]:
+        return tuple((0.5 * v, 2.0 * v) for v in self.paper)
+
+    def padded(self, a: np.ndarray) -> np.ndarray:
+        """``(n, len(paper))`` parameters -> ``(n, MAX_PARAMS)`` kernel rows."""
+        a = np.atleast_2d(np.asarray(a, dtype=float))
+        out = np.zeros((a.shape[0], MAX_PARAMS))
+        out[:, : a.shape[1]] = a
+        return out
+
+
+LAWS: dict[str, LawSpec] = {
+    "bilinear_kinematic": LawSpec(
+        "bilinear_kinematic",
+        BILINEAR_KINEMATIC,
+        "bilinear, kinematic hardening",
+        "seed 002 eqs. 2-5",
+        ("(k1 - k2)/2", "k2: hardening stiffness", "F0: intercept of the hardening lines"),
+        ("N/m", "N/m", "N"),
+        (1.0, 2.0, 1.0),
+    ),
+    "bilinear_equal": LawSpec(
+        "bilinear_equal",
+        BILINEAR_EQUAL,
+        "bilinear, equal yielding force",
+        "seed 002 eqs. 5-8",
+        ("(k1 + k2)/2", "(k1 - k2)/2", "Fy: yielding force"),
+        ("N/m", "N/m", "N"),
+        (3.0, 1.0, 1.0),
+    ),
+    "boucwen": LawSpec(
+        "boucwen",
+        BOUC_WEN,
+        "Bouc-Wen",
+        "seed 002 eqs. 9-11",
+        ("A/eta", "nu beta/eta", "nu gamma/eta", "n: exponent"),
+        ("N/m", "1/(m N^(n-1))", "1/(m N^(n-1))", "-"),
+        (2.0, 1.0, 0.5, 2.0),
+    ),
+    "degradation": LawSpec(
+        "degradation",
+        DEGRADATION,
+        "Baber-Wen degradation",
+        "seed 002 eqs. 12-18",
+        ("beta", "gamma", "n: exponent", "delta_A", "delta_nu", "delta_eta"),
+        ("1/(m N^(n-1))", "1/(m N^(n-1))", "-", "1/J", "1/J", "1/J"),
+        (2.0, 1.0, 2.0, 0.02, 0.02, 0.02),
+    ),
+    "pinching": LawSpec(
+        "pinching",
+        PINCHING,
+        "Baber-Noori pinching",
+        "seed 002 eqs. 19-23",
+        ("A", "beta", "gamma", "n: exponent", "delta_s/sigma", "1/(2 sigma^2)"),
+        ("N/m", "1/(m N^(n-1))", "1/(m N^(n-1))", "-", "m/(N J)", "1/N^2"),
+        (10.0, 5.0, 5.0, 2.0, 2.0, 2.0),
+    ),
+}
+
+
+def law_spec(key: str) -> LawSpec:
+    from ...errors import ConfigurationError
+
+    try:
+        return LAWS[key]
+    except KeyError:
+        raise ConfigurationError(f"unknown hysteretic law {key!r}; valid laws are {sorted(LAWS)}") from None
+
+
+def hysteresis_loop(law: str, a, path, substeps: int = 20) -> tuple[np.ndarray, np.ndarray]:
+    """Restoring force ``r`` and energy measure ``eps`` of one or several parameter sets along a
+    prescribed displacement ``path`` (see :func:`drive`); ``a`` is ``(len(a),)`` or ``(n, len(a))``.
+    Returns arrays of shape ``(K,)`` for one set, ``(n, K)`` for several."""
+    spec = law_spec(law)
+    a_arr = np.asarray(a, dtype=float)
+    single = a_arr.ndim == 1
+    r, e = drive(spec.law_id, spec.padded(a_arr), np.ascontiguousarray(path, dtype=float), int(substeps))
+    return (r[0], e[0]) if single else (r, e)
