@@ -10,6 +10,7 @@ from ._base import Channel, Model, Response, SimulationFailure
 _MODELS = {
     "duffing": ("oscillator", "Duffing"),
     "linear": ("analytic", "Linear"),
+    "masonry_arch": ("masonry.arch", "MasonryArch"),
     "sdof_bilinear_kinematic": ("hysteresis.sdof", "SDOFBilinearKinematic"),
     "sdof_bilinear_equal": ("hysteresis.sdof", "SDOFBilinearEqual"),
     "sdof_boucwen": ("hysteresis.sdof", "SDOFBoucWen"),

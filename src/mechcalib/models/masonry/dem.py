@@ -1,0 +1,543 @@
+"""A 2D rigid-block discrete element method (the UDEC/3DEC formulation), batched over parameter sets.
+
+Bodies are rigid clumps of convex polygons with three degrees of freedom (centroid ``x, y`` and rotation
+``theta``); support blocks are fixed. Joints are discretised into sub-contacts: a node fixed to block
+``a`` pressing on the (current, moving) face of block ``b``. For a sub-contact with tributary area
+``A = w * L * W`` (weight ``w``, joint length ``L``, out-of-plane width ``W``):
+
+* normal force from the current geometry (large displacements): the node's penetration ``d`` into the face
+  line of ``b``, ``Fn = kn * A * d`` for ``d > 0``, else 0 (no tension);
+* shear force incrementally: ``Fs <- Fs - ks * A * (v_rel . t) * dt`` with ``v_rel`` the velocity of the node
+  relative to the material point of ``b`` beneath it and ``t`` the face's current tangent; then the
+  Coulomb limit ``|Fs| <= tan(phi) * Fn`` (no cohesion); an open contact carries nothing and forgets its
+  shear force;
+* a node whose projection lies beyond the face ends by more than ``rounding * L`` is out of contact.
+
+Motion: explicit central differences, ``v(t + dt/2) = v(t - dt/2) + dt * (F + Fd) / m``,
+``x(t + dt) = x(t) + dt * v(t + dt/2)``, for each degree of freedom with its mass or moment of inertia, and
+Cundall's local damping ``Fd = -alpha * |F| * sign(v)`` (alpha = 0.8 in seed 000 section 2.3).
+
+Stable time step (:func:`stable_dt`): ``dt = f * 2 / omega_max``, where ``omega_max^2`` is the largest
+eigenvalue of ``M^(-1/2) K M^(-1/2)`` with every sub-contact closed and sticking (the stiffest state the
+structure can reach; opening or sliding contacts only soften it). Central differences are stable for
+``omega dt < 2``; local damping makes the update ``(1 + alpha)`` times stiffer while a degree of freedom moves
+away from equilibrium (the damping force then adds to the restoring force), so the limit becomes
+``f < 1 / sqrt(1 + alpha)`` = 0.745 for alpha = 0.8 (a run at ``f = 0.9`` does go unstable). ``f = 0.5`` by
+default keeps a margin of 1.5 for the geometric changes of large displacements. In the loading phase the
+step is shortened so that a whole number of steps separates two samples.
+Real masses are used: no mass or density scaling. For a rate-independent joint law, scaling all masses
+by ``c^2`` is the same as loading ``c`` times slower, at the same number of steps, so mass scaling would buy
+nothing here that a lower velocity does not.
+
+Sequence: self-weight equilibration from the assembled geometry (loading plate off) until the largest
+unbalanced force of a free block is below ``eq_tol`` times the mean block weight (moments: divided by the
+largest block's radius of gyration), then velocities are zeroed,
+the equilibrated state becomes the reference, and the plate (one-sided spring ``kp`` along a fixed
+direction, through a roller) is driven at constant velocity for ``duration`` seconds.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numba as nb
+import numpy as np
+
+from ...errors import ConfigurationError
+from .geometry import Assembly, contact_layout
+
+# status codes of a run
+OK, NOT_EQUILIBRATED, DIVERGED = 0, 1, 2
+# columns of the sample array
+S_TIME, S_DISP, S_FORCE, S_KE, S_TRACK = 0, 1, 2, 3, 4
+
+
+@dataclass(frozen=True)
+class DemSystem:
+    """Packed arrays of an :class:`Assembly` with a contact layout (SI units; positions relative to each
+    block's centroid in the assembled configuration, where every rotation is 0).
+
+    Blocks (``nb``): ``mass``, ``inertia``, ``free`` (1 = free, 0 = fixed), ``centroid`` ``(nb, 2)``.
+    Sub-contacts (``nc``): ``ca``, ``cb`` (blocks), ``node`` ``(nc, 2)`` (node relative to ``ca``),
+    ``face0`` ``(nc, 2)`` (face start relative to ``cb``), ``tangent``, ``normal`` ``(nc, 2)`` (unit, the normal
+    pointing out of ``cb``), ``face_len``, ``area`` (tributary area), ``joint`` (joint index), ``s`` (position
+    along the joint in [0, 1]).
+    """
+
+    assembly: Assembly
+    mass: np.ndarray
+    inertia: np.ndarray
+    free: np.ndarray
+    centroid: np.ndarray
+    ca: np.ndarray
+    cb: np.ndarray
+    node: np.ndarray
+    face0: np.ndarray
+    tangent: np.ndarray
+    normal: np.ndarray
+    face_len: np.ndarray
+    area: np.ndarray
+    joint: np.ndarray
+    s: np.ndarray
+    load_block: int
+    load_point: np.ndarray
+    load_dir: np.ndarray
+    load_area: float
+    track_block: np.ndarray
+    track_point: np.ndarray
+    track_names: tuple[str, ...]
+
+    @property
+    def n_blocks(self) -> int:
+        return int(self.mass.size)
+
+    @property
+    def n_contacts(self) -> int:
+        return int(self.ca.size)
+
+
+def build_system(assembly: Assembly, layout: str = "uniform", n: int = 15, *, mesh_size: float = 0.012,
+                 n_sub: int = 8, load_area: float = 0.0) -> DemSystem:
+    """Pack ``assembly`` for the kernels, discretising every joint with :func:`~.geometry.contact_layout`.
+
+    ``load_area`` [m^2] is the bearing area of the loading plate; its spring is ``kn * load_area`` (the plate
+    seated on its bearing is a joint of the same normal stiffness), or, when 0, the plate is rigid
+    (``kp`` must then be given to :func:`run_batch`).
+    """
+    W = assembly.width
+    props = [b.mass_properties(W) for b in assembly.blocks]
+    mass = np.array([p[0] for p in props])
+    cent = np.array([p[1] for p in props])
+    inertia = np.array([p[2] for p in props])
+    free = np.array([0 if b.fixed else 1 for b in assembly.blocks], dtype=np.int64)
+    ca, cb, node, face0, tan, nrm, flen, area, jid, ss = ([] for _ in range(10))
+    for j, jt in enumerate(assembly.joints):
+        p0, p1 = np.asarray(jt.p0, float), np.asarray(jt.p1, float)
+        L = float(np.hypot(*(p1 - p0)))
+        t = (p1 - p0) / L
+        nv = np.array([-t[1], t[0]])
+        if nv @ (cent[jt.b] - p0) > 0:
+            nv = -nv  # out of block b
+        s, w = contact_layout(layout, n, length=L, mesh_size=mesh_size, n_sub=n_sub)
+        for sk, wk in zip(s, w, strict=True):
+            x = p0 + sk * (p1 - p0)
+            ca.append(jt.a)
+            cb.append(jt.b)
+            node.append(x - cent[jt.a])
+            face0.append(p0 - cent[jt.b])
+            tan.append(t)
+            nrm.append(nv)
+            flen.append(L)
+            area.append(wk * L * W)
+            jid.append(j)
+            ss.append(sk)
+    if assembly.load is not None:
+        lb = int(assembly.load.block)
+        lp = np.asarray(assembly.load.point, float) - cent[lb]
+        ld = np.asarray(assembly.load.direction, float)
+        ld = ld / np.hypot(*ld)
+    else:
+        lb, lp, ld = -1, np.zeros(2), np.array([0.0, -1.0])
+    names = tuple(assembly.tracked)
+    tb = np.array([assembly.tracked[k][0] for k in names], dtype=np.int64)
+    tp = np.array([np.asarray(assembly.tracked[k][1], float) - cent[assembly.tracked[k][0]] for k in names]).reshape(-1, 2)
+    arr = lambda v, dt=float: np.ascontiguousarray(np.array(v, dtype=dt))
+    return DemSystem(
+        assembly, mass, inertia, free, cent,
+        arr(ca, np.int64), arr(cb, np.int64), arr(node).reshape(-1, 2), arr(face0).reshape(-1, 2),
+        arr(tan).reshape(-1, 2), arr(nrm).reshape(-1, 2), arr(flen), arr(area), arr(jid, np.int64), arr(ss),
+        lb, lp, ld, float(load_area), tb, np.ascontiguousarray(tp), names,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Time step
+# --------------------------------------------------------------------------------------------
+def stiffness_matrix(system: DemSystem, kn: float, ks: float, kp: float = 0.0) -> np.ndarray:
+    """Global stiffness ``(3 nb, 3 nb)`` [N/m, N, N m] with every sub-contact closed and sticking, plus the
+    plate spring ``kp`` [N/m] on the loaded point; DOF order ``(x, y, theta)`` per block."""
+    nb_ = system.n_blocks
+    K = np.zeros((3 * nb_, 3 * nb_))
+    rel = system.centroid[system.ca] + system.node  # node positions
+    rA = rel - system.centroid[system.ca]
+    rB = rel - system.centroid[system.cb]
+    for e, k in ((system.normal, kn), (system.tangent, ks)):
+        g = np.zeros((system.n_contacts, 3 * nb_))
+        idx = np.arange(system.n_contacts)
+        for c in range(2):
+            np.add.at(g, (idx, 3 * system.ca + c), e[:, c])
+            np.add.at(g, (idx, 3 * system.cb + c), -e[:, c])
+        np.add.at(g, (idx, 3 * system.ca + 2), rA[:, 0] * e[:, 1] - rA[:, 1] * e[:, 0])
+        np.add.at(g, (idx, 3 * system.cb + 2), -(rB[:, 0] * e[:, 1] - rB[:, 1] * e[:, 0]))
+        K += (g.T * (k * system.area)) @ g
+    if system.load_block >= 0 and kp > 0:
+        d, r = system.load_dir, system.load_point
+        g = np.zeros(3 * nb_)
+        g[3 * system.load_block: 3 * system.load_block + 3] = (d[0], d[1], r[0] * d[1] - r[1] * d[0])
+        K += kp * np.outer(g, g)
+    return K
+
+
+def stable_dt(system: DemSystem, kn: float, ks: float, kp: float = 0.0, factor: float = 0.5) -> float:
+    """``factor * 2 / omega_max`` (module docstring); ``omega_max`` from the free degrees of freedom."""
+    if not 0 < factor < 1:
+        raise ConfigurationError(f"the time-step factor must lie in (0, 1), got {factor!r}")
+    K = stiffness_matrix(system, kn, ks, kp)
+    m = np.repeat(system.mass, 3)
+    m[2::3] = system.inertia
+    keep = np.repeat(system.free.astype(bool), 3)
+    s = 1.0 / np.sqrt(m[keep])
+    D = K[np.ix_(keep, keep)] * s[:, None] * s[None, :]
+    lam = float(np.linalg.eigvalsh(D)[-1]) if D.size else 0.0
+    if not lam > 0:
+        raise ConfigurationError("the assembly has no stiffness on its free blocks; check its joints")
+    return factor * 2.0 / math.sqrt(lam)
+
+
+# --------------------------------------------------------------------------------------------
+# Kernels
+# --------------------------------------------------------------------------------------------
+@nb.njit(cache=True)
+def contact_forces(pos, vel, F, fn, fs, slip, ca, cb, node, face0, tangent, normal, face_len, kna, ksa, mu,
+                   rounding, dt, rot):
+    """Add the sub-contact forces of state ``pos``/``vel`` (``(nb, 3)``) to ``F`` (``(nb, 3)``); update the
+    stored normal ``fn``, shear ``fs`` and accumulated plastic slip ``slip`` (``(nc,)``). ``kna``, ``ksa``:
+    sub-contact stiffnesses [N/m] (``(nc,)``); ``mu = tan(phi)``; ``rot`` ``(nb, 2)``: work space."""
+    for b in range(pos.shape[0]):
+        rot[b, 0] = math.cos(pos[b, 2])
+        rot[b, 1] = math.sin(pos[b, 2])
+    for k in range(ca.size):
+        a, b = ca[k], cb[k]
+        caa, saa = rot[a, 0], rot[a, 1]
+        cbb, sbb = rot[b, 0], rot[b, 1]
+        rax = caa * node[k, 0] - saa * node[k, 1]
+        ray = saa * node[k, 0] + caa * node[k, 1]
+        px, py = pos[a, 0] + rax, pos[a, 1] + ray
+        qx = pos[b, 0] + cbb * face0[k, 0] - sbb * face0[k, 1]
+        qy = pos[b, 1] + sbb * face0[k, 0] + cbb * face0[k, 1]
+        tx = cbb * tangent[k, 0] - sbb * tangent[k, 1]
+        ty = sbb * tangent[k, 0] + cbb * tangent[k, 1]
+        nx = cbb * normal[k, 0] - sbb * normal[k, 1]
+        ny = sbb * normal[k, 0] + cbb * normal[k, 1]
+        dx, dy = px - qx, py - qy
+        gap = dx * nx + dy * ny
+        sp = dx * tx + dy * ty
+        L = face_len[k]
+        if gap >= 0.0 or sp < -rounding * L or sp > (1.0 + rounding) * L:
+            fn[k] = 0.0
+            fs[k] = 0.0
+            continue
+        n_force = -kna[k] * gap
+        rbx, rby = px - pos[b, 0], py - pos[b, 1]
+        vrx = (vel[a, 0] - vel[a, 2] * ray) - (vel[b, 0] - vel[b, 2] * rby)
+        vry = (vel[a, 1] + vel[a, 2] * rax) - (vel[b, 1] + vel[b, 2] * rbx)
+        dus = (vrx * tx + vry * ty) * dt
+        s_force = fs[k] - ksa[k] * dus
+        cap = mu * n_force
+        if s_force > cap:
+            slip[k] += abs(s_force - cap) / ksa[k]
+            s_force = cap
+        elif s_force < -cap:
+            slip[k] += abs(s_force + cap) / ksa[k]
+            s_force = -cap
+        fn[k] = n_force
+        fs[k] = s_force
+        fx = n_force * nx + s_force * tx
+        fy = n_force * ny + s_force * ty
+        F[a, 0] += fx
+        F[a, 1] += fy
+        F[a, 2] += rax * fy - ray * fx
+        F[b, 0] -= fx
+        F[b, 1] -= fy
+        F[b, 2] -= rbx * fy - rby * fx
+
+
+@nb.njit(cache=True)
+def _point(pos, blk, p):
+    c, s = math.cos(pos[blk, 2]), math.sin(pos[blk, 2])
+    rx = c * p[0] - s * p[1]
+    ry = s * p[0] + c * p[1]
+    return pos[blk, 0] + rx, pos[blk, 1] + ry, rx, ry
+
+
+@nb.njit(cache=True)
+def integrate(pos, vel, F, mass, inertia, free, alpha, dt):
+    """Central-difference update with Cundall's local damping ``-alpha |F| sign(v)`` per DOF (in place)."""
+    for b in range(mass.size):
+        if free[b] == 0:
+            continue
+        for d in range(3):
+            f = F[b, d]
+            v = vel[b, d]
+            if v > 0.0:
+                f -= alpha * abs(f)
+            elif v < 0.0:
+                f += alpha * abs(f)
+            m = inertia[b] if d == 2 else mass[b]
+            vel[b, d] = v + f / m * dt
+            pos[b, d] += vel[b, d] * dt
+
+
+@nb.njit(cache=True)
+def _gravity(F, mass, free, gx, gy):
+    for b in range(mass.size):
+        F[b, 0] = mass[b] * gx * free[b]
+        F[b, 1] = mass[b] * gy * free[b]
+        F[b, 2] = 0.0
+
+
+@nb.njit(cache=True)
+def _kinetic(vel, mass, inertia, free):
+    e = 0.0
+    for b in range(mass.size):
+        if free[b]:
+            e += 0.5 * (mass[b] * (vel[b, 0] ** 2 + vel[b, 1] ** 2) + inertia[b] * vel[b, 2] ** 2)
+    return e
+
+
+@nb.njit(cache=True)
+def run_one(mass, inertia, free, centroid, ca, cb, node, face0, tangent, normal, face_len, area,
+            kn, ks, mu, kp, dt, alpha, gx, gy, rounding, eq_max, eq_tol, eq_check,
+            load_block, load_point, load_dir, velocity, duration, vel0, track_block, track_point,
+            samples, pos_eq, pos_peak, pos_end, fn_end, fs_end, slip_end, info):
+    """Simulate one parameter set; results go into the output arrays (see :func:`run_batch`)."""
+    nb_, nc = mass.size, ca.size
+    pos = np.zeros((nb_, 3))
+    pos[:, 0] = centroid[:, 0]
+    pos[:, 1] = centroid[:, 1]
+    vel = np.zeros((nb_, 3))
+    F = np.zeros((nb_, 3))
+    fn = np.zeros(nc)
+    fs = np.zeros(nc)
+    slip = np.zeros(nc)
+    rot = np.zeros((nb_, 2))
+    kna = kn * area
+    ksa = ks * area
+    status = OK
+    # reference forces for the equilibrium ratio
+    wsum, nfree, asum = 0.0, 0, 0.0
+    for b in range(nb_):
+        if free[b]:
+            wsum += mass[b] * math.sqrt(gx * gx + gy * gy)
+            nfree += 1
+            asum += mass[b]
+    wref = wsum / max(nfree, 1)
+    lref = math.sqrt(max(1e-30, inertia.max() / max(mass.max(), 1e-30)))
+    # ---- phase 1: self-weight equilibrium
+    ratio = 0.0
+    eq_steps = 0
+    if eq_max > 0 and wref > 0.0:
+        ratio = 1e300
+        for it in range(eq_max):
+            _gravity(F, mass, free, gx, gy)
+            contact_forces(pos, vel, F, fn, fs, slip, ca, cb, node, face0, tangent, normal, face_len, kna, ksa, mu,
+                           rounding, dt, rot)
+            eq_steps = it + 1
+            if it % eq_check == 0:
+                ratio = 0.0
+                for b in range(nb_):
+                    if free[b]:
+                        r = max(math.sqrt(F[b, 0] ** 2 + F[b, 1] ** 2), abs(F[b, 2]) / lref) / wref
+                        ratio = max(ratio, r)
+                if ratio < eq_tol:
+                    break
+            integrate(pos, vel, F, mass, inertia, free, alpha, dt)
+            if not math.isfinite(pos[0, 0] + pos[nb_ - 1, 1]):
+                break
+        if ratio >= eq_tol:
+            status = NOT_EQUILIBRATED
+    for b in range(nb_):
+        for d in range(3):
+            vel[b, d] = vel0[b, d]
+            pos_eq[b, d] = pos[b, d]
+            pos_peak[b, d] = pos[b, d]
+    for k in range(nc):
+        slip[k] = 0.0
+    # ---- phase 2: displacement-controlled loading
+    ntr = track_block.size
+    tr0 = np.zeros((ntr, 2))
+    for j in range(ntr):
+        x, y, _, _ = _point(pos, track_block[j], track_point[j])
+        tr0[j, 0], tr0[j, 1] = x, y
+    p0x, p0y = 0.0, 0.0
+    if load_block >= 0:
+        p0x, p0y, _, _ = _point(pos, load_block, load_point)
+    # a whole number of steps between samples, so that every sample falls on its nominal time
+    n_samples = samples.shape[0]
+    if duration > 0 and n_samples > 1:
+        per = max(1, math.ceil(duration / (dt * (n_samples - 1)) - 1e-9))
+        n_steps = per * (n_samples - 1)
+    else:
+        per = 1
+        n_steps = max(1, math.ceil(duration / dt - 1e-9)) if duration > 0 else 0
+    dtl = duration / n_steps if n_steps > 0 else dt
+    js = 0
+    peak = -1.0
+    for it in range(n_steps + 1):
+        t = it * dtl
+        u = velocity * t
+        _gravity(F, mass, free, gx, gy)
+        contact_forces(pos, vel, F, fn, fs, slip, ca, cb, node, face0, tangent, normal, face_len, kna, ksa, mu,
+                       rounding, dtl, rot)
+        fp = 0.0
+        if load_block >= 0:
+            x, y, rx, ry = _point(pos, load_block, load_point)
+            pen = (p0x + load_dir[0] * u - x) * load_dir[0] + (p0y + load_dir[1] * u - y) * load_dir[1]
+            if pen > 0.0:
+                fp = kp * pen
+                fx, fy = fp * load_dir[0], fp * load_dir[1]
+                F[load_block, 0] += fx
+                F[load_block, 1] += fy
+                F[load_block, 2] += rx * fy - ry * fx
+        if fp > peak:
+            peak = fp
+            for b in range(nb_):
+                for d in range(3):
+                    pos_peak[b, d] = pos[b, d]
+        if js < n_samples and it % per == 0:
+            samples[js, S_TIME] = t
+            samples[js, S_DISP] = u
+            samples[js, S_FORCE] = fp
+            samples[js, S_KE] = _kinetic(vel, mass, inertia, free)
+            for j in range(ntr):
+                x, y, _, _ = _point(pos, track_block[j], track_point[j])
+                samples[js, S_TRACK + 2 * j] = x - tr0[j, 0]
+                samples[js, S_TRACK + 2 * j + 1] = y - tr0[j, 1]
+            js += 1
+        if it == n_steps:
+            break
+        integrate(pos, vel, F, mass, inertia, free, alpha, dtl)
+        bad = False
+        for b in range(nb_):
+            if not (math.isfinite(pos[b, 0]) and math.isfinite(pos[b, 1]) and math.isfinite(pos[b, 2])):
+                bad = True
+        if bad:
+            status = DIVERGED
+            break
+    for j in range(js, n_samples):
+        for c in range(samples.shape[1]):
+            samples[j, c] = np.nan
+    for b in range(nb_):
+        for d in range(3):
+            pos_end[b, d] = pos[b, d]
+    for k in range(nc):
+        fn_end[k] = fn[k]
+        fs_end[k] = fs[k]
+        slip_end[k] = slip[k]
+    info[0] = status
+    info[1] = eq_steps
+    info[2] = ratio
+    info[3] = n_steps
+    info[4] = dtl
+
+
+@nb.njit(parallel=True, cache=True)
+def _run_batch(mass, inertia, free, centroid, ca, cb, node, face0, tangent, normal, face_len, area,
+               kn, ks, mu, kp, dt, alpha, gx, gy, rounding, eq_max, eq_tol, eq_check,
+               load_block, load_point, load_dir, velocity, duration, vel0, track_block, track_point,
+               samples, pos_eq, pos_peak, pos_end, fn_end, fs_end, slip_end, info):
+    for i in nb.prange(kn.size):
+        run_one(mass, inertia, free, centroid, ca, cb, node, face0, tangent, normal, face_len, area,
+                kn[i], ks[i], mu[i], kp[i], dt[i], alpha, gx, gy, rounding, eq_max, eq_tol, eq_check,
+                load_block, load_point, load_dir, velocity, duration, vel0, track_block, track_point,
+                samples[i], pos_eq[i], pos_peak[i], pos_end[i], fn_end[i], fs_end[i], slip_end[i], info[i])
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """Outputs of :func:`run_batch` for ``n`` parameter sets.
+
+    ``samples`` ``(n, n_samples, 4 + 2 n_tracked)``: time [s], plate displacement [m], plate force [N],
+    kinetic energy [J], then ``(dx, dy)`` [m] of each tracked point from the equilibrated state.
+    ``pos_eq``, ``pos_peak``, ``pos_end`` ``(n, nb, 3)``: block ``(x, y, theta)`` after self-weight, at the
+    peak plate force, at the end. ``fn``, ``fs``, ``slip`` ``(n, nc)``: final sub-contact forces [N] and
+    plastic slip accumulated during loading [m]. ``status``, ``eq_steps``, ``eq_ratio`` (final
+    unbalanced-force ratio of the self-weight phase), ``load_steps``, ``dt`` (the loading-phase step) ``(n,)``.
+    """
+
+    samples: np.ndarray
+    pos_eq: np.ndarray
+    pos_peak: np.ndarray
+    pos_end: np.ndarray
+    fn: np.ndarray
+    fs: np.ndarray
+    slip: np.ndarray
+    status: np.ndarray
+    eq_steps: np.ndarray
+    eq_ratio: np.ndarray
+    load_steps: np.ndarray
+    dt: np.ndarray
+
+
+def run_batch(
+    system: DemSystem,
+    kn: np.ndarray,
+    ks: np.ndarray,
+    phi_deg: np.ndarray,
+    *,
+    velocity: float = 0.0,
+    duration: float = 0.0,
+    n_samples: int = 101,
+    alpha: float = 0.8,
+    gravity: tuple[float, float] = (0.0, -9.81),
+    kp: float | np.ndarray | None = None,
+    dt: float | np.ndarray | None = None,
+    dt_factor: float = 0.5,
+    rounding: float = 0.02,
+    eq_max_steps: int = 200_000,
+    eq_tol: float = 1e-5,
+    eq_check: int = 10,
+    vel0: np.ndarray | None = None,
+) -> BatchResult:
+    """Simulate ``n`` parameter sets: ``kn``, ``ks`` [Pa/m] and ``phi_deg`` [deg], each ``(n,)``.
+
+    Args:
+        velocity: plate velocity [m/s] along the load direction; ``duration`` [s] of the loading phase.
+        n_samples: samples uniformly in time over the loading phase (the first at its start).
+        alpha: local damping coefficient.
+        gravity: acceleration vector [m/s^2].
+        kp: plate spring [N/m] per set; default ``kn * load_area``.
+        dt: time step [s] per set; default :func:`stable_dt` with ``dt_factor``.
+        rounding: sub-contacts stay active ``rounding * L`` beyond a face's ends.
+        eq_max_steps, eq_tol, eq_check: self-weight equilibration (0 steps: none).
+        vel0: ``(nb, 3)`` velocities imposed at the start of the loading phase (tests).
+    """
+    kn = np.atleast_1d(np.asarray(kn, float))
+    n = kn.size
+    ks = np.broadcast_to(np.asarray(ks, float), (n,)).copy()
+    mu = np.tan(np.radians(np.broadcast_to(np.asarray(phi_deg, float), (n,))))
+    for name, v in (("kn", kn), ("ks", ks)):
+        if not np.all(np.isfinite(v) & (v > 0)):
+            raise ConfigurationError(f"{name} must be finite and > 0 Pa/m, got {v.tolist()!r}")
+    if kp is None:
+        kp_arr = kn * system.load_area
+    else:
+        kp_arr = np.broadcast_to(np.asarray(kp, float), (n,)).copy()
+    if system.load_block >= 0 and duration > 0 and np.any(kp_arr <= 0):
+        raise ConfigurationError("the loading plate needs a spring kp > 0: give kp or build the system with load_area > 0")
+    fmax = 1.0 / math.sqrt(1.0 + alpha)
+    if dt is None and not 0 < dt_factor < fmax:
+        raise ConfigurationError(
+            f"dt_factor must lie in (0, {fmax:.3f}) with local damping {alpha!r}, got {dt_factor!r}; "
+            "local damping stiffens the update by (1 + alpha)"
+        )
+    if dt is None:
+        dt_arr = np.array([stable_dt(system, kn[i], ks[i], kp_arr[i], dt_factor) for i in range(n)])
+    else:
+        dt_arr = np.broadcast_to(np.asarray(dt, float), (n,)).copy()
+    nb_, nc, ntr = system.n_blocks, system.n_contacts, system.track_block.size
+    v0 = np.zeros((nb_, 3)) if vel0 is None else np.ascontiguousarray(vel0, dtype=float)
+    samples = np.zeros((n, n_samples, S_TRACK + 2 * ntr))
+    pos_eq, pos_peak, pos_end = (np.zeros((n, nb_, 3)) for _ in range(3))
+    fn, fs, slip = (np.zeros((n, nc)) for _ in range(3))
+    info = np.zeros((n, 5))
+    _run_batch(system.mass, system.inertia, system.free, system.centroid, system.ca, system.cb, system.node,
+               system.face0, system.tangent, system.normal, system.face_len, system.area,
+               kn, ks, mu, kp_arr, dt_arr, float(alpha), float(gravity[0]), float(gravity[1]), float(rounding),
+               int(eq_max_steps), float(eq_tol), int(eq_check), int(system.load_block),
+               np.ascontiguousarray(system.load_point, float), np.ascontiguousarray(system.load_dir, float),
+               float(velocity), float(duration), v0, system.track_block, system.track_point,
+               samples, pos_eq, pos_peak, pos_end, fn, fs, slip, info)
+    return BatchResult(samples, pos_eq, pos_peak, pos_end, fn, fs, slip, info[:, 0].astype(int),
+                       info[:, 1].astype(int), info[:, 2], info[:, 3].astype(int), info[:, 4])

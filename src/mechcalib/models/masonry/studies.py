@@ -1,0 +1,224 @@
+"""Sensitivity studies of the masonry-arch DEM (seed 000 sections 2.3-2.4) and its checks against the
+limit analysis. Each function returns plain rows (dicts) and optionally writes a PNG.
+
+Run them all: ``python -m mechcalib.models.masonry.studies OUTDIR`` (about a minute on one core).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ...data import Experiment
+from ...objectives import OverlapRSS
+from .._base import SimulationFailure
+from .arch import MEASURED_PEAK_KN, PULATSU, MasonryArch
+from .limit import hinge_mechanisms, static_collapse
+
+PULATSU_THETA = np.array([[PULATSU["kn"], PULATSU["ks"], PULATSU["phi"]]])
+
+
+def _force_at(run, u_mm: float) -> float:
+    c = run.response["vertical"]
+    return float(np.interp(u_mm, c.x, c.y))
+
+
+def _curves_png(runs: dict[str, object], path: Path | None, title: str) -> None:
+    if path is None:
+        return
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(1, 2, figsize=(11, 4))
+    for label, r in runs.items():
+        v, h = r.response["vertical"], r.response["horizontal"]
+        ax[0].plot(v.x, v.y, lw=0.8, label=label)
+        ax[1].plot(h.x, h.y, lw=0.8, label=label)
+    ax[0].axhline(MEASURED_PEAK_KN, color="k", ls=":", lw=0.8, label="measured peak 2.71 kN")
+    ax[0].set_xlabel("vertical plate displacement [mm]")
+    ax[1].set_xlabel(f"horizontal displacement, {r.response['horizontal'].x_name.split('(')[-1].rstrip(')')} [mm]")
+    for a in ax:
+        a.set_ylabel("force [kN]")
+        a.grid(alpha=0.3)
+    ax[0].legend(fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def contact_placement(velocities: Sequence[float] = (10.0, 1.0), png: Path | None = None) -> list[dict]:
+    """Peak load for each contact layout (2 contacts at the joint edges, evenly spaced with and without
+    edge contacts, Pulatsu's 8 sub-blocks, surface mesh 12 mm) at each velocity [mm/s]."""
+    layouts = [("edges (2)", {"contacts": "edges"}), ("uniform 15 (edges included)", {"contacts": "uniform", "n_contacts": 15}),
+               ("midpoint 15 (inset)", {"contacts": "midpoint", "n_contacts": 15}), ("pulatsu (17)", {"contacts": "pulatsu"}),
+               ("surface h = 12 mm (15)", {"contacts": "surface", "mesh_size": 12.0}),
+               ("uniform 5", {"contacts": "uniform", "n_contacts": 5}), ("midpoint 5 (inset)", {"contacts": "midpoint", "n_contacts": 5})]
+    rows, runs = [], {}
+    for label, opts in layouts:
+        m = MasonryArch(**opts)
+        for v in velocities:
+            (r,) = m.run(PULATSU_THETA, {"velocity": v})
+            rows.append({"layout": label, "velocity": v, "peak_kN": r.peak_force, "u_peak_mm": r.peak_displacement,
+                         "F12_kN": _force_at(r, 12.0), "mode": r.mode_end.summary()})
+            if v == min(velocities):
+                runs[label] = r
+    _curves_png(runs, png, f"contact layout, Pulatsu's parameters, {min(velocities):g} mm/s")
+    return rows
+
+
+def velocity_study(velocities: Sequence[float] = (0.5, 1.0, 5.0, 10.0, 50.0), contacts: str = "uniform",
+                   png: Path | None = None, **opts) -> list[dict]:
+    """Seed 000 Fig. 7: the response against the loading velocity [mm/s]."""
+    m = MasonryArch(contacts=contacts, **opts)
+    rows, runs = [], {}
+    for v in velocities:
+        t0 = time.perf_counter()
+        (r,) = m.run(PULATSU_THETA, {"velocity": v})
+        rows.append({"velocity": v, "peak_kN": r.peak_force, "u_peak_mm": r.peak_displacement,
+                     "F1.6_kN": _force_at(r, 1.6), "F12_kN": _force_at(r, 12.0), "seconds": time.perf_counter() - t0,
+                     "steps": r.load_steps, "mode": r.mode_end.summary()})
+        runs[f"{v:g} mm/s"] = r
+    _curves_png(runs, png, f"loading velocity ({contacts}), Pulatsu's parameters")
+    return rows
+
+
+def mesh_study(sizes: Sequence[float] = (10, 12, 15, 20, 25, 30, 35), velocity: float = 10.0,
+               png: Path | None = None) -> list[dict]:
+    """Seed 000 Fig. 8: surface-meshed joints of size h [mm], with Pulatsu's geometry for reference."""
+    rows, runs = [], {}
+    for label, opts in [("pulatsu", {"contacts": "pulatsu"})] + [(f"h = {h:g} mm", {"contacts": "surface", "mesh_size": float(h)})
+                                                                    for h in sizes]:
+        m = MasonryArch(**opts)
+        (r,) = m.run(PULATSU_THETA, {"velocity": velocity})
+        rows.append({"mesh": label, "contacts_per_joint": int(m.system.n_contacts // len(m.assembly.joints)),
+                     "peak_kN": r.peak_force, "F1.6_kN": _force_at(r, 1.6), "F12_kN": _force_at(r, 12.0),
+                     "mode": r.mode_end.summary()})
+        runs[label] = r
+    _curves_png(runs, png, f"joint mesh size, {velocity:g} mm/s")
+    return rows
+
+
+def friction_study(phis: Sequence[float] = (27.0, 30.5, 35.0), velocity: float = 1.0) -> list[dict]:
+    """Seed 000 section 2.3: sliding failure at 27 deg, hinges at 35 deg, mixed at 30.5 deg."""
+    m = MasonryArch()
+    th = np.array([[PULATSU["kn"], PULATSU["ks"], p] for p in phis])
+    rows = []
+    for p, r in zip(phis, m.run(th, {"velocity": velocity}), strict=True):
+        rows.append({"phi": p, "peak_kN": r.peak_force, "F12_kN": _force_at(r, 12.0), "mode": r.mode_end.summary(),
+                     "limit_kN": static_collapse(m.assembly, mu=math.tan(math.radians(p))).load / 1e3})
+    return rows
+
+
+def limit_convergence(kns: Sequence[float] = (4e8, 4e9, 4e10), velocities: Sequence[float] = (1.0, 0.2),
+                      contacts: Sequence[str] = ("edges", "uniform"), phi: float = 60.0) -> tuple[dict, list[dict]]:
+    """DEM peak (``ks = 0.4 kn``, high friction, slow loading) against the rigid-block collapse load."""
+    ref = MasonryArch()
+    lp = static_collapse(ref.assembly)
+    km = hinge_mechanisms(ref.assembly)
+    limit = {"static_kN": lp.load / 1e3, "kinematic_kN": km.load / 1e3, "hinges": lp.hinges,
+             "friction_30.5_kN": static_collapse(ref.assembly, mu=math.tan(math.radians(30.5))).load / 1e3}
+    rows = []
+    for lay in contacts:
+        m = MasonryArch(contacts=lay)
+        for v in velocities:
+            th = np.array([[k, 0.4 * k, phi] for k in kns])
+            for k, r in zip(kns, m.run(th, {"velocity": v, "max_displacement": 3.0, "n_samples": 301}), strict=True):
+                rows.append({"contacts": lay, "velocity": v, "kn": k, "peak_kN": r.peak_force,
+                             "ratio_to_limit": r.peak_force / limit["static_kN"], "u_peak_mm": r.peak_displacement,
+                             "hinges": r.mode_peak.hinges})
+    return limit, rows
+
+
+def reference_experiment(velocity: float = 0.5, contacts: str = "pulatsu") -> Experiment:
+    """The documented synthetic reference of the calibration studies: Pulatsu's geometry and parameters
+    loaded slowly (0.5 mm/s, seed 000 section 4.2.3) to 12 mm. It is a simulation, not a measurement; its
+    conditions say so (``source = "simulated"``) and carry the velocity used."""
+    m = MasonryArch(contacts=contacts)
+    (resp,) = m.simulate(PULATSU_THETA, {"velocity": velocity})
+    return Experiment(dict(resp), conditions={"velocity": velocity, "source": "simulated", "contacts": contacts},
+                      name=f"reference_{contacts}_{velocity:g}mmps")
+
+
+def objective_contour(reference: Experiment, *, n_kn: int = 13, n_phi: int = 13, ratio: float = 2.5,
+                      velocity: float = 10.0, contacts: str = "pulatsu", png: Path | None = None) -> dict:
+    """Seed 000 Fig. 12: objective 1 over a linear grid of kn in [1e8, 1e10] Pa/m and phi in [25, 45] deg
+    with ``ks = kn / ratio``, the model at ``velocity`` against ``reference``. Returns the grid and losses."""
+    m = MasonryArch(contacts=contacts)
+    kn = np.linspace(1e8, 1e10, n_kn)
+    phi = np.linspace(25.0, 45.0, n_phi)
+    K, P = np.meshgrid(kn, phi, indexing="ij")
+    theta = np.column_stack([K.ravel(), K.ravel() / ratio, P.ravel()])
+    obj = OverlapRSS()
+    losses = np.array([np.inf if isinstance(r, SimulationFailure) else obj(r, reference)
+                       for r in m.simulate(theta, {"velocity": velocity})]).reshape(K.shape)
+    if png is not None:
+        import matplotlib
+
+        matplotlib.use("Agg", force=False)
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(6.5, 4.5))
+        cs = ax.contourf(K / 1e9, P, losses, levels=20, cmap="viridis")
+        fig.colorbar(cs, ax=ax, label="objective 1 [kN]")
+        i, j = np.unravel_index(np.argmin(losses), losses.shape)
+        ax.plot(K[i, j] / 1e9, P[i, j], "r*", ms=12, label=f"grid minimum ({K[i, j] / 1e9:.2f} GPa/m, {P[i, j]:.1f} deg)")
+        ax.plot(PULATSU["kn"] / 1e9, PULATSU["phi"], "wo", mec="k", label="reference parameters")
+        ax.set_xlabel("kn [GPa/m] (ks = kn / 2.5)")
+        ax.set_ylabel("phi [deg]")
+        ax.legend(fontsize=8)
+        ax.set_title(f"objective 1, model at {velocity:g} mm/s against {reference.name}", fontsize=9)
+        fig.tight_layout()
+        fig.savefig(png, dpi=110)
+        plt.close(fig)
+    return {"kn": kn, "phi": phi, "loss": losses}
+
+
+def _table(rows: list[dict]) -> str:
+    keys = list(rows[0])
+    fmt = lambda v: f"{v:.4g}" if isinstance(v, float) else str(v)
+    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+    lines += ["| " + " | ".join(fmt(r[k]) for k in keys) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    out = Path(argv[0] if argv else "arch_studies")
+    out.mkdir(parents=True, exist_ok=True)
+    parts = []
+    limit, conv = limit_convergence()
+    parts += ["## Limit analysis", str(limit), "", "## DEM towards the limit load", _table(conv)]
+    parts += ["## Contact placement", _table(contact_placement(png=out / "contact_placement.png"))]
+    parts += ["## Velocity (uniform 15)", _table(velocity_study(png=out / "velocity_uniform.png"))]
+    parts += ["## Velocity (pulatsu)", _table(velocity_study(contacts="pulatsu", png=out / "velocity_pulatsu.png"))]
+    parts += ["## Mesh size", _table(mesh_study(png=out / "mesh.png"))]
+    parts += ["## Friction angle", _table(friction_study())]
+    ref = reference_experiment()
+    grid = objective_contour(ref, png=out / "objective_contour.png")
+    i, j = np.unravel_index(np.argmin(grid["loss"]), grid["loss"].shape)
+    base = OverlapRSS()(MasonryArch(contacts="pulatsu").simulate(PULATSU_THETA)[0], ref)
+    parts += ["## Objective 1 over kn x phi (ks = kn / 2.5), model at 10 mm/s against the 0.5 mm/s reference",
+              (f"grid minimum {grid['loss'][i, j]:.4g} at kn = {grid['kn'][i] / 1e9:.3g} GPa/m, "
+               f"phi = {grid['phi'][j]:.3g} deg; the reference parameters at 10 mm/s score {base:.4g}")]
+    m = MasonryArch()
+    (r,) = m.run(PULATSU_THETA, {"velocity": 1.0})
+    m.plot(r, state="end", scale=5, path=out / "deformed_1mmps.png",
+           title="Pulatsu's parameters, 1 mm/s, 12 mm (x5): " + r.mode_end.summary())
+    (r,) = m.run(PULATSU_THETA)
+    m.plot(r, state="end", scale=5, path=out / "deformed_10mmps.png",
+           title="Pulatsu's parameters, 10 mm/s, 12 mm (x5)")
+    (out / "studies.md").write_text("\n\n".join(parts) + "\n")
+    sys.stdout.write(f"wrote {out / 'studies.md'} and the PNGs beside it\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
