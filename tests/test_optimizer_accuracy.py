@@ -1,0 +1,274 @@
+"""Accuracy of every optimiser on the classic test functions, and the GrainLearning linear-regression peer test.
+
+Each row of ``TARGETS`` states what an optimiser, with the given preset and settings, reaches on a function
+of :mod:`mechcalib.testfunctions` (SciPy bounds) within a budget: the error ``|f_best - fglob|`` after
+``budget`` evaluations must be at most ``tol`` -- for every seed of 0-2 ("0-2 max"), or, where the
+algorithm is too erratic for a worst-case target that still means something, for the median of seeds 0-4
+("0-4 median"). The tolerances come from runs over seeds 0-9 (columns "worst/10" and "median/10": the
+largest and the median error among them), with a margin. Weak algorithms get loose targets, but
+``test_targets_are_markedly_better_than_random_search`` checks that every target is at most half the
+median error of uniform random search with the same budget (20 runs), so an optimiser that searches no
+better than random sampling fails its rows. One row is a known shortfall (``KNOWN_SHORT``, marked xfail):
+GRADE's median over seeds 0-4 on 5-D Ackley does not reach half the random-search median.
+
+PSO and TBPSO: ``max_iter = budget / swarm_size - 1`` makes the inertia schedule span the budget. DE:
+``NP = 20`` instead of the default ``10 * dim``, which leaves too few generations in 2000 evaluations.
+
+=========  =======================  ==========  ===  ======  =====  ========  =========  ==========
+optimiser  preset / settings        function    dim  budget  tol    worst/10  median/10  seeds
+=========  =======================  ==========  ===  ======  =====  ========  =========  ==========
+ga         paper_000                Sphere      10   2000    2      0.48      0.17       0-2 max
+ga         paper_000                Rosenbrock  5    2000    5e+03  9.9e+02   2.8e+02    0-2 max
+ga         paper_000                Rastrigin   5    2000    10     3.5       1.8        0-2 max
+ga         paper_000                Ackley01    5    2000    6.7    4.4       2.6        0-2 max
+ga         paper_000                Griewank    5    2000    0.56   0.46      0.21       0-2 max
+pso        paper_000, max_iter 199  Sphere      10   2000    0.002  0.00052   0.00017    0-2 max
+pso        paper_000, max_iter 199  Rosenbrock  5    2000    2e+03  5.5e+02   1.9        0-2 max
+pso        paper_000, max_iter 199  Rastrigin   5    2000    10     3         1.5        0-2 max
+pso        paper_000, max_iter 199  Ackley01    5    2000    0.002  0.0006    9.4e-05    0-2 max
+pso        paper_000, max_iter 199  Griewank    5    2000    0.5    0.23      0.13       0-2 max
+tbpso      paper_000, max_iter 199  Sphere      10   2000    5      1.5       0.44       0-2 max
+tbpso      paper_000, max_iter 199  Rosenbrock  5    2000    2e+04  7e+03     3.4e+02    0-2 max
+tbpso      paper_000, max_iter 199  Rastrigin   5    2000    12     18        11         0-4 median
+tbpso      paper_000, max_iter 199  Ackley01    5    2000    7      8.7       4.2        0-4 median
+tbpso      paper_000, max_iter 199  Griewank    5    2000    0.61   0.96      0.35       0-4 median
+abc        paper_002                Sphere      10   2000    1      0.3       0.1        0-2 max
+abc        paper_002                Rosenbrock  5    2000    2e+02  63        2.7        0-2 max
+abc        paper_002                Rastrigin   5    2000    10     2.4       1.1        0-2 max
+abc        paper_002                Ackley01    5    2000    5      2.4       1.6        0-2 max
+abc        paper_002                Griewank    5    2000    0.5    0.2       0.16       0-2 max
+iabc       paper_002                Sphere      10   2000    5      0.88      0.62       0-2 max
+iabc       paper_002                Rosenbrock  5    2000    5e+02  97        42         0-2 max
+iabc       paper_002                Rastrigin   5    2000    10     4         2.2        0-2 max
+iabc       paper_002                Ackley01    5    2000    4.5    3         1.5        0-2 max
+iabc       paper_002                Griewank    5    2000    0.5    0.2       0.13       0-2 max
+tsa        defaults                 Sphere      10   2000    0.02   0.0047    0.0011     0-2 max
+tsa        defaults                 Rosenbrock  5    2000    50     7.6       3.4        0-2 max
+tsa        defaults                 Rastrigin   5    2000    12     8         4          0-2 max
+tsa        defaults                 Ackley01    5    2000    0.2    0.041     0.0012     0-2 max
+tsa        defaults                 Griewank    5    2000    0.57   0.38      0.3        0-2 max
+de         defaults, pop_size 20    Sphere      10   2000    0.2    0.065     0.0079     0-2 max
+de         defaults, pop_size 20    Rosenbrock  5    2000    20     4.9       2.1        0-2 max
+de         defaults, pop_size 20    Rastrigin   5    2000    12     11        8          0-2 max
+de         defaults, pop_size 20    Ackley01    5    2000    0.02   0.0056    0.0017     0-2 max
+de         defaults, pop_size 20    Griewank    5    2000    0.51   0.34      0.24       0-2 max
+grade      tight_budget             Sphere      10   2000    9      7.5       4.2        0-2 max
+grade      tight_budget             Rosenbrock  5    2000    2e+04  9.7e+03   1.2e+02    0-2 max
+grade      tight_budget             Rastrigin   5    2000    12     22        8.7        0-4 median
+grade      tight_budget             Ackley01    5    2000    7      13        5.4        0-4 median
+grade      tight_budget             Griewank    5    2000    0.61   0.54      0.39       0-2 max
+=========  =======================  ==========  ===  ======  =====  ========  =========  ==========
+
+Random search with 2000 evaluations (median of 20 runs): Sphere-10 18.8, Rosenbrock-5 6.4e4,
+Rastrigin-5 25.7, Ackley01-5 14.1, Griewank-5 1.23.
+
+GrainLearning peer test (its repository's linear case, ../shared/data/granular/grainlearning/README.md):
+``y = a x + b`` on ``x = 0..99`` with truth ``(a, b) = (0.2, 5.0)``, bounds ``a in [0.1, 1]``,
+``b in [0.1, 10]``; a run passes when both parameters are within 1 % after at most 200 evaluations. The loss
+is the sum of squared relative residuals (each residual divided by the observation). Measured over seeds
+0-19: PSO (``paper_000``, ``max_iter`` 19) 11/20 runs pass, TBPSO (``paper_000``, ``max_iter`` 19) 14/20,
+I-ABC (``small_group``) 18/20; random search 0/20. The test asks each of the three for at least 5 passes
+out of seeds 0-9.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import shared_path
+
+import mechcalib as mc
+from mechcalib.optimizers import make_optimizer
+from mechcalib.optimizers.random_search import RandomSearch
+from mechcalib.testfunctions import get_function
+
+
+@dataclass(frozen=True)
+class Target:
+    optimizer: str
+    preset: str | None
+    settings: dict[str, Any]
+    function: str
+    dim: int
+    budget: int
+    tol: float
+    stat: str = "max"  # "max": every seed within tol; "median": the median over the seeds
+    seeds: tuple[int, ...] = (0, 1, 2)
+    worst_of_10: float = field(default=np.nan, compare=False)  # measured over seeds 0-9, documentation
+    median_of_10: float = field(default=np.nan, compare=False)
+
+    @property
+    def id(self) -> str:
+        return f"{self.optimizer}-{self.function}{self.dim}"
+
+
+B = 2000
+_PSO = {"max_iter": B // 10 - 1}
+_MEDIAN5: dict[str, Any] = {"stat": "median", "seeds": (0, 1, 2, 3, 4)}
+
+TARGETS: tuple[Target, ...] = (
+    Target("ga", "paper_000", {}, "Sphere", 10, B, 2, worst_of_10=0.48, median_of_10=0.17),
+    Target("ga", "paper_000", {}, "Rosenbrock", 5, B, 5e+03, worst_of_10=9.9e+02, median_of_10=2.8e+02),
+    Target("ga", "paper_000", {}, "Rastrigin", 5, B, 10, worst_of_10=3.5, median_of_10=1.8),
+    Target("ga", "paper_000", {}, "Ackley01", 5, B, 6.7, worst_of_10=4.4, median_of_10=2.6),
+    Target("ga", "paper_000", {}, "Griewank", 5, B, 0.56, worst_of_10=0.46, median_of_10=0.21),
+    Target("pso", "paper_000", _PSO, "Sphere", 10, B, 0.002, worst_of_10=0.00052, median_of_10=0.00017),
+    Target("pso", "paper_000", _PSO, "Rosenbrock", 5, B, 2e+03, worst_of_10=5.5e+02, median_of_10=1.9),
+    Target("pso", "paper_000", _PSO, "Rastrigin", 5, B, 10, worst_of_10=3, median_of_10=1.5),
+    Target("pso", "paper_000", _PSO, "Ackley01", 5, B, 0.002, worst_of_10=0.0006, median_of_10=9.4e-05),
+    Target("pso", "paper_000", _PSO, "Griewank", 5, B, 0.5, worst_of_10=0.23, median_of_10=0.13),
+    Target("tbpso", "paper_000", _PSO, "Sphere", 10, B, 5, worst_of_10=1.5, median_of_10=0.44),
+    Target("tbpso", "paper_000", _PSO, "Rosenbrock", 5, B, 2e+04, worst_of_10=7e+03, median_of_10=3.4e+02),
+    Target("tbpso", "paper_000", _PSO, "Rastrigin", 5, B, 12, **_MEDIAN5, worst_of_10=18, median_of_10=11),
+    Target("tbpso", "paper_000", _PSO, "Ackley01", 5, B, 7, **_MEDIAN5, worst_of_10=8.7, median_of_10=4.2),
+    Target("tbpso", "paper_000", _PSO, "Griewank", 5, B, 0.61, **_MEDIAN5, worst_of_10=0.96, median_of_10=0.35),
+    Target("abc", "paper_002", {}, "Sphere", 10, B, 1, worst_of_10=0.3, median_of_10=0.1),
+    Target("abc", "paper_002", {}, "Rosenbrock", 5, B, 2e+02, worst_of_10=63, median_of_10=2.7),
+    Target("abc", "paper_002", {}, "Rastrigin", 5, B, 10, worst_of_10=2.4, median_of_10=1.1),
+    Target("abc", "paper_002", {}, "Ackley01", 5, B, 5, worst_of_10=2.4, median_of_10=1.6),
+    Target("abc", "paper_002", {}, "Griewank", 5, B, 0.5, worst_of_10=0.2, median_of_10=0.16),
+    Target("iabc", "paper_002", {}, "Sphere", 10, B, 5, worst_of_10=0.88, median_of_10=0.62),
+    Target("iabc", "paper_002", {}, "Rosenbrock", 5, B, 5e+02, worst_of_10=97, median_of_10=42),
+    Target("iabc", "paper_002", {}, "Rastrigin", 5, B, 10, worst_of_10=4, median_of_10=2.2),
+    Target("iabc", "paper_002", {}, "Ackley01", 5, B, 4.5, worst_of_10=3, median_of_10=1.5),
+    Target("iabc", "paper_002", {}, "Griewank", 5, B, 0.5, worst_of_10=0.2, median_of_10=0.13),
+    Target("tsa", None, {}, "Sphere", 10, B, 0.02, worst_of_10=0.0047, median_of_10=0.0011),
+    Target("tsa", None, {}, "Rosenbrock", 5, B, 50, worst_of_10=7.6, median_of_10=3.4),
+    Target("tsa", None, {}, "Rastrigin", 5, B, 12, worst_of_10=8, median_of_10=4),
+    Target("tsa", None, {}, "Ackley01", 5, B, 0.2, worst_of_10=0.041, median_of_10=0.0012),
+    Target("tsa", None, {}, "Griewank", 5, B, 0.57, worst_of_10=0.38, median_of_10=0.3),
+    Target("de", None, {"pop_size": 20}, "Sphere", 10, B, 0.2, worst_of_10=0.065, median_of_10=0.0079),
+    Target("de", None, {"pop_size": 20}, "Rosenbrock", 5, B, 20, worst_of_10=4.9, median_of_10=2.1),
+    Target("de", None, {"pop_size": 20}, "Rastrigin", 5, B, 12, worst_of_10=11, median_of_10=8),
+    Target("de", None, {"pop_size": 20}, "Ackley01", 5, B, 0.02, worst_of_10=0.0056, median_of_10=0.0017),
+    Target("de", None, {"pop_size": 20}, "Griewank", 5, B, 0.51, worst_of_10=0.34, median_of_10=0.24),
+    Target("grade", "tight_budget", {}, "Sphere", 10, B, 9, worst_of_10=7.5, median_of_10=4.2),
+    Target("grade", "tight_budget", {}, "Rosenbrock", 5, B, 2e+04, worst_of_10=9.7e+03, median_of_10=1.2e+02),
+    Target("grade", "tight_budget", {}, "Rastrigin", 5, B, 12, **_MEDIAN5, worst_of_10=22, median_of_10=8.7),
+    Target("grade", "tight_budget", {}, "Ackley01", 5, B, 7, **_MEDIAN5, worst_of_10=13, median_of_10=5.4),
+    Target("grade", "tight_budget", {}, "Griewank", 5, B, 0.61, worst_of_10=0.54, median_of_10=0.39),
+)
+
+
+def _run(optimizer: str, preset: str | None, settings: dict, function: str, dim: int, budget: int, seed: int):
+    f = get_function(function, dim)
+    opt = make_optimizer(optimizer, preset, seed=seed, **settings)
+    res = mc.minimize(f.fn, f.lower, f.upper, opt, max_evals=budget)
+    assert res.n_evals <= budget
+    return res, abs(res.best_loss - f.fglob)
+
+
+# Rows whose stated (reasonable) target is not reached: kept, marked, and reported.
+KNOWN_SHORT = {
+    "grade-Ackley015": "GRADE tight_budget: median error over seeds 0-4 is 8.4 (worst of 10: 13), above the "
+    "target of half the random-search median (7.1) on 5-D Ackley with 2000 evaluations",
+}
+
+
+def _params():
+    for t in TARGETS:
+        marks = [pytest.mark.xfail(reason=KNOWN_SHORT[t.id], strict=False)] if t.id in KNOWN_SHORT else []
+        yield pytest.param(t, id=t.id, marks=marks)
+
+
+@pytest.mark.parametrize("t", list(_params()))
+def test_reaches_the_stated_tolerance(t: Target):
+    errors = [_run(t.optimizer, t.preset, t.settings, t.function, t.dim, t.budget, s)[1] for s in t.seeds]
+    value = max(errors) if t.stat == "max" else float(np.median(errors))
+    assert value <= t.tol, (
+        f"{t.optimizer} ({t.preset}, {t.settings}) on {t.function}-{t.dim} with {t.budget} evaluations: "
+        f"errors {[f'{e:.3g}' for e in errors]} for seeds {t.seeds}, {t.stat} {value:.3g} > stated tolerance "
+        f"{t.tol:g}"
+    )
+
+
+def _random_search_errors(function: str, dim: int, budget: int, n_runs: int = 20) -> np.ndarray:
+    f = get_function(function, dim)
+    out = []
+    for s in range(n_runs):
+        res = mc.minimize(f.fn, f.lower, f.upper, RandomSearch(batch_size=budget, seed=1000 + s), max_evals=budget)
+        out.append(abs(res.best_loss - f.fglob))
+    return np.array(out)
+
+
+def test_targets_are_markedly_better_than_random_search():
+    """Every stated tolerance is at most half the median error of 20 random-search runs at the same budget
+    (one batch of ``budget`` uniform points each), so an optimiser no better than random sampling fails."""
+    cache: dict[tuple, np.ndarray] = {}
+    loose = []
+    for t in TARGETS:
+        key = (t.function, t.dim, t.budget)
+        if key not in cache:
+            cache[key] = _random_search_errors(*key)
+        half = 0.5 * float(np.median(cache[key]))
+        if not t.tol <= half:
+            loose.append(f"{t.id}: tol {t.tol:g} > {half:.3g}")
+    assert not loose, "targets not markedly better than random search: " + "; ".join(loose)
+
+
+def test_every_registered_optimiser_has_a_target_on_each_function():
+    names = {t.optimizer for t in TARGETS}
+    assert names == {"ga", "pso", "tbpso", "abc", "iabc", "tsa", "de", "grade"}
+    functions = {(t.function, t.dim) for t in TARGETS}
+    for name in names:
+        assert {(t.function, t.dim) for t in TARGETS if t.optimizer == name} == functions
+    assert {f for f, _ in functions} == {"Sphere", "Rosenbrock", "Rastrigin", "Ackley01", "Griewank"}
+    assert all(2 <= d <= 10 for _, d in functions)
+
+
+# -- GrainLearning peer test ----------------------------------------------------------------------------
+
+GL_X = np.arange(100.0)
+GL_TRUTH = (0.2, 5.0)
+GL_LOWER, GL_UPPER = [0.1, 0.1], [1.0, 10.0]
+GL_BUDGET = 200
+GL_SEEDS = range(10)
+
+
+def _gl_data() -> np.ndarray:
+    a, b = GL_TRUTH
+    return a * GL_X + b
+
+
+def _gl_loss(y: np.ndarray):
+    def loss(P: np.ndarray) -> np.ndarray:  # (n, 2) -> (n,)
+        return np.sum(((P[:, :1] * GL_X + P[:, 1:2] - y) / y) ** 2, axis=1)
+
+    return loss
+
+
+def test_grainlearning_data_is_the_generated_line():
+    data = np.loadtxt(shared_path("data", "granular", "grainlearning", "linear_obs.dat"))
+    np.testing.assert_allclose(data[:, 0], GL_X)
+    np.testing.assert_allclose(data[:, 1], _gl_data(), rtol=1e-12, atol=1e-12)
+
+
+GL_CASES = [
+    ("pso", "paper_000", {"max_iter": 19}, 5),  # 10 particles x 20 swarms = 200 evaluations
+    ("tbpso", "paper_000", {"max_iter": 19}, 5),
+    ("iabc", "small_group", {}, 5),
+]
+
+
+@pytest.mark.parametrize(("name", "preset", "settings", "min_pass"), GL_CASES, ids=[c[0] for c in GL_CASES])
+def test_grainlearning_linear_regression_within_1_percent_in_200_evaluations(name, preset, settings, min_pass):
+    loss = _gl_loss(_gl_data())
+    passed = []
+    for seed in GL_SEEDS:
+        res = mc.minimize(loss, GL_LOWER, GL_UPPER, make_optimizer(name, preset, seed=seed, **settings),
+                          max_evals=GL_BUDGET)
+        assert res.n_evals <= GL_BUDGET
+        rel = np.abs(res.best_x - GL_TRUTH) / GL_TRUTH
+        passed.append(bool(np.all(rel < 0.01)))
+    assert sum(passed) >= min_pass, f"{name}: passes by seed {passed}, needed {min_pass} of {len(passed)}"
+
+
+def test_grainlearning_case_is_out_of_reach_of_random_search():
+    loss = _gl_loss(_gl_data())
+    for seed in GL_SEEDS:
+        res = mc.minimize(loss, GL_LOWER, GL_UPPER, RandomSearch(batch_size=GL_BUDGET, seed=seed),
+                          max_evals=GL_BUDGET)
+        assert np.any(np.abs(res.best_x - GL_TRUTH) / GL_TRUTH >= 0.01)
