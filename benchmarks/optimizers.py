@@ -13,6 +13,7 @@ CSV of raw results are rewritten from that file at the end.
     python benchmarks/optimizers.py                       # the full benchmark (about 30 min on 2 cores)
     python benchmarks/optimizers.py --functions Sphere:5,Rastrigin:2 --optimizers pso,iabc,scipy-de \
         --seeds 5 --out /tmp/bench                        # a quick subset
+    python benchmarks/optimizers.py --report-only         # rewrite the table and CSV from the JSON lines
 
 Not part of the test suite (CI never runs it).
 """
@@ -259,10 +260,10 @@ def _configs() -> dict[str, Config]:
         Config("pso", _mechcalib("pso", "paper_000", scale_iters=True),
                "PSO.paper_000(), max_iter = budget/10 - 1", needs="mechcalib.optimizers.pso"),
         Config("tbpso", _mechcalib("tbpso", "paper_000", scale_iters=True),
-               "TBPSO.paper_000() (trust toward), max_iter = budget/10 - 1",
+               "TBPSO.paper_000() (trust away, eq. 13 as printed), max_iter = budget/10 - 1",
                needs="mechcalib.optimizers.tbpso"),
-        Config("tbpso-away", _mechcalib("tbpso", "paper_000", scale_iters=True, trust_direction="away"),
-               "TBPSO.paper_000(trust_direction='away') (eq. 13 as printed), max_iter = budget/10 - 1",
+        Config("tbpso-toward", _mechcalib("tbpso", "paper_000", scale_iters=True, trust_direction="toward"),
+               "TBPSO.paper_000(trust_direction='toward') (dx = x_j - x_i), max_iter = budget/10 - 1",
                needs="mechcalib.optimizers.tbpso"),
         Config("abc", _mechcalib("abc", "paper_002"), "ABC.paper_002() (colony 50)", needs="mechcalib.optimizers.abc"),
         Config("iabc", _mechcalib("iabc", "paper_002"), "IABC.paper_002() (colony 50, F 0.5, CR 0.4)",
@@ -403,7 +404,20 @@ def _versions() -> str:
     return ", ".join(out)
 
 
-def write_report(records, functions, optimizers, budget, seeds, out: Path, command: str, wall: float | None):
+def _run_provenance(report: Path) -> list[str]:
+    """The ``Command:`` and ``Date:`` lines of an earlier report (they describe the runs), or ``[]``."""
+    if not report.exists():
+        return []
+    keep = [ln for ln in report.read_text().splitlines() if ln.startswith(("Command: ", "Date: "))]
+    return keep if len(keep) == 2 else []
+
+
+def write_report(records, functions, optimizers, budget, seeds, out: Path, command: str, wall: float | None,
+                 report_only: bool = False):
+    """Write ``optimizers.md`` and ``optimizers.csv``. ``report_only``: no runs were made by this
+    invocation; the command and date lines of the earlier report, which describe the runs, are kept and
+    a line says when and how the report was regenerated."""
+    provenance = _run_provenance(out / "optimizers.md") if report_only else []
     cells = summarise(records, functions, optimizers, budget)
     wanted = {(f, d) for f, d in functions}
     run_time = sum(r["seconds"] for r in records if (r["function"], r["dim"]) in wanted and r["optimizer"] in optimizers
@@ -453,13 +467,20 @@ def write_report(records, functions, optimizers, budget, seeds, out: Path, comma
         lines += ["", f"Runs that raised ({len(failures)}):", ""]
         lines += [f"- {r['optimizer']} on {r['function']}-{r['dim']} seed {r['seed']}: {r['failure']}"
                   for r in failures[:20]]
+    now = _dt.datetime.now().strftime("%Y-%m-%d %H:%M")
+    if provenance:
+        lines += ["", provenance[0], "", provenance[1], "",
+                  f"Report regenerated from the recorded runs (none rerun) on {now}: `{command}`"]
+    else:
+        lines += [
+            "",
+            f"Command: `{command}`",
+            "",
+            f"Date: {now}; machine: {platform.machine()}, "
+            f"{os.cpu_count()} CPUs, {platform.platform()}; sum of the run times {run_time / 60:.0f} min"
+            + (f", wall time of this invocation {wall / 60:.1f} min" if wall else ""),
+        ]
     lines += [
-        "",
-        f"Command: `{command}`",
-        "",
-        f"Date: {_dt.datetime.now().strftime('%Y-%m-%d %H:%M')}; machine: {platform.machine()}, "
-        f"{os.cpu_count()} CPUs, {platform.platform()}; sum of the run times {run_time / 60:.0f} min"
-        + (f", wall time of this invocation {wall / 60:.1f} min" if wall else ""),
         "",
         f"Versions: {_versions()}",
         "",
@@ -500,6 +521,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder (default benchmarks/results)")
     p.add_argument("--fresh", action="store_true", help="ignore (and overwrite) earlier runs in --out")
     p.add_argument("--redo", help="comma-separated labels whose earlier runs are discarded and run again")
+    p.add_argument("--report-only", action="store_true",
+                   help="run nothing: rewrite optimizers.md and optimizers.csv from the runs in optimizers.jsonl")
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
 
@@ -508,7 +531,10 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [s for s in labels if s not in CONFIGS]
     if unknown:
         p.error(f"unknown optimizers {unknown}; valid labels are {list(CONFIGS)}")
-    missing = [s for s in labels if not _available(s)]
+    if a.report_only and (a.fresh or a.redo):
+        p.error("--report-only runs nothing: it cannot be combined with --fresh or --redo")
+    # a report from recorded runs needs no peer module
+    missing = [] if a.report_only else [s for s in labels if not _available(s)]
     for s in missing:
         log.warning("skipping %s: module %r does not import (peers: pip install 'mechcalib[peers]')", s,
                     CONFIGS[s].needs)
@@ -524,16 +550,19 @@ def main(argv: list[str] | None = None) -> int:
     if a.fresh and jsonl.exists():
         jsonl.unlink()
     records = load_records(jsonl)
+    if a.report_only and not records:
+        p.error(f"--report-only: no recorded runs in {jsonl}")
     if a.redo:
         redo = {x.strip() for x in a.redo.split(",")}
         records = [r for r in records if r["optimizer"] not in redo]
         with open(jsonl, "w") as fh:
             fh.writelines(json.dumps(r) + "\n" for r in records)
     done = {_key(r) for r in records}
-    jobs = [(fn, d, o, s, a.budget) for fn, d in functions for o in labels for s in range(a.seeds)
-            if (fn, d, o, s, a.budget) not in done]
+    jobs = [] if a.report_only else [
+        (fn, d, o, s, a.budget) for fn, d in functions for o in labels for s in range(a.seeds)
+        if (fn, d, o, s, a.budget) not in done]
     # slow configurations first so that the last minutes are not one long job on one core
-    jobs.sort(key=lambda j: (j[2] not in ("ng-NGOpt", "iabc-small", "tbpso", "tbpso-away", "ga"), j))
+    jobs.sort(key=lambda j: (j[2] not in ("ng-NGOpt", "iabc-small", "tbpso", "tbpso-toward", "ga"), j))
     log.info("%d runs to do (%d already recorded in %s)", len(jobs), len(done), jsonl)
     t0 = time.perf_counter()
     if jobs:
@@ -558,7 +587,8 @@ def main(argv: list[str] | None = None) -> int:
                     pool.terminate()
     command = "python benchmarks/optimizers.py " + " ".join(shlex.quote(x) for x in (argv or sys.argv[1:]))
     wall = time.perf_counter() - t0 if jobs else None
-    write_report(records, functions, labels, a.budget, a.seeds, a.out, command.strip(), wall)
+    write_report(records, functions, labels, a.budget, a.seeds, a.out, command.strip(), wall,
+                 report_only=a.report_only)
     log.info("wrote %s and %s", a.out / "optimizers.md", a.out / "optimizers.csv")
     return 0
 

@@ -233,9 +233,13 @@ def test_presets_and_defaults():
     s = p.settings()
     assert (s["swarm_size"], s["phi1"], s["phi2"], s["phi3"], s["inertia"], s["w_max"], s["w_min"]) == (
         10, 1.0, 1.0, 2.0, "linear", 0.8, 0.4)
-    assert (s["max_iter"], s["constriction"], s["trust_direction"], s["trust_limit"]) == (20, True, "toward", None)
+    # eq. 13 as printed ("away"): the better direction on benchmarks/optimizers.py; "toward" stays available
+    assert (s["max_iter"], s["constriction"], s["trust_direction"], s["trust_limit"]) == (20, True, "away", None)
     assert p.K == 1.0
-    assert TBPSO.paper_000(trust_direction="away").trust_direction == "away"
+    toward = TBPSO.paper_000(trust_direction="toward", seed=0)
+    assert toward.trust_direction == "toward"
+    assert {k: v for k, v in toward.settings().items() if k != "trust_direction"} == {
+        k: v for k, v in s.items() if k != "trust_direction"}
     d = TBPSO()
     assert (d.phi1, d.phi2, d.phi3, d.trust_limit, d.trust_direction) == (1.0, 1.0, 2.0, 1.0, "toward")
     assert get_optimizer("tbpso") is TBPSO
@@ -246,16 +250,19 @@ def test_presets_and_defaults():
 
 # -- behaviour ---------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("seed", range(5))
-def test_capped_trust_converges_on_3d_sphere(seed):
-    """Paper weights with trust_limit=1: 1e-6 within 400 evaluations (seeds 0-19 need 180-350)."""
-    best, _ = _run_sphere(TBPSO.paper_000(seed=seed, trust_limit=1.0), 3, 400, np.array([0.3, 0.6, 0.45]))
+@pytest.mark.parametrize("direction, budget", [("toward", 400), ("away", 700)])
+def test_capped_trust_converges_on_3d_sphere(direction, budget, seed):
+    """Paper weights with trust_limit=1: 1e-6 within the budget (seeds 0-19 need 180-350 evaluations
+    with "toward", 210-660 with "away")."""
+    opt = TBPSO.paper_000(seed=seed, trust_limit=1.0, trust_direction=direction)
+    best, _ = _run_sphere(opt, 3, budget, np.array([0.3, 0.6, 0.45]))
     assert best <= 1e-6
 
 
 @pytest.mark.parametrize("direction", ["toward", "away"])
 def test_paper_preset_within_its_budget(direction):
     """The printed rule at the paper's budget (20 iterations, 210 evaluations): every one of 10 seeds
-    is below 1e-2 on the 3-D sphere (measured: 2e-6 to 4e-3)."""
+    is below 1e-2 on the 3-D sphere (measured: 2.0e-6 to 4.4e-3 "toward", 8.5e-7 to 3.8e-3 "away")."""
     centre = np.array([0.3, 0.6, 0.45])
     bests = [_run_sphere(TBPSO.paper_000(seed=s, trust_direction=direction), 3, 210, centre)[0] for s in range(10)]
     assert max(bests) < 1e-2
