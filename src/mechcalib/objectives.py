@@ -229,3 +229,8 @@ def make_objective(name: str, **options) -> Objective:
     except KeyError:
         raise ConfigurationError(f"unknown objective {name!r}; valid names are {sorted(OBJECTIVES)}") from None
     return cls(**options)
+
+
+# Seed 000 objective 2 (neural smoothing, optional torch backend) lives in its own module; importing it
+# registers "smoothed_overlap_rss" here.
+from . import smoothing as _smoothing  # noqa: F401

@@ -1,6 +1,7 @@
 """Dry-joint masonry: a 2D rigid-block DEM (:mod:`.dem`), block assemblies and the segmental arch generator
 (:mod:`.geometry`), the masonry-arch model of seed 000 (:mod:`.arch`), rigid-block limit analysis
-(:mod:`.limit`), failure-mode reporting and plots (:mod:`.failure`) and sensitivity studies (:mod:`.studies`).
+(:mod:`.limit`), failure-mode reporting and plots (:mod:`.failure`), sensitivity studies (:mod:`.studies`)
+and the shipped synthetic reference experiment (:mod:`.reference`).
 See docs/masonry.md."""
 
 from __future__ import annotations
@@ -15,5 +16,7 @@ from .geometry import (
     contact_layout,
     find_joints,
 )
+from .reference import reference_experiment
 
-__all__ = ["ArchGeometry", "Assembly", "Block", "Joint", "LoadPoint", "birhane_arch", "contact_layout", "find_joints"]
+__all__ = ["ArchGeometry", "Assembly", "Block", "Joint", "LoadPoint", "birhane_arch", "contact_layout", "find_joints",
+           "reference_experiment"]
