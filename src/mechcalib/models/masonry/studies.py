@@ -139,12 +139,13 @@ def limit_convergence(kns: Sequence[float] = (4e8, 4e9, 4e10), velocities: Seque
 
 def reference_experiment(velocity: float = 0.5, contacts: str = "pulatsu") -> Experiment:
     """The documented synthetic reference of the calibration studies: Pulatsu's geometry and parameters
-    loaded slowly (0.5 mm/s, seed 000 section 4.2.3) to 12 mm. It is a simulation, not a measurement; its
-    conditions say so (``source = "simulated"``) and carry the velocity used."""
+    loaded slowly (0.5 mm/s, seed 000 section 4.2.3) to 12 mm, simulated afresh (the shipped copy is
+    :func:`mechcalib.models.masonry.reference_experiment`). Its name says it is simulated; its conditions are
+    model conditions only, so it can serve in a :class:`~mechcalib.problem.Problem`."""
     m = MasonryArch(contacts=contacts)
     (resp,) = m.simulate(PULATSU_THETA, {"velocity": velocity})
-    return Experiment(dict(resp), conditions={"velocity": velocity, "source": "simulated", "contacts": contacts},
-                      name=f"reference_{contacts}_{velocity:g}mmps")
+    return Experiment(dict(resp), conditions={"velocity": velocity},
+                      name=f"simulated_reference_{contacts}_{velocity:g}mmps")
 
 
 def objective_contour(reference: Experiment, *, n_kn: int = 13, n_phi: int = 13, ratio: float = 2.5,
