@@ -22,6 +22,8 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from .cli_inverse import inverse_app
+
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Calibrate mechanical simulation models against measured curves.")
 console = Console()
 
@@ -448,6 +450,8 @@ def report(
     for p in paths:
         typer.echo(f"wrote {p}")
 
+
+app.add_typer(inverse_app, name="inverse")
 
 if __name__ == "__main__":  # pragma: no cover
     app()
