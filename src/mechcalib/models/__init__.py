@@ -11,6 +11,7 @@ _MODELS = {
     "duffing": ("oscillator", "Duffing"),
     "linear": ("analytic", "Linear"),
     "masonry_arch": ("masonry.arch", "MasonryArch"),
+    "hydration": ("hydration", "Hydration"),
     "sdof_bilinear_kinematic": ("hysteresis.sdof", "SDOFBilinearKinematic"),
     "sdof_bilinear_equal": ("hysteresis.sdof", "SDOFBilinearEqual"),
     "sdof_boucwen": ("hysteresis.sdof", "SDOFBoucWen"),

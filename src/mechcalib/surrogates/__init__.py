@@ -1,0 +1,53 @@
+"""Surrogate-based calibration (seed 003): designs of experiments, sensitivity analysis, neural networks
+and the identification strategies of Table 2."""
+
+from __future__ import annotations
+
+from .doe import Dataset, lhs_md, md_discrepancy, random_design, simulate_dataset
+from .mlp import MLP, CVSettings, fit_mlp, fit_mlps, mrp_error, pe_ratio
+from .sensitivity import PCA, sobol, spearman
+from .strategies import (
+    PAPER_STEPS,
+    PAPER_STRATEGIES,
+    Direct,
+    ErrorF,
+    ForwardComplex,
+    ForwardSplit,
+    Identification,
+    InverseExpert,
+    InversePCA,
+    Strategy,
+    curve_on_grid,
+    relative_errors,
+    response_error,
+)
+
+__all__ = [
+    "MLP",
+    "PAPER_STEPS",
+    "PAPER_STRATEGIES",
+    "PCA",
+    "CVSettings",
+    "Dataset",
+    "Direct",
+    "ErrorF",
+    "ForwardComplex",
+    "ForwardSplit",
+    "Identification",
+    "InverseExpert",
+    "InversePCA",
+    "Strategy",
+    "curve_on_grid",
+    "fit_mlp",
+    "fit_mlps",
+    "lhs_md",
+    "md_discrepancy",
+    "mrp_error",
+    "pe_ratio",
+    "random_design",
+    "relative_errors",
+    "response_error",
+    "simulate_dataset",
+    "sobol",
+    "spearman",
+]

@@ -1,0 +1,581 @@
+"""Calibration strategies of seed 003 (Table 2, sections 3, 6, 8, 9) as reusable objects.
+
+Every strategy is fitted once on a :class:`~mechcalib.surrogates.doe.Dataset` of ``(p_i, y_i)`` pairs
+(standardised parameters, responses on a common grid) and then identifies standardised parameters from
+any new curve given on that grid. Nothing here is specific to hydration: any model with curve outputs
+gives such a dataset through :func:`~mechcalib.surrogates.doe.simulate_dataset`.
+
+=====================  ===========================  ======================================================
+strategy               networks                     identification
+=====================  ===========================  ======================================================
+ForwardComplex         1: (p, t_k) -> y_k           GRADE minimises eq. 14 over every ``step``-th step
+ForwardSplit           one per step k: p -> y_k     GRADE minimises eq. 14 over the chosen steps
+ErrorF                 1: p -> F1 or F2 (eqs. 3-4)  trained per target curve, GRADE minimises the output
+InverseExpert          one per parameter: y_K -> p  the networks' outputs
+InversePCA             one per parameter: ᾱ -> p    the networks' outputs (first PCA scores as inputs)
+Direct                 none                         GRADE minimises F1 or F2 of the model itself
+=====================  ===========================  ======================================================
+
+Step indices follow the paper's 1-based subscripts (``α_300`` is grid point 300 of 1161, index 299);
+:data:`PAPER_STEPS` lists Table 2's sets. Every identification says whether the curve lies outside the
+training domain (section 9): a forward or error strategy checks the curve's components against the
+training bundle and flags parameters found on the unit-cube boundary; an inverse strategy flags inputs
+outside the training range (the networks then extrapolate) and parameters outside ``[0, 1]``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..calibrate import Termination, calibrate, minimize
+from ..data import Curve, Experiment
+from ..errors import ConfigurationError
+from ..models._base import Model
+from ..objectives import F1, F2
+from ..optimizers._base import Optimizer
+from ..optimizers.grade import GRADE
+from ..parameters import ParameterSpace
+from ..problem import FunctionProblem, Problem
+from .doe import Dataset
+from .mlp import MLP, CVSettings, fit_mlps
+from .sensitivity import PCA
+
+SeedLike = int | np.random.Generator | None
+
+
+def _steps(*parts: Sequence[int]) -> tuple[int, ...]:
+    return tuple(sorted({k for p in parts for k in p}))
+
+
+#: Table 2's response components (1-based grid subscripts).
+PAPER_STEPS: dict[str, tuple[int, ...]] = {
+    "forward_split": tuple(range(300, 1101, 100)),
+    "forward_split_2": tuple(range(100, 1151, 50)),
+    "forward_split_3": _steps(
+        [h + o for h in range(100, 1001, 100) for o in (0, 30, 50, 70)], [1100, 1130, 1150]
+    ),
+    "inverse_expert": tuple(range(300, 1101, 100)),
+    "inverse_expert_2": tuple(range(200, 1101, 100)),
+}
+
+
+# ------------------------------------------------------------------------------------------------------
+# Results and error measures
+# ------------------------------------------------------------------------------------------------------
+@dataclass
+class Identification:
+    """Parameters identified from one curve.
+
+    Attributes:
+        p: ``(d,)`` standardised parameters (inverse strategies may leave ``[0, 1]``).
+        outside: True when the curve lies outside the training domain (the result extrapolates).
+        notes: what lies outside, in words.
+        loss: the minimised value (eq. 14, a predicted F, or F1/F2), ``None`` for inverse strategies.
+        n_evals: evaluations spent by the optimiser (0 for inverse strategies).
+    """
+
+    p: np.ndarray
+    outside: bool = False
+    notes: list[str] = field(default_factory=list)
+    loss: float | None = None
+    n_evals: int = 0
+
+    def params(self, space: ParameterSpace) -> dict[str, float]:
+        """Physical values of the identified parameters (fixed ones inserted)."""
+        return space.as_dict(space.full_from_unit(self.p)[0])
+
+
+def relative_errors(true: np.ndarray, pred: np.ndarray, train: np.ndarray) -> np.ndarray:
+    """Eq. 15: ``Σ_i |x_ij - x̂_ij| / (|D| (max_train x_j - min_train x_j))`` per column ``j``.
+
+    Args:
+        true, pred: ``(n, q)`` true and identified values (parameters, or responses for ``ε̂(α)``).
+        train: ``(N, q)`` the training values that give each column's range.
+
+    Returns:
+        ``(q,)`` errors (fractions; NaN for a column whose training range is zero).
+    """
+    true, pred, train = (np.atleast_2d(np.asarray(a, dtype=float)) for a in (true, pred, train))
+    span = np.ptp(train, axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(span > 0, np.mean(np.abs(true - pred), axis=0) / span, np.nan)
+
+
+def response_error(true: np.ndarray, pred: np.ndarray, train: np.ndarray, *, min_span: float = 0.01) -> float:
+    """``ε̂(α)``: eq. 15 applied to every response component and averaged over the components (section 8).
+
+    Components whose training range is below ``min_span`` times the largest range are left out: on a grid
+    that starts in the dormant period their range is ~1e-4, and dividing by it would let errors of 1e-4 in
+    α dominate the average. ``min_span=0`` averages over every component with a non-zero range.
+    """
+    train = np.atleast_2d(np.asarray(train, dtype=float))
+    span = np.ptp(train, axis=0)
+    keep = span > min_span * span.max() if span.max() > 0 else span > 0
+    if not keep.any():
+        return float("nan")
+    t = np.atleast_2d(np.asarray(true, dtype=float))[:, keep]
+    p = np.atleast_2d(np.asarray(pred, dtype=float))[:, keep]
+    return float(np.nanmean(relative_errors(t, p, train[:, keep])))
+
+
+def curve_on_grid(t: np.ndarray, y: np.ndarray, grid: np.ndarray, *, origin: float | None = 0.0) -> np.ndarray:
+    """A measured curve on a strategy's grid (section 9): linear interpolation, the last measured value held
+    after the last measurement, and (with ``origin``) the point ``(origin, 0)`` added before the first
+    measurement so that the curve starts from zero at the onset."""
+    t = np.asarray(t, dtype=float)
+    y = np.asarray(y, dtype=float)
+    order = np.argsort(t, kind="stable")
+    t, y = t[order], y[order]
+    if origin is not None and t[0] > origin:
+        t, y = np.concatenate([[origin], t]), np.concatenate([[0.0], y])
+    return np.interp(np.asarray(grid, dtype=float), t, y, left=0.0 if origin is not None else y[0], right=y[-1])
+
+
+def polish_box(
+    fn: Callable[[np.ndarray], np.ndarray], x: np.ndarray, f: float, n: int, max_evals: int
+) -> tuple[np.ndarray, float, int]:
+    """Nelder-Mead from GRADE's best point inside the unit cube (points clipped to it), at most ``max_evals``
+    evaluations (0: no polish). Beyond the paper: GRADE finds the right basin within a few thousand
+    evaluations but converges slowly inside it. Returns the better of the two points."""
+    if max_evals <= 0:
+        return x, f, n
+    from scipy.optimize import minimize as local_minimize
+
+    res = local_minimize(lambda u: float(fn(np.clip(u, 0.0, 1.0)[None, :])[0]), x, method="Nelder-Mead",
+                         options={"maxfev": int(max_evals), "xatol": 1e-9, "fatol": 1e-16})
+    xp = np.clip(res.x, 0.0, 1.0)
+    if res.fun < f:
+        return xp, float(res.fun), n + int(res.nfev)
+    return x, f, n + int(res.nfev)
+
+
+def _boundary_notes(p: np.ndarray, names: Sequence[str], tol: float = 1e-3) -> list[str]:
+    return [f"{n} at the domain boundary ({v:.3f})" for n, v in zip(names, p, strict=True) if v <= tol or v >= 1 - tol]
+
+
+def _outside_notes(values: np.ndarray, lo: np.ndarray, hi: np.ndarray, labels: Sequence[str], tol: float) -> list[str]:
+    span = np.where(hi > lo, hi - lo, 0.0)
+    below = values < lo - tol * span - 1e-12
+    above = values > hi + tol * span + 1e-12
+    out = []
+    if below.any() or above.any():
+        bad = [labels[i] for i in np.flatnonzero(below | above)]
+        more = f" (+{len(bad) - 5} more)" if len(bad) > 5 else ""
+        out.append(f"{len(bad)} of {len(labels)} inputs outside the training range: {', '.join(bad[:5])}{more}")
+    return out
+
+
+# ------------------------------------------------------------------------------------------------------
+# Base classes
+# ------------------------------------------------------------------------------------------------------
+class Strategy(ABC):
+    """Fit on a dataset, identify parameters from new curves.
+
+    Args:
+        settings: cross-validation and training constants (default Table 3).
+        domain_tol: a curve component (or network input) further than this fraction of the training range
+            beyond the training bundle marks the curve as outside the training domain.
+    """
+
+    name: str = "strategy"
+
+    def __init__(self, *, settings: CVSettings | None = None, domain_tol: float = 0.01) -> None:
+        self.settings = settings or CVSettings.paper_003()
+        self.domain_tol = float(domain_tol)
+        self.networks: list[MLP] = []
+        self.data: Dataset | None = None
+
+    @abstractmethod
+    def fit(self, data: Dataset, *, seed: SeedLike = None) -> Strategy:
+        """Train the strategy's networks on ``data``."""
+
+    @abstractmethod
+    def identify(self, y: np.ndarray, *, seed: SeedLike = None) -> Identification:
+        """Identify standardised parameters from one curve ``y`` ``(m,)`` on the training grid."""
+
+    def identify_many(self, Y: np.ndarray, *, seed: SeedLike = None) -> tuple[np.ndarray, list[Identification]]:
+        """``(n, m)`` curves -> ``(n, d)`` identified parameters and the per-curve results."""
+        rng = np.random.default_rng(seed)
+        res = [self.identify(y, seed=rng) for y in np.atleast_2d(Y)]
+        return np.vstack([r.p for r in res]), res
+
+    def _need_fit(self) -> Dataset:
+        if self.data is None:
+            raise ConfigurationError(f"strategy {self.name!r} is not fitted: call fit(dataset) first")
+        return self.data
+
+    def _check_curve(self, y: np.ndarray) -> np.ndarray:
+        data = self._need_fit()
+        y = np.asarray(y, dtype=float).ravel()
+        if y.size != data.t.size:
+            raise ConfigurationError(
+                f"strategy {self.name!r} was fitted on a grid of {data.t.size} points; the curve has {y.size}. "
+                "Interpolate it onto the grid first (curve_on_grid)"
+            )
+        return y
+
+    def network_rows(self, test: Dataset | None = None) -> list[dict[str, Any]]:
+        """One row per network: inputs, ``h``, output, ``ε^MRP`` on training and test data (Tables 9-11)."""
+        return []
+
+
+class _OptimisingStrategy(Strategy):
+    """Shared optimisation step: GRADE (``GRADE.paper_003``) over the unit cube, ``max_evals`` evaluations,
+    then optionally ``polish`` evaluations of Nelder-Mead (0, the paper's procedure, by default)."""
+
+    def __init__(
+        self,
+        *,
+        settings: CVSettings | None = None,
+        domain_tol: float = 0.01,
+        max_evals: int = 5000,
+        optimizer: Callable[[np.random.Generator], Optimizer] | None = None,
+        polish: int = 0,
+    ) -> None:
+        super().__init__(settings=settings, domain_tol=domain_tol)
+        self.max_evals = int(max_evals)
+        self.optimizer = optimizer
+        self.polish = int(polish)
+
+    def _optimise(self, fn: Callable[[np.ndarray], np.ndarray], d: int, seed: SeedLike) -> tuple[np.ndarray, float, int]:
+        rng = np.random.default_rng(seed)
+        opt = self.optimizer(rng) if self.optimizer is not None else GRADE.paper_003(seed=rng)
+        res = minimize(fn, np.zeros(d), np.ones(d), opt, Termination(max_evals=self.max_evals), n_alternatives=1)
+        x, f, n = np.asarray(res.best_x, dtype=float), float(res.best_loss), int(res.n_evals)
+        return polish_box(fn, x, f, n, self.polish)
+
+
+# ------------------------------------------------------------------------------------------------------
+# Forward strategies
+# ------------------------------------------------------------------------------------------------------
+class ForwardSplit(_OptimisingStrategy):
+    """One network per chosen response component ``y_k`` (inputs ``p``); identification by GRADE on eq. 14.
+
+    Args:
+        steps: 1-based grid subscripts of the approximated components (Table 2: Forward Split I/II/III).
+    """
+
+    name = "forward_split"
+
+    def __init__(self, steps: Sequence[int] = PAPER_STEPS["forward_split"], **kw: Any) -> None:
+        super().__init__(**kw)
+        self.steps = tuple(int(k) for k in steps)
+
+    @property
+    def idx(self) -> np.ndarray:
+        return np.asarray(self.steps) - 1
+
+    def fit(self, data: Dataset, *, seed: SeedLike = None) -> ForwardSplit:
+        if self.idx.min() < 0 or self.idx.max() >= data.t.size:
+            raise ConfigurationError(f"steps must lie in 1..{data.t.size}, got {min(self.steps)}..{max(self.steps)}")
+        self.data = data
+        self.networks = fit_mlps(data.P, data.Y[:, self.idx], self.settings, seed=seed)
+        self._lo, self._hi = data.Y[:, self.idx].min(axis=0), data.Y[:, self.idx].max(axis=0)
+        return self
+
+    def predict(self, P: np.ndarray) -> np.ndarray:
+        """``(n, d)`` standardised parameters -> ``(n, K)`` approximated components."""
+        P = np.atleast_2d(P)
+        return np.column_stack([net.predict(P) for net in self.networks])
+
+    def identify(self, y: np.ndarray, *, seed: SeedLike = None) -> Identification:
+        data = self._need_fit()
+        a = self._check_curve(y)[self.idx]
+        p, loss, n = self._optimise(lambda P: np.sum((self.predict(P) - a) ** 2, axis=1), data.P.shape[1], seed)  # eq. 14
+        notes = _outside_notes(a, self._lo, self._hi, [f"y_{k}" for k in self.steps], self.domain_tol)
+        notes += _boundary_notes(p, data.names)
+        return Identification(p, bool(notes), notes, loss, n)
+
+    def network_rows(self, test: Dataset | None = None) -> list[dict[str, Any]]:
+        data = self._need_fit()
+        rows = []
+        for k, i, net in zip(self.steps, self.idx, self.networks, strict=True):
+            rows.append({
+                "inputs": ", ".join(data.names), "h": net.h, "output": f"y_{k}",
+                "train": net.error(data.P, data.Y[:, i]),
+                "test": net.error(test.P, test.Y[:, i]) if test is not None else float("nan"),
+            })
+        return rows
+
+
+class ForwardComplex(_OptimisingStrategy):
+    """One network ``(p, t_k) -> y_k`` over every ``step``-th grid point (Table 2: k = 1, 11, ..., 1161);
+    the time input is ``log t`` (the grid is uniform in it). Identification by GRADE on eq. 14 over the same
+    steps. Cross-validation folds keep the steps of one simulation together."""
+
+    name = "forward_complex"
+
+    def __init__(self, step: int = 10, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.step = int(step)
+
+    def _inputs(self, P: np.ndarray) -> np.ndarray:
+        """``(n, d)`` -> ``(n * K, d + 1)`` rows ``(p, log t_k)``, simulation-major."""
+        P = np.atleast_2d(P)
+        lt = np.log(self._need_fit().t[self.idx])
+        return np.column_stack([np.repeat(P, lt.size, axis=0), np.tile(lt, P.shape[0])])
+
+    @property
+    def idx(self) -> np.ndarray:
+        return np.arange(0, self._need_fit().t.size, self.step)
+
+    def fit(self, data: Dataset, *, seed: SeedLike = None) -> ForwardComplex:
+        self.data = data
+        X = self._inputs(data.P)
+        y = data.Y[:, self.idx].ravel()
+        groups = np.repeat(np.arange(len(data)), self.idx.size)
+        self.networks = fit_mlps(X, y, self.settings, seed=seed, groups=groups)
+        self._lo, self._hi = data.Y[:, self.idx].min(axis=0), data.Y[:, self.idx].max(axis=0)
+        return self
+
+    def predict(self, P: np.ndarray) -> np.ndarray:
+        P = np.atleast_2d(P)
+        return self.networks[0].predict(self._inputs(P)).reshape(P.shape[0], -1)
+
+    def identify(self, y: np.ndarray, *, seed: SeedLike = None) -> Identification:
+        data = self._need_fit()
+        a = self._check_curve(y)[self.idx]
+        p, loss, n = self._optimise(lambda P: np.sum((self.predict(P) - a) ** 2, axis=1), data.P.shape[1], seed)
+        notes = _outside_notes(a, self._lo, self._hi, [f"y_{k + 1}" for k in self.idx], self.domain_tol)
+        notes += _boundary_notes(p, data.names)
+        return Identification(p, bool(notes), notes, loss, n)
+
+    def network_rows(self, test: Dataset | None = None) -> list[dict[str, Any]]:
+        data = self._need_fit()
+        net = self.networks[0]
+
+        def err(ds: Dataset) -> float:
+            return net.error(self._inputs(ds.P), ds.Y[:, self.idx].ravel())
+
+        return [{"inputs": ", ".join(data.names) + ", t_k", "h": net.h, "output": "y_k", "train": err(data),
+                 "test": err(test) if test is not None else float("nan")}]
+
+
+class ErrorF(_OptimisingStrategy):
+    """Approximation of an error function (Table 2: Error F1 / F2). The network ``p -> F`` depends on the
+    target curve, so :meth:`identify` computes F (eq. 3 or 4 over every grid point) of each training
+    simulation against the curve, trains the network (cross-validated) and minimises its output by GRADE.
+    ``last_network`` keeps the network of the latest identification."""
+
+    name = "error_f"
+
+    def __init__(self, kind: str = "F1", **kw: Any) -> None:
+        super().__init__(**kw)
+        if kind not in ("F1", "F2"):
+            raise ConfigurationError(f"kind must be 'F1' or 'F2', got {kind!r}")
+        self.kind = kind
+        self.last_network: MLP | None = None
+
+    def fit(self, data: Dataset, *, seed: SeedLike = None) -> ErrorF:
+        self.data = data
+        self._lo, self._hi = data.Y.min(axis=0), data.Y.max(axis=0)
+        return self
+
+    def error_values(self, y: np.ndarray) -> np.ndarray:
+        """``(n,)`` F1 (eq. 3) or F2 (eq. 4) of each training simulation against the curve ``y``."""
+        R = self._need_fit().Y - self._check_curve(y)[None, :]
+        return np.sum(R * R, axis=1) if self.kind == "F1" else np.sum(np.abs(R), axis=1)
+
+    def identify(self, y: np.ndarray, *, seed: SeedLike = None) -> Identification:
+        data = self._need_fit()
+        rng = np.random.default_rng(seed)
+        F = self.error_values(y)
+        (net,) = fit_mlps(data.P, F, self.settings, seed=rng)
+        self.last_network = net
+        p, loss, n = self._optimise(lambda P: net.predict(P), data.P.shape[1], rng)
+        y = self._check_curve(y)
+        notes = _outside_notes(y, self._lo, self._hi, [f"y_{k + 1}" for k in range(y.size)], self.domain_tol)
+        notes += _boundary_notes(p, data.names)
+        return Identification(p, bool(notes), notes, loss, n)
+
+
+# ------------------------------------------------------------------------------------------------------
+# Inverse strategies
+# ------------------------------------------------------------------------------------------------------
+class _InverseStrategy(Strategy):
+    """One network per parameter, inputs ``features(y)``; identification is the networks' outputs."""
+
+    input_labels: list[str]
+
+    @abstractmethod
+    def features(self, Y: np.ndarray) -> np.ndarray:
+        """``(n, m)`` curves -> ``(n, k)`` network inputs."""
+
+    def _fit_inputs(self, data: Dataset) -> None:
+        """Prepare feature extraction from the training data (PCA)."""
+
+    def fit(self, data: Dataset, *, seed: SeedLike = None) -> _InverseStrategy:
+        self.data = data
+        self._fit_inputs(data)
+        X = self.features(data.Y)
+        self._lo, self._hi = X.min(axis=0), X.max(axis=0)
+        self.networks = fit_mlps(X, data.P, self.settings, seed=seed)
+        return self
+
+    def predict(self, Y: np.ndarray) -> np.ndarray:
+        X = self.features(np.atleast_2d(Y))
+        return np.column_stack([net.predict(X) for net in self.networks])
+
+    def identify(self, y: np.ndarray, *, seed: SeedLike = None) -> Identification:
+        data = self._need_fit()
+        y = self._check_curve(y)
+        x = self.features(y[None, :])[0]
+        p = np.array([net.predict(x[None, :])[0] for net in self.networks])
+        notes = _outside_notes(x, self._lo, self._hi, self.input_labels, self.domain_tol)
+        notes += [f"{n} = {v:.3f} outside [0, 1]" for n, v in zip(data.names, p, strict=True) if v < 0 or v > 1]
+        return Identification(p, bool(notes), notes)
+
+    def identify_many(self, Y: np.ndarray, *, seed: SeedLike = None) -> tuple[np.ndarray, list[Identification]]:
+        res = [self.identify(y) for y in np.atleast_2d(Y)]
+        return np.vstack([r.p for r in res]), res
+
+    def network_rows(self, test: Dataset | None = None) -> list[dict[str, Any]]:
+        data = self._need_fit()
+        X = self.features(data.Y)
+        Xt = self.features(test.Y) if test is not None else None
+        label = f"{len(self.input_labels)} values: " + ", ".join(self.input_labels[:3]) + ", ..."
+        return [{"inputs": label, "h": net.h, "output": name, "train": net.error(X, data.P[:, j]),
+                 "test": net.error(Xt, test.P[:, j]) if test is not None else float("nan")}
+                for j, (name, net) in enumerate(zip(data.names, self.networks, strict=True))]
+
+
+class InverseExpert(_InverseStrategy):
+    """Inputs: chosen response components (Table 2: Inverse Expert I/II); outputs: each parameter."""
+
+    name = "inverse_expert"
+
+    def __init__(self, steps: Sequence[int] = PAPER_STEPS["inverse_expert"], **kw: Any) -> None:
+        super().__init__(**kw)
+        self.steps = tuple(int(k) for k in steps)
+        self.input_labels = [f"y_{k}" for k in self.steps]
+
+    def features(self, Y: np.ndarray) -> np.ndarray:
+        return np.atleast_2d(Y)[:, np.asarray(self.steps) - 1]
+
+
+class InversePCA(_InverseStrategy):
+    """Inputs: the first ``n_components`` principal-component scores of the response (Table 2: 9)."""
+
+    name = "inverse_pca"
+
+    def __init__(self, n_components: int = 9, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.n_components = int(n_components)
+        self.input_labels = [f"pc_{i + 1}" for i in range(self.n_components)]
+        self.pca: PCA | None = None
+
+    def _fit_inputs(self, data: Dataset) -> None:
+        self.pca = PCA().fit(data.Y)
+
+    def features(self, Y: np.ndarray) -> np.ndarray:
+        if self.pca is None:
+            raise ConfigurationError("InversePCA is not fitted: call fit(dataset) first")
+        return self.pca.transform(Y)[:, : self.n_components]
+
+
+# ------------------------------------------------------------------------------------------------------
+# Direct calibration
+# ------------------------------------------------------------------------------------------------------
+class Direct(Strategy):
+    """GRADE on the model itself with F1 (Direct1) or F2 (Direct2), section 9: no approximation.
+
+    Args:
+        model: the forward model.
+        channel: the channel the curves measure (``"alpha"`` for hydration).
+        objective: ``"F1"`` or ``"F2"``.
+        space: searched space (default: the model's); identified ``p`` are its unit-cube coordinates.
+        conditions: model conditions (grid, temperature).
+        max_evals: GRADE budget.
+        polish: evaluations of a Nelder-Mead polish after GRADE (0: none, as in the paper).
+    """
+
+    name = "direct"
+
+    def __init__(
+        self,
+        model: Model,
+        *,
+        channel: str,
+        objective: str = "F1",
+        space: ParameterSpace | None = None,
+        conditions: dict[str, Any] | None = None,
+        max_evals: int = 5000,
+        optimizer: Callable[[np.random.Generator], Optimizer] | None = None,
+        polish: int = 0,
+    ) -> None:
+        super().__init__()
+        self.polish = int(polish)
+        if objective not in ("F1", "F2"):
+            raise ConfigurationError(f"objective must be 'F1' or 'F2', got {objective!r}")
+        self.model = model
+        self.channel = channel
+        self.objective = objective
+        self.space = space or model.space
+        self.conditions = dict(conditions or {})
+        self.max_evals = int(max_evals)
+        self.optimizer = optimizer
+        self.last_result = None
+
+    def fit(self, data: Dataset, *, seed: SeedLike = None) -> Direct:
+        self.data = data  # only the grid is used
+        return self
+
+    def identify_curve(self, curve: Curve, *, seed: SeedLike = None, conditions: dict[str, Any] | None = None) -> Identification:
+        """Calibrate against a measured curve at its own abscissae (the model's grid must cover them).
+
+        A model with a ``response(theta, channel, times, conditions)`` method (an ``(n, m)`` array of one
+        channel at given times, as :class:`~mechcalib.models.hydration.Hydration` has) is scored in one
+        vectorised call per batch; any other model goes through :class:`~mechcalib.problem.Problem`.
+        """
+        cond = {**self.conditions, **(conditions or {})}
+        rng = np.random.default_rng(seed)
+        opt = self.optimizer(rng) if self.optimizer is not None else GRADE.paper_003(seed=rng)
+        term = Termination(max_evals=self.max_evals)
+        if hasattr(self.model, "response"):
+            x, y = curve.x, curve.y
+            space, model, channel, kind = self.space, self.model, self.channel, self.objective
+
+            def loss(X: np.ndarray) -> np.ndarray:
+                R = model.response(space.to_full(X), channel, x, cond) - y
+                return np.sum(R * R, axis=1) if kind == "F1" else np.sum(np.abs(R), axis=1)  # eqs. 3-4
+
+            problem = FunctionProblem(loss, space)
+        else:
+            exp = Experiment({self.channel: curve}, conditions=cond, name="target")
+            problem = Problem(self.model, exp, F1() if self.objective == "F1" else F2(), space=self.space)
+        res = calibrate(problem, opt, term, n_alternatives=1)
+        self.last_result = res
+        p = self.space.to_unit(res.best_x[None, :])[0]
+        f, n = float(res.best_loss), int(res.n_evals)
+        if self.polish:
+            space = self.space
+
+            def unit_loss(U: np.ndarray) -> np.ndarray:
+                out = problem.evaluate(space.from_unit(U)).losses
+                return np.where(np.isfinite(out), out, np.inf)
+
+            p, f, n = polish_box(unit_loss, p, f, n, self.polish)
+        notes = _boundary_notes(p, self.space.free_names)
+        return Identification(p, bool(notes), notes, f, n)
+
+    def identify(self, y: np.ndarray, *, seed: SeedLike = None) -> Identification:
+        data = self._need_fit()
+        y = self._check_curve(y)
+        return self.identify_curve(Curve(data.t, y, x_name="time"), seed=seed)
+
+
+#: Table 2's strategies with the paper's settings: ``{name: factory(**kw)}``.
+PAPER_STRATEGIES: dict[str, Callable[..., Strategy]] = {
+    "Forward Complex": lambda **kw: ForwardComplex(step=10, **kw),
+    "Forward Split": lambda **kw: ForwardSplit(PAPER_STEPS["forward_split"], **kw),
+    "Forward Split II": lambda **kw: ForwardSplit(PAPER_STEPS["forward_split_2"], **kw),
+    "Forward Split III": lambda **kw: ForwardSplit(PAPER_STEPS["forward_split_3"], **kw),
+    "Inverse Expert": lambda **kw: InverseExpert(PAPER_STEPS["inverse_expert"], **{k: v for k, v in kw.items() if k in ("settings", "domain_tol")}),
+    "Inverse Expert II": lambda **kw: InverseExpert(PAPER_STEPS["inverse_expert_2"], **{k: v for k, v in kw.items() if k in ("settings", "domain_tol")}),
+    "Inverse PCA": lambda **kw: InversePCA(9, **{k: v for k, v in kw.items() if k in ("settings", "domain_tol")}),
+}
