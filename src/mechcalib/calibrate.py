@@ -150,7 +150,7 @@ class Result:
 
 def _alternatives(problem: ProblemLike, hist: History, k: int, min_distance: float) -> list:
     """The ``k`` best evaluations that are at least ``min_distance`` apart in the unit cube."""
-    if not hist.losses:
+    if not hist.losses or k <= 0:
         return []
     losses = np.array(hist.losses)
     U = np.array(hist.U)
