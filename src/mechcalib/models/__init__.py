@@ -18,6 +18,7 @@ _MODELS = {
     "sdof_degradation": ("hysteresis.sdof", "SDOFDegradation"),
     "sdof_pinching": ("hysteresis.sdof", "SDOFPinching"),
     "mdof_frame": ("hysteresis.mdof", "FrameMDOF"),
+    "eepa_triaxial": ("granular.triaxial", "EEPATriaxial"),
 }
 MODELS = tuple(_MODELS)
 

@@ -1,11 +1,11 @@
 """The confined triaxial compression of wet sand of seed 001 section 3.2, on the DEM of :mod:`.dem` with the
 EEPA law of :mod:`.contact`.
 
-Test (section 3.2.2): dual-sphere clumps poured into an acrylic cylinder of 35 mm inner diameter to a height of
-60 mm and pre-compressed by a steel piston until its force holds at 1.82 N (:mod:`.specimen`, generated with
-the default parameters and cached per seed); each simulation starts from that packing and piston height,
-re-establishes the 1.82 N with its own parameters (force servo), and the piston then moves down at 50 mm/s for 0.04 s and up at 20 mm/s until 0.06 s (setup 1 of
-Fig. 7). Piston force and displacement are sampled at 2000 Hz (121 samples) and resampled linearly in time to
+Test (section 3.2.2): dual-sphere clumps poured into an acrylic cylinder of 35 mm inner diameter to a height
+of 60 mm and pre-compressed by a steel piston until its force holds at 1.82 N (:mod:`.specimen`, generated
+once per seed and cached). Each simulation starts from that packing and piston height, re-establishes the
+1.82 N with its own parameters (force servo), and the piston then moves down at 50 mm/s for 0.04 s and up
+at 20 mm/s until 0.06 s (setup 1 of Fig. 7). Piston force and displacement are sampled at 2000 Hz (121 samples) and resampled linearly in time to
 the 99-sample sequence of PartsNet (Table 1).
 
 Parameters (model order; the first three are searched, the others fixed at Table 2 unless freed with
@@ -22,9 +22,10 @@ Presets: ``"default"``, the calibrated set of section 3.3, ``[lambda_p, f_ss, f_
 with the Table 2 values; ``"case1"`` ... ``"case9"``, the true parameters of the verification cases of Table 3.
 
 Specimens (constructor ``specimen``, see :data:`.specimen.SPECIMENS`): ``"paper"`` (the paper's clump, radius
-1 mm, filled to 60 mm), ``"fast"`` (default: the clump scaled by 1.5, about 3.4 times fewer particles and a
-1.5 times larger time step), ``"tiny"`` (a 12 mm cylinder for tests), or a :class:`~.specimen.SpecimenSpec`.
-:meth:`EEPATriaxial.specimen_info` reports the particle count and mass.
+1 mm, filled to 60 mm: 4885 clumps, 64.4 g for seed 0), ``"fast"`` (default: the clump scaled by 1.5, 1364
+clumps, 60.7 g, with a 1.5 times larger time step), ``"tiny"`` (a 12 mm cylinder for tests), or a
+:class:`~.specimen.SpecimenSpec`. :meth:`EEPATriaxial.specimen_info` reports the particle count and mass. The
+fill density sets the force level: see :mod:`.specimen` and ``docs/granular.md``.
 
 Conditions: ``v_load`` [mm/s] 50, ``t_load`` [s] 0.04, ``v_unload`` [mm/s] 20, ``t_end`` [s] 0.06 (Fig. 7 setup
 2 is 5, 0.4, 2, 0.6), ``fs`` [Hz] 2000, ``n_out`` 99, ``preload`` [N] 1.82, ``pc_vmax`` [mm/s] 20 (piston
