@@ -200,20 +200,13 @@ def simulate(
 @app.command()
 def check(config: Path = typer.Argument(..., help="Run configuration (TOML).")) -> None:
     """Validate a run configuration: build its problem, optimiser and budget, and summarise them."""
-    from .config import ConfigFileError, load_config
-    from .errors import MechcalibError
+    from .config import load_config
 
-    try:
+    with _errors():
         cfg = load_config(config)
         problem = cfg.build_problem()
         opt = cfg.build_optimizer()
         term = cfg.build_termination()
-    except ConfigFileError as exc:
-        typer.echo(str(exc), err=True)
-        raise typer.Exit(2) from None
-    except MechcalibError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
     t = Table(title=f"{cfg.name}: model {problem.model.name}, {problem.space.dim} free parameter(s)", title_justify="left")
     for col in ("parameter", "unit", "lower", "upper", "scale", "fixed"):
         t.add_column(col)

@@ -271,7 +271,6 @@ class PoolEvaluator(Evaluator):
 
     def _run(self, gen: int, pending: deque[_Task], n: int) -> Iterator[Outcome]:
         remaining = n
-        problem = self._problem
         while remaining > 0:
             now = time.monotonic()
             for w in self._workers:
@@ -303,22 +302,8 @@ class PoolEvaluator(Evaluator):
                     got = self._receive(w, gen)
                 except _WorkerDied:
                     w.proc.join(5.0)  # reap it, so that its exit code is known
-                    code = w.proc.exitcode
-                    self._replace(w)
-                    if task is None or task.gen != gen:
-                        continue
-                    if len(task.positions) > 1:
-                        pending.extendleft(self._split(task))
-                        continue
-                    for o in failed_outcomes(
-                        problem,
-                        1,
-                        CRASHED,
-                        f"crashed: the worker process died (exit code {code})",
-                        started=time.time() - (time.monotonic() - w.dispatched),
-                        worker=w.label,
-                    ):
-                        o.index = task.positions[0]
+                    msg = f"crashed: the worker process died (exit code {w.proc.exitcode})"
+                    for o in self._lost(w, task, gen, pending, CRASHED, msg):
                         remaining -= 1
                         yield o
                     continue
@@ -333,26 +318,26 @@ class PoolEvaluator(Evaluator):
             now = time.monotonic()
             for w in list(self._workers):
                 if w.task is not None and now > w.deadline:
-                    task = w.task
-                    label, started = w.label, time.time() - (now - w.dispatched)
-                    log.warning("%s: killing a worker whose task ran past its deadline", label)
-                    self._replace(w)
-                    if task.gen != gen:
-                        continue
-                    if len(task.positions) > 1:
-                        pending.extendleft(self._split(task))
-                        continue
-                    for o in failed_outcomes(
-                        problem,
-                        1,
-                        TIMEOUT,
-                        f"timeout: the evaluation did not finish within {self.timeout:g} s (worker process killed)",
-                        started=started,
-                        worker=label,
-                    ):
-                        o.index = task.positions[0]
+                    log.warning("%s: killing a worker whose task ran past its deadline", w.label)
+                    msg = f"timeout: the evaluation did not finish within {self.timeout:g} s (worker process killed)"
+                    for o in self._lost(w, w.task, gen, pending, TIMEOUT, msg):
                         remaining -= 1
                         yield o
+
+    def _lost(self, w: _Worker, task: _Task | None, gen: int, pending: deque[_Task], status: str,
+              msg: str) -> Iterator[Outcome]:
+        """Replace worker ``w`` whose ``task`` crashed or timed out. A task of several sets is split and
+        retried set by set (only the culprit should fail); a single set becomes a failed outcome."""
+        label, started = w.label, time.time() - (time.monotonic() - w.dispatched)
+        self._replace(w)
+        if task is None or task.gen != gen:
+            return
+        if len(task.positions) > 1:
+            pending.extendleft(self._split(task))
+            return
+        for o in failed_outcomes(self._problem, 1, status, msg, started=started, worker=label):
+            o.index = task.positions[0]
+            yield o
 
     def _split(self, task: _Task) -> list[_Task]:
         # reversed, because extendleft reverses; keeps the retries in ask order
