@@ -132,17 +132,36 @@ def test_direct2_fits_a_measured_curve_with_time_shift(model):
     assert onset == pytest.approx(truth[1] * np.exp(-truth[0] * truth[3] * 1.5), rel=0.1)
 
 
-def test_forward_complex_and_error_f_run_end_to_end(train, test_set):
-    quick = CVSettings(V=3, J=20, K=300, W=1, h_max=3)
-    fc = ForwardComplex(step=40, settings=quick, max_evals=400).fit(train, seed=0)
+def test_forward_complex_learns_the_bundle_and_identifies(train, test_set):
+    fc = ForwardComplex(step=40, settings=CVSettings(V=3, J=50, K=1000, W=2, h_max=5), max_evals=600).fit(train, seed=0)
     assert fc.predict(test_set.P).shape == (4, fc.idx.size)
+    (row,) = fc.network_rows(test_set)
+    assert row["h"] >= 2 and row["train"] < 0.03 and row["test"] < 0.03  # eq. 10 over (simulation, step) samples
+    # the product-structured training equals a plain network on the expanded (p, log t_k) rows
+    net = fc.networks[0]
+    X = fc._inputs(train.P)
+    assert net.train_error == pytest.approx(net.error(X, train.Y[:, fc.idx].ravel()), rel=1e-9)
     r = fc.identify(test_set.Y[0], seed=0)
-    assert r.p.shape == (2,) and np.all((0 <= r.p) & (r.p <= 1))
-    ef = ErrorF("F2", settings=quick, max_evals=400).fit(train)
+    assert r.p.shape == (2,) and np.all((0 <= r.p) & (r.p <= 1))  # accuracy: see Table 5 (Forward Complex)
+    ef = ErrorF("F2", settings=CVSettings(V=3, J=20, K=300, W=1, h_max=3), max_evals=400).fit(train)
     F = ef.error_values(test_set.Y[0])
     np.testing.assert_allclose(F, np.abs(train.Y - test_set.Y[0]).sum(axis=1))
     r = ef.identify(test_set.Y[0], seed=0)
     assert ef.last_network is not None and r.p.shape == (2,)
+
+
+def test_stored_networks_restore_a_fitted_strategy(train, test_set):
+    from mechcalib.surrogates import MLP
+
+    st = ForwardSplit(PAPER_STEPS["forward_split"], settings=CVSettings(V=2, J=10, K=100, W=1, h_max=2),
+                      max_evals=300).fit(train, seed=1)
+    dicts = [n.to_dict() for n in st.networks]
+    again = ForwardSplit(PAPER_STEPS["forward_split"], max_evals=300).fit(train, networks=[MLP.from_dict(d) for d in dicts])
+    np.testing.assert_array_equal(again.predict(test_set.P), st.predict(test_set.P))
+    assert [n.cv_errors for n in again.networks] == [n.cv_errors for n in st.networks]
+    np.testing.assert_array_equal(again.identify(test_set.Y[1], seed=2).p, st.identify(test_set.Y[1], seed=2).p)
+    with pytest.raises(ConfigurationError, match="needs 9 networks"):
+        ForwardSplit().fit(train, networks=st.networks[:3])
 
 
 def test_unfitted_and_wrong_grid_errors(train):

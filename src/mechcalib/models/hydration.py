@@ -108,45 +108,37 @@ def _advance(a, dt, b1, b2, eta, ainf, dalpha):
     return a
 
 
+@nb.njit(cache=True)
+def _integrate_row(params: np.ndarray, times: np.ndarray, dalpha: float, out: np.ndarray) -> None:
+    """α of one parameter row ``(6,)`` at ``times`` into ``out`` ``(m,)`` (α = 0 up to the onset ``t0``)."""
+    b1, b2, eta, ainf, t0 = params[0], params[1], params[2], params[3], params[4]
+    a = 0.0
+    s = 0.0  # model time since the onset
+    for k in range(times.shape[0]):
+        sk = times[k] - t0
+        if sk <= 0.0:
+            out[k] = 0.0
+            continue
+        a = _advance(a, sk - s, b1, b2, eta, ainf, dalpha)
+        s = sk
+        out[k] = a
+
+
 @nb.njit(parallel=True, cache=True)
 def _integrate_alpha_parallel(params: np.ndarray, times: np.ndarray, dalpha: float) -> np.ndarray:
     """Threaded kernel of :func:`integrate_alpha`."""
-    n = params.shape[0]
-    m = times.shape[0]
-    out = np.zeros((n, m))
-    for i in nb.prange(n):
-        b1, b2, eta, ainf, t0 = params[i, 0], params[i, 1], params[i, 2], params[i, 3], params[i, 4]
-        a = 0.0
-        s = 0.0  # model time since the onset
-        for k in range(m):
-            sk = times[k] - t0
-            if sk <= 0.0:
-                out[i, k] = 0.0
-                continue
-            a = _advance(a, sk - s, b1, b2, eta, ainf, dalpha)
-            s = sk
-            out[i, k] = a
+    out = np.zeros((params.shape[0], times.shape[0]))
+    for i in nb.prange(params.shape[0]):
+        _integrate_row(params[i], times, dalpha, out[i])
     return out
 
 
 @nb.njit(cache=True)
 def _integrate_alpha_serial(params: np.ndarray, times: np.ndarray, dalpha: float) -> np.ndarray:
     """:func:`integrate_alpha` without threads (small batches: thread start-up costs more than it saves)."""
-    n = params.shape[0]
-    m = times.shape[0]
-    out = np.zeros((n, m))
-    for i in range(n):
-        b1, b2, eta, ainf, t0 = params[i, 0], params[i, 1], params[i, 2], params[i, 3], params[i, 4]
-        a = 0.0
-        s = 0.0  # model time since the onset
-        for k in range(m):
-            sk = times[k] - t0
-            if sk <= 0.0:
-                out[i, k] = 0.0
-                continue
-            a = _advance(a, sk - s, b1, b2, eta, ainf, dalpha)
-            s = sk
-            out[i, k] = a
+    out = np.zeros((params.shape[0], times.shape[0]))
+    for i in range(params.shape[0]):
+        _integrate_row(params[i], times, dalpha, out[i])
     return out
 
 

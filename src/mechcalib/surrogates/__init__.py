@@ -4,7 +4,15 @@ and the identification strategies of Table 2."""
 from __future__ import annotations
 
 from .doe import Dataset, lhs_md, md_discrepancy, random_design, simulate_dataset
-from .mlp import MLP, CVSettings, fit_mlp, fit_mlps, mrp_error, pe_ratio
+from .mlp import (
+    MLP,
+    CVSettings,
+    fit_mlp,
+    fit_mlp_product,
+    fit_mlps,
+    mrp_error,
+    pe_ratio,
+)
 from .sensitivity import PCA, sobol, spearman
 from .strategies import (
     PAPER_STEPS,
@@ -39,6 +47,7 @@ __all__ = [
     "Strategy",
     "curve_on_grid",
     "fit_mlp",
+    "fit_mlp_product",
     "fit_mlps",
     "lhs_md",
     "md_discrepancy",

@@ -42,7 +42,7 @@ from ..optimizers.grade import GRADE
 from ..parameters import ParameterSpace
 from ..problem import FunctionProblem, Problem
 from .doe import Dataset
-from .mlp import MLP, CVSettings, fit_mlps
+from .mlp import MLP, CVSettings, fit_mlp_product, fit_mlps
 from .sensitivity import PCA
 
 SeedLike = int | np.random.Generator | None
@@ -154,6 +154,16 @@ def polish_box(
     return x, f, n + int(res.nfev)
 
 
+def _given(networks: Sequence[MLP] | None, n: int, name: str) -> list[MLP] | None:
+    """Networks passed to ``fit`` instead of training (checked for their number)."""
+    if networks is None:
+        return None
+    if len(networks) != n:
+        raise ConfigurationError(f"strategy {name!r} needs {n} networks, got {len(networks)}; pass the networks of "
+                                 "a fit of the same strategy or None to train")
+    return list(networks)
+
+
 def _boundary_notes(p: np.ndarray, names: Sequence[str], tol: float = 1e-3) -> list[str]:
     return [f"{n} at the domain boundary ({v:.3f})" for n, v in zip(names, p, strict=True) if v <= tol or v >= 1 - tol]
 
@@ -191,8 +201,9 @@ class Strategy(ABC):
         self.data: Dataset | None = None
 
     @abstractmethod
-    def fit(self, data: Dataset, *, seed: SeedLike = None) -> Strategy:
-        """Train the strategy's networks on ``data``."""
+    def fit(self, data: Dataset, *, seed: SeedLike = None, networks: Sequence[MLP] | None = None) -> Strategy:
+        """Train the strategy's networks on ``data`` (or take ``networks`` trained before on the same data,
+        e.g. restored with :meth:`MLP.from_dict`, instead of training)."""
 
     @abstractmethod
     def identify(self, y: np.ndarray, *, seed: SeedLike = None) -> Identification:
@@ -270,11 +281,12 @@ class ForwardSplit(_OptimisingStrategy):
     def idx(self) -> np.ndarray:
         return np.asarray(self.steps) - 1
 
-    def fit(self, data: Dataset, *, seed: SeedLike = None) -> ForwardSplit:
+    def fit(self, data: Dataset, *, seed: SeedLike = None, networks: Sequence[MLP] | None = None) -> ForwardSplit:
         if self.idx.min() < 0 or self.idx.max() >= data.t.size:
             raise ConfigurationError(f"steps must lie in 1..{data.t.size}, got {min(self.steps)}..{max(self.steps)}")
         self.data = data
-        self.networks = fit_mlps(data.P, data.Y[:, self.idx], self.settings, seed=seed)
+        self.networks = _given(networks, len(self.steps), self.name) or fit_mlps(
+            data.P, data.Y[:, self.idx], self.settings, seed=seed)
         self._lo, self._hi = data.Y[:, self.idx].min(axis=0), data.Y[:, self.idx].max(axis=0)
         return self
 
@@ -324,12 +336,12 @@ class ForwardComplex(_OptimisingStrategy):
     def idx(self) -> np.ndarray:
         return np.arange(0, self._need_fit().t.size, self.step)
 
-    def fit(self, data: Dataset, *, seed: SeedLike = None) -> ForwardComplex:
+    def fit(self, data: Dataset, *, seed: SeedLike = None, networks: Sequence[MLP] | None = None) -> ForwardComplex:
         self.data = data
-        X = self._inputs(data.P)
-        y = data.Y[:, self.idx].ravel()
-        groups = np.repeat(np.arange(len(data)), self.idx.size)
-        self.networks = fit_mlps(X, y, self.settings, seed=seed, groups=groups)
+        # the samples are the product (simulation i, step k): trained on that structure (fit_mlp_product)
+        lt = np.log(data.t[self.idx])[:, None]
+        self.networks = _given(networks, 1, self.name) or [
+            fit_mlp_product(data.P, lt, data.Y[:, self.idx], self.settings, seed=seed)]
         self._lo, self._hi = data.Y[:, self.idx].min(axis=0), data.Y[:, self.idx].max(axis=0)
         return self
 
@@ -371,7 +383,8 @@ class ErrorF(_OptimisingStrategy):
         self.kind = kind
         self.last_network: MLP | None = None
 
-    def fit(self, data: Dataset, *, seed: SeedLike = None) -> ErrorF:
+    def fit(self, data: Dataset, *, seed: SeedLike = None, networks: Sequence[MLP] | None = None) -> ErrorF:
+        """Keeps the training set; the network is trained per curve in :meth:`identify`."""
         self.data = data
         self._lo, self._hi = data.Y.min(axis=0), data.Y.max(axis=0)
         return self
@@ -409,12 +422,12 @@ class _InverseStrategy(Strategy):
     def _fit_inputs(self, data: Dataset) -> None:
         """Prepare feature extraction from the training data (PCA)."""
 
-    def fit(self, data: Dataset, *, seed: SeedLike = None) -> _InverseStrategy:
+    def fit(self, data: Dataset, *, seed: SeedLike = None, networks: Sequence[MLP] | None = None) -> _InverseStrategy:
         self.data = data
         self._fit_inputs(data)
         X = self.features(data.Y)
         self._lo, self._hi = X.min(axis=0), X.max(axis=0)
-        self.networks = fit_mlps(X, data.P, self.settings, seed=seed)
+        self.networks = _given(networks, data.P.shape[1], self.name) or fit_mlps(X, data.P, self.settings, seed=seed)
         return self
 
     def predict(self, Y: np.ndarray) -> np.ndarray:
@@ -521,7 +534,7 @@ class Direct(Strategy):
         self.optimizer = optimizer
         self.last_result = None
 
-    def fit(self, data: Dataset, *, seed: SeedLike = None) -> Direct:
+    def fit(self, data: Dataset, *, seed: SeedLike = None, networks: Sequence[MLP] | None = None) -> Direct:
         self.data = data  # only the grid is used
         return self
 
