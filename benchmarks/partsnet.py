@@ -24,10 +24,16 @@ resampled to 99 equally spaced times, stands in for the triaxial test's 99 x 2 d
    cross-validated one-hidden-layer networks, fitted on the same training part and scored the same way.
 
     python benchmarks/partsnet.py                         # short profile, about 25 min on the 2-core machine
-    python benchmarks/partsnet.py --profile paper         # Table 1's epochs, about 4x longer
+    python benchmarks/partsnet.py --profile paper --work W --compare benchmarks/results/partsnet.short.json
     python benchmarks/partsnet.py --variants PartsNet,GRU --epochs 20 --out /tmp/p.md --no-strategies
 
-``--work DIR`` keeps every trained network and its metrics there, so an interrupted run resumes.
+Profiles: ``short`` 150 epochs, GDR-Net 300, seed 003's strategies with ``CVSettings.quick``; ``paper`` Table 1's
+600 and 1000 epochs, ``CVSettings.paper_003`` (about 4x the short profile's CPU time).
+
+``--work DIR`` keeps every trained network there as it finishes (and the strategies' scores), so an interrupted run
+resumes network by network; a network trained for other epochs, seed, parameters or training sequences is refused
+(one folder per profile). Besides the page, the results go to ``partsnet.PROFILE.json`` next to ``--out``;
+``--compare`` tables another profile's JSON of the same data beside this run's Table 4.
 """
 
 from __future__ import annotations
@@ -103,9 +109,9 @@ def gdr_stage(args, log) -> tuple[dict, dict]:
     u0 = m.space.to_unit(np.array([[preset[n] for n in m.space.free_names]]))
     exp, _ = simulate_sequences(m, u0, features=FEATURES, conditions=CONDITIONS)
     gamma = quality_labels(ds.X, exp.X[0])
-    torch.set_num_threads(args.threads)  # the model's numba kernels may have changed the OpenMP thread count
     t0 = time.perf_counter()
-    gdr = GDRNet.paper_001(epochs=args.gdr_epochs, seed=args.seed).fit(ds.unit(), gamma, ds.names)
+    # threads pinned: the model's numba kernels above may have changed the OpenMP thread count torch reads
+    gdr = GDRNet.paper_001(epochs=args.gdr_epochs, seed=args.seed, threads=args.threads).fit(ds.unit(), gamma, ds.names)
     sel = gdr.select(3)
     log(f"GDR-Net: {time.perf_counter() - t0:.1f} s; weights {dict(zip(ds.names, np.round(gdr.weights, 3)))}; "
         f"selected {sel}")
@@ -142,6 +148,17 @@ def train_all(args, tr, va, log) -> tuple[dict, dict]:
         f = work / f"{v}.pt" if work else None
         if f is not None and f.is_file():
             cal = InverseCalibrator.load(f)
+            if (cal.train_config.epochs, cal.names, cal.train_config.seed) != (args.epochs, tr.names, args.seed):
+                raise SystemExit(f"{f} holds {v} trained {cal.train_config.epochs} epochs on {list(cal.names)} with "
+                                 f"seed {cal.train_config.seed}; this run needs {args.epochs} epochs on "
+                                 f"{list(tr.names)} with seed {args.seed}: give each profile its own --work folder")
+            # the input scaler was fitted on the training sequences: a fingerprint of the data the network saw
+            fresh = SequenceScaler.fit(tr.X)
+            if not (np.allclose(cal.x_scaler.mean, fresh.mean, rtol=1e-9, atol=0)
+                    and np.allclose(cal.x_scaler.std, fresh.std, rtol=1e-9, atol=0)):
+                raise SystemExit(f"{f} was trained on other sequences than this run's training part (input scaler "
+                                 f"mean {cal.x_scaler.mean} against {fresh.mean}); the dataset code or settings "
+                                 "changed: start an empty --work folder")
             log(f"{v}: loaded from {f}")
             args.loaded.append(v)
         else:
@@ -153,6 +170,8 @@ def train_all(args, tr, va, log) -> tuple[dict, dict]:
         ev["params"] = cal.net.n_parameters()
         ev["best_epoch"] = cal.best_epoch
         ev["best_R2"] = float(max(cal.history["val_R2"]))
+        ev["best_R2_epoch"] = int(np.argmax(cal.history["val_R2"])) + 1
+        ev["final_train_loss"] = float(cal.history["train_loss"][-1])
         ev["R2_ci"] = bootstrap_r2(cal.y_scaler.transform(va.Y), cal.predict_scaled(va.X))
         rows[v], nets[v] = ev, cal
         log(f"{v}: R2 {ev['R2']:.4f} MSE {ev['MSE']:.4g} time {ev['Time']:.1f} s")
@@ -169,6 +188,7 @@ def verification(args, space, m, nets, log) -> dict:
         if name not in nets:
             continue
         cal = nets[name]
+        torch.set_num_threads(args.threads)  # the simulations' numba kernels may have changed it
         P = cal.predict(truth.X)
         Up = space.to_unit(P)
         R = np.full_like(truth.X, np.nan)
@@ -204,9 +224,26 @@ def verification(args, space, m, nets, log) -> dict:
 
 
 def strategies(args, tr, va, log) -> dict:
+    """Seed 003's inverse strategies; with ``--work`` their scores are kept there (``strategies.json``, keyed by the
+    CV profile and the training data's input statistics) so that a rerun does not refit them."""
+    sc = SequenceScaler.fit(tr.X)
+    key = {"cv": args.cv, "names": list(tr.names), "mean": sc.mean.tolist(), "std": sc.std.tolist()}
+    cache = Path(args.work) / "strategies.json" if args.work else None
+    if cache is not None and cache.is_file():
+        saved = json.loads(cache.read_text())
+        if saved.get("key") == key:
+            log(f"strategies: loaded from {cache}")
+            args.loaded_strategies = True
+            return saved["results"]
+    out = _fit_strategies(args, tr, va, sc, log)
+    if cache is not None:
+        cache.write_text(json.dumps({"key": key, "results": out}, indent=1, default=float))
+    return out
+
+
+def _fit_strategies(args, tr, va, sc, log) -> dict:
     from mechcalib.surrogates import CVSettings, Dataset, InverseExpert, InversePCA
 
-    sc = SequenceScaler.fit(tr.X)
 
     def flat(ds):  # u(99) then r(99), standardised
         return sc.transform(ds.X).transpose(0, 2, 1).reshape(len(ds), -1)
@@ -224,7 +261,7 @@ def strategies(args, tr, va, log) -> dict:
         P = strat.predict(flat(va))
         ev = regression_metrics(va.unit(), P)
         ev["Time"] = sec
-        ev["hidden"] = [net.h for net in strat.networks]
+        ev["hidden"] = [int(net.h) for net in strat.networks]
         out[label] = ev
         log(f"{label}: R2 {ev['R2']:.4f} ({sec:.1f} s)")
     mean = np.broadcast_to(tr.unit().mean(axis=0), va.unit().shape)
@@ -272,6 +309,7 @@ def write(args, res, path: Path) -> None:
              f"GDR-Net {args.gdr_epochs} epochs); {res['seconds'] / 60:.1f} min"
              + (f" (the networks {', '.join(args.loaded)} were loaded from `--work`, trained by an earlier run whose "
                 "times the Time column keeps)" if args.loaded else "")
+             + ("; the inverse strategies' scores were loaded from `--work` as well" if args.loaded_strategies else "")
              + ". Times depend on the machine's load; the step costs below are the fairer comparison.\n")
     L.append("**Data.** No EEPA dataset exists yet; this is the SDOF Bouc-Wen oscillator of seed 002 "
              "(`sdof_boucwen`, F = 5 sin(t) N, 0-20 s, 1 ms RK4 steps). Each sequence is its hysteresis loop, "
@@ -328,13 +366,29 @@ def write(args, res, path: Path) -> None:
         worst = min(per, key=lambda n: np.mean(per[n]))
         every = all(r[f"R2_{worst}"] == min(r[f"R2_{n}"] for n in names) for r in rows.values())
         late = sum(int(np.argmax(res["hist"][v])) + 1 >= 0.8 * args.epochs for v in rows)
-        epochs = (f"{args.epochs} epochs against Table 1's 600" if args.epochs < 600 else f"{args.epochs} epochs")
+        drop = {v: max(res["hist"][v]) - rows[v]["R2"] for v in rows}  # best epoch's R² minus the last epoch's
+        if late > len(rows) / 2:
+            curve = (f"{late} of {len(rows)} networks reached their best validation R² in the last fifth of the "
+                     f"{args.epochs} epochs, so they were still improving")
+        else:
+            curve = (f"only {late} of {len(rows)} networks reached their best validation R² in the last fifth of the "
+                     f"{args.epochs} epochs; the last epoch's R² lies {min(drop.values()):.3f}-{max(drop.values()):.3f} "
+                     "below each network's best, so more epochs would not help on 160 training sequences "
+                     "(the networks fit the training part ever closer while the validation score stalls)")
+        pe = int(np.argmax(res["hist"]["PartsNet"])) + 1
+        if pe < 0.8 * args.epochs:
+            curve += (f"; PartsNet itself peaked at R² {max(res['hist']['PartsNet']):.3f} in epoch {pe} and ended at "
+                      f"{ev['R2']:.3f}: {ev['params']} weights on {res['n_train']} sequences and no early stopping "
+                      "in Table 1 (`TrainConfig(patience=..., restore_best=True)` would keep the peak, but choosing "
+                      "it on the validation set would bias the score)")
+        curve += ("; last epoch's training loss (MSE, scaled parameters) " +
+                  ", ".join(f"{v} {rows[v]['final_train_loss']:.2g}" for v in rows) + ", against the validation MSE "
+                  "of the table")
         L.append(f"\n**Where this stands.** PartsNet reaches R² {ev['R2']:.3f} and MSE {ev['MSE']:.3g} here (rank {rank} "
                  f"of {len(rows)} by R²) against the paper's 0.913 and 9.34e-4. The data differ (a Bouc-Wen loop, "
                  f"against DEM triaxial curves; here {worst} is the hardest parameter "
                  f"{'for every network' if every else 'on average'}, R² "
-                 f"{min(per[worst]):.2f}-{max(per[worst]):.2f}); training ran {epochs}, and {late} of {len(rows)} "
-                 "networks reached their best validation R² in the last fifth of it, so they were still improving; "
+                 f"{min(per[worst]):.2f}-{max(per[worst]):.2f}); {curve}; "
                  f"{res['n_val']} validation sequences and one seed leave intervals about as wide as the "
                  "differences between several networks. The MSE is not comparable across datasets: with R² = 1 - "
                  "MSE / Var(y), each row of the paper's Table 4 implies a variance of its scaled targets; the seven "
@@ -342,6 +396,24 @@ def write(args, res, path: Path) -> None:
                  "MSE and R² cannot both refer to the same validation targets as the other rows (at a variance of "
                  f"about {np.mean(others):.3f}, R² 0.913 corresponds to an MSE near {(1 - 0.913) * np.mean(others):.4f}). "
                  "Here the targets are uniform on [0, 1] (variance 1/12 = 0.083) and R² is the comparable figure.\n")
+        order = sorted(rows, key=lambda v: -rows[v]["R2"])
+        paper_order = sorted(PAPER_TABLE4, key=lambda v: -PAPER_TABLE4[v][5])
+        L.append("Ranking by validation R²: " + " > ".join(f"{v} ({rows[v]['R2']:.3f})" for v in order) +
+                 ". Paper: " + " > ".join(f"{v} ({PAPER_TABLE4[v][5]:.3f})" for v in paper_order) + ".\n")
+    cmp = res.get("compare")
+    if cmp:
+        c4 = cmp["table4"]
+        L.append(f"Profile `{cmp['profile']}` ({cmp['epochs']} epochs, GDR-Net {cmp['gdr_epochs']}; same data and "
+                 f"split; from `{cmp['path']}`, written by that profile's run) against this one:\n")
+        L.append(f"| | R2 ({cmp['profile']}) | R2 ({args.profile}) | MSE ({cmp['profile']}) | MSE ({args.profile}) | "
+                 f"best R² (epoch), {cmp['profile']} | best R² (epoch), {args.profile} |\n|---|---|---|---|---|---|---|")
+        for v, ev in rows.items():
+            if v not in c4:
+                continue
+            o = c4[v]
+            L.append(f"| {v} | {o['R2']:.4f} | {ev['R2']:.4f} | {fmt(o['MSE'])} | {fmt(ev['MSE'])} | "
+                     f"{o['best_R2']:.3f} ({o['best_R2_epoch']}) | {ev['best_R2']:.3f} ({int(np.argmax(res['hist'][v]) + 1)}) |")
+        L.append("")
     # strategies
     L.append("\n## Seed 003's inverse strategies on the same split\n")
     if st:
@@ -414,17 +486,29 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     ap.add_argument("--work", default=None, help="folder keeping trained networks (resume)")
     ap.add_argument("--no-strategies", action="store_true", help="skip seed 003's inverse strategies")
+    ap.add_argument("--cv", choices=("quick", "paper_003"), default=None,
+                    help="CV settings of seed 003's strategies (default: the profile's)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "partsnet.md"))
+    ap.add_argument("--json", default=None, help="the results as JSON (default: beside --out, partsnet.PROFILE.json)")
+    ap.add_argument("--compare", default=None, help="JSON of another profile's run on the same data, tabled beside")
     args = ap.parse_args()
     prof = PROFILES[args.profile]
     args.epochs = args.epochs or prof["epochs"]
     args.gdr_epochs = args.gdr_epochs or prof["gdr_epochs"]
-    args.cv = prof["cv"]
+    args.cv = args.cv or prof["cv"]
     args.loaded = []
+    args.loaded_strategies = False
+    out = Path(args.out)
+    args.json = Path(args.json) if args.json else out.with_name(f"{out.stem}.{args.profile}.json")
     args.variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     unknown = [v for v in args.variants if v not in VARIANTS]
     if unknown:
         ap.error(f"unknown variants {unknown}; valid: {list(VARIANTS)}")
+    other = None
+    if args.compare:
+        if not Path(args.compare).is_file():
+            ap.error(f"--compare {args.compare}: no such file; give the JSON another profile's run wrote")
+        other = json.loads(Path(args.compare).read_text())
     torch.set_num_threads(args.threads)
     t0 = time.perf_counter()
 
@@ -441,6 +525,12 @@ def main() -> None:
     res["n_train"], res["n_val"] = len(tr), len(va)
     log(f"dataset: {len(tr)} training, {len(va)} validation sequences of {data.length} x {len(data.features)}; "
         f"parameters {list(data.names)}")
+    if other is not None:
+        if other.get("names") != res["names"] or other.get("n_train") != res["n_train"]:
+            ap.error(f"--compare {args.compare}: parameters {other.get('names')}, {other.get('n_train')} training "
+                     f"sequences; this run {res['names']}, {res['n_train']}: not the same data")
+        res["compare"] = {**{k: other[k] for k in ("profile", "epochs", "gdr_epochs", "table4")},
+                          "path": Path(args.compare).name}
     res["table4"], nets = train_all(args, tr, va, log)
     res["hist"] = {v: nets[v].history["val_R2"] for v in nets}
     res["verification"] = verification(args, space, m, nets, log) if {"PartsNet", "GRU+TransE"} & set(nets) else None
@@ -448,9 +538,13 @@ def main() -> None:
     res["step_costs"] = step_costs(args, len(data.features), len(data.names))
     log(f"step costs {res['step_costs']}")
     res["seconds"] = time.perf_counter() - t0
-    write(args, res, Path(args.out))
+    write(args, res, out)
+    raw = {k: v for k, v in res.items() if k not in ("hist", "compare")}
+    raw.update(profile=args.profile, epochs=args.epochs, gdr_epochs=args.gdr_epochs, threads=args.threads,
+               loaded=args.loaded, command=" ".join(["python", "benchmarks/partsnet.py", *sys.argv[1:]]))
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(raw, indent=1, default=float) + "\n")
     if args.work:
-        raw = {k: v for k, v in res.items() if k != "hist"}
         (Path(args.work) / "results.json").write_text(json.dumps(raw, indent=1, default=float))
     log(f"wrote {args.out}")
 

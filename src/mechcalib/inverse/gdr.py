@@ -163,6 +163,9 @@ class GDRNet:
         batch_size: minibatch size.
         recon_sigma: standard deviation of the Gaussian likelihood (sets the weight of reconstruction vs. KL).
         seed: seed of the initialisation, the shuffling and the reparameterisation noise.
+        threads: torch CPU threads during :meth:`fit` (``None``: leave torch's setting), restored afterwards. A
+            model's parallel numba kernel run earlier in the process (simulating the candidates) can change the
+            OpenMP thread count torch reads; set ``threads`` to pin it.
 
     After :meth:`fit`: ``history`` (per-epoch means of ``nll``, ``kl``, ``bce``, ``loss``, ``recon_mse``),
     ``weights`` ``(D,)``, ``order`` (inputs by decreasing weight), ``explained`` (PCA ratios ``r_j``),
@@ -181,14 +184,17 @@ class GDRNet:
         batch_size: int = 40,
         recon_sigma: float = 0.1,
         seed: int | None = None,
+        threads: int | None = None,
     ) -> None:
         for k, v in (("latent_dim", latent_dim), ("hidden", hidden), ("epochs", epochs), ("batch_size", batch_size)):
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ConfigurationError(f"GDRNet {k} must be a positive integer, got {v!r}")
+        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+            raise ConfigurationError(f"GDRNet threads must be None or a positive integer, got {threads!r}")
         if not (lr > 0 and recon_sigma > 0):
             raise ConfigurationError(f"GDRNet lr and recon_sigma must be > 0, got lr={lr!r}, recon_sigma={recon_sigma!r}")
         self.latent_dim, self.hidden, self.epochs, self.lr = latent_dim, hidden, epochs, float(lr)
-        self.batch_size, self.recon_sigma, self.seed = batch_size, float(recon_sigma), seed
+        self.batch_size, self.recon_sigma, self.seed, self.threads = batch_size, float(recon_sigma), seed, threads
         self.names: tuple[str, ...] = ()
         self.history: dict[str, list[float]] = {}
         self.weights: np.ndarray | None = None
@@ -215,6 +221,17 @@ class GDRNet:
         if len(self.names) != X.shape[1]:
             raise DataError(f"{len(self.names)} names for {X.shape[1]} inputs")
         rng = np.random.default_rng(self.seed)
+        old_threads = torch.get_num_threads()
+        if self.threads is not None:
+            torch.set_num_threads(self.threads)
+        try:
+            self._train(torch, X, y, rng)
+        finally:
+            torch.set_num_threads(old_threads)
+        self._order(X)
+        return self
+
+    def _train(self, torch, X: np.ndarray, y: np.ndarray, rng: np.random.Generator) -> None:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(int(rng.integers(2**31)))
             self._vae = vae = _build_vae(X.shape[1], self.hidden, self.latent_dim).double()
@@ -241,8 +258,6 @@ class GDRNet:
                     self.history[k].append(sums[k] / n)
             self.seconds = time.perf_counter() - t0
         vae.eval()
-        self._order(X)
-        return self
 
     def _need_fit(self):
         if self._vae is None:
