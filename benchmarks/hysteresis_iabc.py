@@ -37,10 +37,12 @@ Run store
     python benchmarks/hysteresis_iabc.py --max-minutes 55         # stop (resumably) after 55 minutes
     python benchmarks/hysteresis_iabc.py --report-only            # regenerate the markdown and plots
     python benchmarks/hysteresis_iabc.py --speed                  # simulation cost vs OpenSees, timed I-ABC
+    python benchmarks/hysteresis_iabc.py --identifiability        # flat directions of the noise-free objectives
 
 Outputs (beside the store, named after it): ``benchmarks/results/hysteresis.md`` (tables, from the store), ``hysteresis.sqlite`` (the store),
-``hysteresis.fig17.png``, ``hysteresis.fig20.png``, ``hysteresis.sdof.png`` (convergence) and
-``hysteresis.speed.json`` (the speed figures the report quotes).
+``hysteresis.fig17.png``, ``hysteresis.fig20.png``, ``hysteresis.sdof.png`` (convergence),
+``hysteresis.speed.json`` (the speed figures the report quotes) and ``hysteresis.identifiability.json``
+(``--identifiability``: the Gauss-Newton analysis of the noise-free SDOF objectives).
 """
 
 from __future__ import annotations
@@ -705,6 +707,8 @@ def write_report(store_path: Path, budget: int, jobs_full: list[Job], command: s
                "has the paper's 500 cycles). Ordinate: best objective so far, one line per seed."), ""]
     else:
         L += ["No runs yet.", ""]
+    L += ["## Identifiability: flat directions and unfinished convergence", ""]
+    L += identifiability_section(outputs(store_path, ".identifiability.json"))
     L += ["## Speed", ""] + speed_section(outputs(store_path, ".speed.json"))
     L += ["## Progress and projection", ""] + projection(runs, jobs_full, budget) + [""]
     if command:
@@ -817,6 +821,63 @@ def measure_speed(repeats: int, budget: int, skip_iabc: bool, previous: Path, st
     return out
 
 
+# -- identifiability (why some noise-free errors exceed the paper's) --------------------------------------------
+def identifiability(runs: dict[str, RunSummary], budget: int, models: Sequence[str] = ("boucwen", "degradation",
+                                                                                      "pinching")) -> dict:
+    """Gauss-Newton analysis of the noise-free SDOF objectives at the true values.
+
+    ``G = J^T J`` with ``J`` the derivative of the simulated acceleration with respect to the logarithms of
+    the parameters (central differences, relative step 1e-3; 1e-5 gives the same to 3 digits), so that the
+    loss of a small relative error ``d`` is ``d^T G d`` (eq. 27 without noise). Its eigenvalues say how
+    well each combination of parameters is determined; the weakest eigenvector is the flat direction. For
+    every complete noise-free I-ABC run: the share of its relative error along that direction and its best
+    loss after 100...500 cycles (still falling at the end means the budget, not the data, limits it).
+    """
+    out: dict[str, Any] = {}
+    for key in models:
+        model = get_model(f"sdof_{key}")
+        x0 = np.array(TRUE[key], float)
+        d = x0.size
+        h = 1e-3
+        X = np.vstack([x0] + [x0 * (1 + h * e) for e in np.eye(d)] + [x0 * (1 - h * e) for e in np.eye(d)])
+        acc = model.integrate(model.space.to_full(X))["a"]
+        J = np.stack([(acc[1 + j] - acc[1 + d + j]) / (2 * h) for j in range(d)], axis=1)
+        w, V = np.linalg.eigh(J.T @ J)
+        v0 = V[:, 0] * np.sign(V[np.argmax(np.abs(V[:, 0])), 0])
+        entry: dict[str, Any] = {"eigenvalues": w.tolist(), "weakest": v0.tolist(), "condition": float(w[-1] / w[0]),
+                                 "loss_1pct_weakest": float(1e-4 * w[0]), "runs": {}}
+        for r in _select(runs, case_id(key, 0), "iabc", budget):
+            dx = np.log(r.best / x0)
+            entry["runs"][f"s{r.seed}"] = {
+                "best_loss": r.best_loss, "max_err_pct": float(np.max(100 * np.abs(r.best - x0) / x0)),
+                "share_along_weakest": float(abs(v0 @ dx) / np.linalg.norm(dx)) if np.any(dx) else 0.0,
+                "loss_at_cycles": {str(c): float(r.curve[min(r.curve.size, c * GROUP) - 1]) for c in (100, 200, 300, 400, 500)},
+            }
+        out[key] = entry
+    return out
+
+
+def identifiability_section(path: Path) -> list[str]:
+    if not path.exists():
+        return ["Not computed yet: `python benchmarks/hysteresis_iabc.py --identifiability`.", ""]
+    s = json.loads(path.read_text())
+    lines = [("Gauss-Newton matrix `G = J^T J` of the noise-free objective at the true values, `J` the derivative "
+              "of the acceleration record with respect to the parameters' logarithms (so `d^T G d` is the loss of "
+              "relative errors `d`); `python benchmarks/hysteresis_iabc.py --identifiability`:"), "",
+             "| model | eigenvalues of G | weakest direction (relative changes of a1...) | loss of a 1 % step along it |",
+             "|---|---|---|---:|"]
+    for key, e in s.items():
+        lines.append(f"| {key} | " + ", ".join(f"{v:.3g}" for v in e["eigenvalues"]) + " | "
+                     + ", ".join(f"{v:+.2f}" for v in e["weakest"]) + f" | {e['loss_1pct_weakest']:.2g} |")
+    lines += ["", ("| run (noise-free I-ABC) | largest error (%) | share of the error along the weakest direction | "
+                   "best loss after 100 / 200 / 300 / 400 / 500 cycles |"), "|---|---:|---:|---|"]
+    for key, e in s.items():
+        for seed, r in e["runs"].items():
+            lines.append(f"| {key} {seed} | {r['max_err_pct']:.2f} | {r['share_along_weakest']:.2f} | "
+                         + " / ".join(f"{v:.3g}" for v in r["loss_at_cycles"].values()) + " |")
+    return lines + [""]
+
+
 # -- CLI --------------------------------------------------------------------------------------------------------
 def _ints(text: str) -> list[int]:
     out: list[int] = []
@@ -861,6 +922,8 @@ def main(argv: list[str] | None = None) -> int:
                     "a complete I-ABC identification; writes hysteresis.speed.json")
     ap.add_argument("--speed-repeats", type=int, default=20)
     ap.add_argument("--speed-skip-iabc", action="store_true", help="--speed without the timed I-ABC run")
+    ap.add_argument("--identifiability", action="store_true", help="Gauss-Newton analysis of the noise-free SDOF "
+                    "objectives against the stored runs; writes hysteresis.identifiability.json")
     a = ap.parse_args(argv)
     models = _names(a.models, SDOF + ("frame",), "models")
     noises = [n for n in _ints(a.noise)]
@@ -878,6 +941,9 @@ def main(argv: list[str] | None = None) -> int:
         res = measure_speed(a.speed_repeats, a.budget, a.speed_skip_iabc, speed, a.store)
         speed.write_text(json.dumps(res, indent=1))
         print(json.dumps(res, indent=1), flush=True)
+    elif a.identifiability:
+        res = identifiability(load_runs(a.store), a.budget)
+        outputs(a.store, ".identifiability.json").write_text(json.dumps(res, indent=1))
     elif not a.report_only:
         jobs = plan(models, noises, scenarios, algs, seeds, peer_seeds, mdof_seeds)
         execute(jobs, a.store, a.budget, a.workers, a.max_minutes)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +10,8 @@ import numpy as np
 
 from ...data import Curve, read_table
 from ...errors import ConfigurationError
+from .._base import Model, Response, SimulationFailure
+from .integrate import OK, integrate_batch, system_rows
 
 SINE, TABLE = 0, 1
 
@@ -88,3 +90,74 @@ def check_substeps(substeps: int) -> int:
     if not isinstance(substeps, (int, np.integer)) or isinstance(substeps, bool) or substeps < 1:
         raise ConfigurationError(f"substeps must be a positive integer, got {substeps!r}")
     return int(substeps)
+
+
+def run_batch(
+    laws: np.ndarray,
+    A: np.ndarray,
+    Minv_K: np.ndarray,
+    Minv_C: np.ndarray,
+    Minv_p: np.ndarray,
+    Minv_Tt: np.ndarray,
+    T: np.ndarray,
+    cond: Mapping[str, Any],
+    default_t_end: float,
+    substeps: int,
+    locate_events: bool,
+) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+    """The output times and :func:`.integrate.integrate_batch`'s arrays for a batch under the conditions
+    ``cond`` (force, ``t_end``, ``fs``); the matrices as documented there."""
+    mode, amp, om, ft, fv, t_end = loading(cond, default_t_end)
+    n_out, dt = output_grid(t_end, float(cond["fs"]))
+    S = system_rows(Minv_K, Minv_C, Minv_p, Minv_Tt)
+    res = integrate_batch(laws, A, S, T, mode, amp, om, ft, fv, dt, n_out, substeps, locate_events)
+    return np.arange(n_out) * dt, res
+
+
+class LazyResponse(Mapping[str, Curve]):
+    """A response whose curves are built (and validated) on first access: an identification reads one or
+    a few of a model's channels, and building the others cost about as much as a fifth of a simulation."""
+
+    def __init__(self, make: Mapping[str, Callable[[], Curve]]) -> None:
+        self._make = dict(make)
+        self._built: dict[str, Curve] = {}
+
+    def __getitem__(self, name: str) -> Curve:
+        if name not in self._built:
+            self._built[name] = self._make[name]()  # KeyError for an unknown channel, as a dict
+        return self._built[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._make)
+
+    def __len__(self) -> int:
+        return len(self._make)
+
+
+class BatchedModel(Model):
+    """A model whose ``integrate(theta, conditions)`` returns a batch's raw arrays (with ``status`` and ``a``);
+    :meth:`simulate` turns them into one response per set with :meth:`response`, or a failure."""
+
+    #: what a rejected input (status -1) violated
+    invalid_input: str = "parameters must be finite"
+
+    def integrate(self, theta: np.ndarray, conditions: Mapping[str, Any] | None = None) -> dict[str, np.ndarray]:
+        raise NotImplementedError
+
+    def response(self, res: Mapping[str, np.ndarray], i: int) -> Response:
+        """The channels of set ``i`` of the raw arrays ``res``."""
+        raise NotImplementedError
+
+    def simulate(
+        self, theta: np.ndarray, conditions: Mapping[str, Any] | None = None
+    ) -> list[Response | SimulationFailure]:
+        res = self.integrate(theta, conditions)
+        out: list[Response | SimulationFailure] = []
+        for i, st in enumerate(res["status"]):
+            if st == -1:
+                out.append(SimulationFailure(self.invalid_input))
+            elif st != OK or not np.all(np.isfinite(res["a"][i])):
+                out.append(SimulationFailure("the response diverged (non-finite or > 1e100 state)"))
+            else:
+                out.append(self.response(res, i))
+        return out

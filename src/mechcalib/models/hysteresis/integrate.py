@@ -22,7 +22,9 @@ one after another (at most ``MAX_EVENTS_PER_STEP``; beyond that the step is acce
 at every stage), which is only first-order accurate across a switch; it is kept for comparisons.
 
 The force is ``amplitude * sin(omega t)`` (``force_mode = 0``) or linear interpolation in a table
-(``force_mode = 1``; held at the end values outside it).
+(``force_mode = 1``; held at the end values outside it). It does not depend on the parameters, so its
+values at the grid's stage times (every half step) are computed once per batch; only the steps cut at a
+located switch evaluate it elsewhere.
 """
 
 from __future__ import annotations
@@ -32,14 +34,21 @@ import math
 import numba as nb
 import numpy as np
 
-from .laws import is_bilinear, on_yield_surface, rate, tangent, yield_function, yield_function_rate
+from .laws import (
+    is_bilinear,
+    on_yield_surface,
+    rate_row,
+    tangent_row,
+    yield_function,
+    yield_function_rate,
+)
 
 MAX_EVENTS_PER_STEP = 16
 OK, DIVERGED = 0, 1
 _HUGE = 1e100
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def force_at(t: float, mode: int, amp: float, omega: float, ft: np.ndarray, fv: np.ndarray) -> float:
     """``F(t)``: ``amp sin(omega t)`` (mode 0) or the table ``(ft, fv)`` interpolated linearly (mode 1)."""
     if mode == 0:
@@ -53,16 +62,25 @@ def force_at(t: float, mode: int, amp: float, omega: float, ft: np.ndarray, fv: 
     return fv[j - 1] + w * (fv[j] - fv[j - 1])
 
 
+@nb.njit(cache=True)
+def force_grid(mode: int, amp: float, omega: float, ft: np.ndarray, fv: np.ndarray, h: float, n_steps: int):
+    """``F`` at the RK4 stage times of the fixed grid, ``t = j h / 2`` for ``j = 0 ... 2 n_steps``."""
+    out = np.empty(2 * n_steps + 1)
+    for j in range(out.size):
+        out[j] = force_at(0.5 * h * j, mode, amp, omega, ft, fv)
+    return out
+
+
 @nb.njit(cache=True, inline="always")
-def _rhs(t, X, D, n, m, laws, a, MK, MC, Mp, MT, T, s, p, literal, fmode, famp, fom, ft, fv):
-    """``D = X'`` (see the module docstring); ``s``, ``p`` are the frozen directions and branches."""
-    F = force_at(t, fmode, famp, fom, ft, fv)
+def _rhs(F, X, D, n, m, laws, a, S, T, s, p, literal):
+    """``D = X'`` at force ``F`` (see the module docstring); ``s``, ``p`` are the frozen directions and
+    branches; ``S = [M^-1 K | M^-1 C | M^-1 p | M^-1 T^T]`` row-wise, ``(n, 2n + 1 + m)``."""
     for i in range(n):
-        acc = Mp[i] * F
+        acc = S[i, 2 * n] * F
         for j in range(n):
-            acc -= MK[i, j] * X[j] + MC[i, j] * X[n + j]
+            acc -= S[i, j] * X[j] + S[i, n + j] * X[n + j]
         for c in range(m):
-            acc -= MT[i, c] * X[2 * n + c]
+            acc -= S[i, 2 * n + 1 + c] * X[2 * n + c]
         D[i] = X[n + i]
         D[n + i] = acc
     for c in range(m):
@@ -74,32 +92,31 @@ def _rhs(t, X, D, n, m, laws, a, MK, MC, Mp, MT, T, s, p, literal, fmode, famp, 
         r = X[2 * n + c]
         e = X[2 * n + m + c]
         if literal:
-            rd = rate(laws[c], a[c], r, y, yd, e)
+            rd = rate_row(laws[c], a, c, r, y, yd, e)
         else:
-            rd = tangent(laws[c], a[c], r, y, s[c], e, p[c]) * yd
+            rd = tangent_row(laws[c], a, c, r, y, s[c], e, p[c]) * yd
         D[2 * n + c] = rd
         D[2 * n + m + c] = r * yd
 
 
 @nb.njit(cache=True, inline="always")
-def _rk4(
-    t, X, D0, h, Xout, Dout, K2, K3, K4, Xt, n, m, laws, a, MK, MC, Mp, MT, T, s, p, literal, fmode, famp, fom, ft, fv
-):
-    """One classical RK4 step of size ``h`` from ``(t, X)`` with ``D0 = X'(t)``; the result in ``Xout`` and
-    its rate in ``Dout`` (the next step's first stage)."""
+def _rk4(X, D0, h, Fm, Fe, Xout, Dout, K2, K3, K4, Xt, n, m, laws, a, S, T, s, p, literal):
+    """One classical RK4 step of size ``h`` from ``X`` with ``D0 = X'`` at its start, ``Fm``/``Fe`` the force
+    at its middle and end; the result in ``Xout`` and its rate in ``Dout`` (the next step's first stage).
+    ``K2, K3, K4, Xt``: workspace."""
     q = X.size
     for k in range(q):
         Xt[k] = X[k] + 0.5 * h * D0[k]
-    _rhs(t + 0.5 * h, Xt, K2, n, m, laws, a, MK, MC, Mp, MT, T, s, p, literal, fmode, famp, fom, ft, fv)
+    _rhs(Fm, Xt, K2, n, m, laws, a, S, T, s, p, literal)
     for k in range(q):
         Xt[k] = X[k] + 0.5 * h * K2[k]
-    _rhs(t + 0.5 * h, Xt, K3, n, m, laws, a, MK, MC, Mp, MT, T, s, p, literal, fmode, famp, fom, ft, fv)
+    _rhs(Fm, Xt, K3, n, m, laws, a, S, T, s, p, literal)
     for k in range(q):
         Xt[k] = X[k] + h * K3[k]
-    _rhs(t + h, Xt, K4, n, m, laws, a, MK, MC, Mp, MT, T, s, p, literal, fmode, famp, fom, ft, fv)
+    _rhs(Fe, Xt, K4, n, m, laws, a, S, T, s, p, literal)
     for k in range(q):
         Xout[k] = X[k] + h / 6.0 * (D0[k] + 2.0 * K2[k] + 2.0 * K3[k] + K4[k])
-    _rhs(t + h, Xout, Dout, n, m, laws, a, MK, MC, Mp, MT, T, s, p, literal, fmode, famp, fom, ft, fv)
+    _rhs(Fe, Xout, Dout, n, m, laws, a, S, T, s, p, literal)
 
 
 @nb.njit(cache=True, inline="always")
@@ -129,7 +146,7 @@ def hermite_crossing(g0: float, d0: float, g1: float, d1: float) -> float:
     return hi
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _component_kinematics(X, D, c, n, T):
     y = 0.0
     yd = 0.0
@@ -141,13 +158,39 @@ def _component_kinematics(X, D, c, n, T):
     return y, yd, ydd
 
 
+@nb.njit(cache=True, inline="always")
+def _first_event(X, D, X1, D1, hs, n, m, laws, a, T, s, p):
+    """The earliest switch inside a trial step ``X -> X1`` of size ``hs``: ``(theta, component, kind)`` with
+    kind 0 a reversal, 1 yielding; component ``-1`` when none."""
+    theta = 2.0
+    which = -1
+    kind = 0
+    for c in range(m):
+        y0, yd0, ydd0 = _component_kinematics(X, D, c, n, T)
+        y1, yd1, ydd1 = _component_kinematics(X1, D1, c, n, T)
+        sc = s[c]
+        if sc * yd1 < 0.0:  # reversal of the component's motion
+            th = hermite_crossing(sc * yd0, sc * ydd0 * hs, sc * yd1, sc * ydd1 * hs)
+            if th < theta:
+                theta, which, kind = th, c, 0
+        law = laws[c]
+        if p[c] == 0 and is_bilinear(law):
+            g1 = yield_function(law, a, c, X1[2 * n + c], y1, sc)
+            if g1 >= 0.0:  # yielding (phi = -g leaves phi > 0)
+                g0 = yield_function(law, a, c, X[2 * n + c], y0, sc)
+                gd0 = yield_function_rate(law, a, c, D[2 * n + c], yd0, sc)
+                gd1 = yield_function_rate(law, a, c, D1[2 * n + c], yd1, sc)
+                th = hermite_crossing(-g0, -gd0 * hs, -g1, -gd1 * hs)
+                if th < theta:
+                    theta, which, kind = th, c, 1
+    return theta, which, kind
+
+
 @nb.njit(cache=True)
-def _integrate_one(
-    laws, a, mk, mc, mp, mt, T, fmode, famp, fom, ft, fv, h, n_out, substeps, literal, U, V, Acc, R, Eps
-):
+def _integrate_one(laws, a, S, T, Fg, fmode, famp, fom, ft, fv, h, n_out, substeps, literal, U, V, Acc, R, Eps):
     """One parameter set (see :func:`integrate_batch`); fills the ``(n_out, .)`` records, returns
-    ``(status, located events)``."""
-    n = mk.shape[0]
+    ``(status, located events)``. ``Fg``: the force at the grid's stage times (:func:`force_grid`)."""
+    n = S.shape[0]
     m = T.shape[0]
     q = 2 * n + 2 * m
     X = np.zeros(q)
@@ -161,131 +204,58 @@ def _integrate_one(
     s = np.ones(m)
     p = np.zeros(m, dtype=np.int64)
     t = 0.0
-    _rhs(t, X, D, n, m, laws, a, mk, mc, mp, mt, T, s, p, literal, fmode, famp, fom, ft, fv)
+    _rhs(Fg[0], X, D, n, m, laws, a, S, T, s, p, literal)
     for c in range(m):  # starting from rest, the first motion follows the initial acceleration
         _, _, ydd = _component_kinematics(X, D, c, n, T)
         s[c] = -1.0 if ydd < 0.0 else 1.0
-    for j in range(n):
-        U[0, j] = X[j]
-        V[0, j] = X[n + j]
-        Acc[0, j] = D[n + j]
-    for c in range(m):
-        R[0, c] = X[2 * n + c]
-        Eps[0, c] = X[2 * n + m + c]
     n_events = 0
-    for k in range(1, n_out):
-        for sub in range(substeps):
-            t_end = ((k - 1) * substeps + sub + 1) * h
-            nev = 0
-            while True:
-                hs = t_end - t
-                _rk4(
-                    t,
-                    X,
-                    D,
-                    hs,
-                    X1,
-                    D1,
-                    K2,
-                    K3,
-                    K4,
-                    Xt,
-                    n,
-                    m,
-                    laws,
-                    a,
-                    mk,
-                    mc,
-                    mp,
-                    mt,
-                    T,
-                    s,
-                    p,
-                    literal,
-                    fmode,
-                    famp,
-                    fom,
-                    ft,
-                    fv,
-                )
-                theta = 2.0
-                which = -1
-                kind = 0
-                if not literal and nev < MAX_EVENTS_PER_STEP:
-                    for c in range(m):
-                        y0, yd0, ydd0 = _component_kinematics(X, D, c, n, T)
-                        y1, yd1, ydd1 = _component_kinematics(X1, D1, c, n, T)
-                        sc = s[c]
-                        if sc * yd1 < 0.0:  # reversal of the component's motion
-                            th = hermite_crossing(sc * yd0, sc * ydd0 * hs, sc * yd1, sc * ydd1 * hs)
-                            if th < theta:
-                                theta, which, kind = th, c, 0
-                        law = laws[c]
-                        if p[c] == 0 and is_bilinear(law):
-                            g1 = yield_function(law, a[c], X1[2 * n + c], y1, sc)
-                            if g1 >= 0.0:  # yielding (phi = -g leaves phi > 0)
-                                g0 = yield_function(law, a[c], X[2 * n + c], y0, sc)
-                                gd0 = yield_function_rate(law, a[c], D[2 * n + c], yd0, sc)
-                                gd1 = yield_function_rate(law, a[c], D1[2 * n + c], yd1, sc)
-                                th = hermite_crossing(-g0, -gd0 * hs, -g1, -gd1 * hs)
-                                if th < theta:
-                                    theta, which, kind = th, c, 1
-                if which < 0:
-                    for j in range(q):
-                        X[j] = X1[j]
-                        D[j] = D1[j]
-                    t = t_end
-                    break
-                he = theta * hs
-                if he > 0.0:
-                    _rk4(
-                        t,
-                        X,
-                        D,
-                        he,
-                        X1,
-                        D1,
-                        K2,
-                        K3,
-                        K4,
-                        Xt,
-                        n,
-                        m,
-                        laws,
-                        a,
-                        mk,
-                        mc,
-                        mp,
-                        mt,
-                        T,
-                        s,
-                        p,
-                        literal,
-                        fmode,
-                        famp,
-                        fom,
-                        ft,
-                        fv,
-                    )
-                    for j in range(q):
-                        X[j] = X1[j]
-                    t = t + he if theta < 1.0 else t_end
-                c = which
-                if kind == 0:
-                    s[c] = -s[c]
-                    p[c] = 0
-                else:
-                    p[c] = 1
-                    yc, _, _ = _component_kinematics(X, D, c, n, T)
-                    X[2 * n + c] = on_yield_surface(laws[c], a[c], yc, s[c])
-                _rhs(t, X, D, n, m, laws, a, mk, mc, mp, mt, T, s, p, literal, fmode, famp, fom, ft, fv)
-                nev += 1
-                n_events += 1
-                if t >= t_end:
-                    break
-        for j in range(q):
-            if not abs(X[j]) < _HUGE:
-                return DIVERGED, n_events
+    for k in range(n_out):
+        if k > 0:
+            for sub in range(substeps):
+                step = (k - 1) * substeps + sub
+                t_end = (step + 1) * h
+                F_end = Fg[2 * step + 2]
+                nev = 0
+                while True:
+                    hs = t_end - t
+                    # a step from the grid point takes its stage forces from the grid
+                    F_mid = Fg[2 * step + 1] if nev == 0 else force_at(t + 0.5 * hs, fmode, famp, fom, ft, fv)
+                    _rk4(X, D, hs, F_mid, F_end, X1, D1, K2, K3, K4, Xt, n, m, laws, a, S, T, s, p, literal)
+                    which = -1
+                    if not literal and nev < MAX_EVENTS_PER_STEP:
+                        theta, which, kind = _first_event(X, D, X1, D1, hs, n, m, laws, a, T, s, p)
+                    if which < 0:
+                        for j in range(q):
+                            X[j] = X1[j]
+                            D[j] = D1[j]
+                        t = t_end
+                        break
+                    he = theta * hs
+                    if he > 0.0:
+                        te = t + he if theta < 1.0 else t_end
+                        Fm = force_at(t + 0.5 * he, fmode, famp, fom, ft, fv)
+                        Fe = F_end if theta >= 1.0 else force_at(te, fmode, famp, fom, ft, fv)
+                        _rk4(X, D, he, Fm, Fe, X1, D1, K2, K3, K4, Xt, n, m, laws, a, S, T, s, p, literal)
+                        for j in range(q):
+                            X[j] = X1[j]
+                        t = te
+                    c = which
+                    if kind == 0:
+                        s[c] = -s[c]
+                        p[c] = 0
+                    else:
+                        p[c] = 1
+                        yc, _, _ = _component_kinematics(X, D, c, n, T)
+                        X[2 * n + c] = on_yield_surface(laws[c], a, c, yc, s[c])
+                    Ft = F_end if t >= t_end else force_at(t, fmode, famp, fom, ft, fv)
+                    _rhs(Ft, X, D, n, m, laws, a, S, T, s, p, literal)
+                    nev += 1
+                    n_events += 1
+                    if t >= t_end:
+                        break
+            for j in range(q):
+                if not abs(X[j]) < _HUGE:
+                    return DIVERGED, n_events
         for j in range(n):
             U[k, j] = X[j]
             V[k, j] = X[n + j]
@@ -296,13 +266,59 @@ def _integrate_one(
     return OK, n_events
 
 
+@nb.njit(cache=True, inline="always")
+def _set_into(i, out, laws, A, S, T, Fg, fmode, famp, fom, ft, fv, h, n_out, substeps, literal):
+    U, V, Acc, R, Eps, status, events = out
+    st, ne = _integrate_one(
+        laws, A[i], S[i], T, Fg, fmode, famp, fom, ft, fv, h, n_out, substeps, literal, U[i], V[i], Acc[i], R[i], Eps[i]
+    )
+    status[i] = st
+    events[i] = ne
+
+
+@nb.njit(cache=True)
+def _prepare(N, n_out, n, m, fmode, famp, fom, ft, fv, h, substeps):
+    """Output records (NaN-filled) and the force grid of a batch."""
+    out = (
+        np.full((N, n_out, n), np.nan),
+        np.full((N, n_out, n), np.nan),
+        np.full((N, n_out, n), np.nan),
+        np.full((N, n_out, m), np.nan),
+        np.full((N, n_out, m), np.nan),
+        np.zeros(N, dtype=np.int64),
+        np.zeros(N, dtype=np.int64),
+    )
+    return out, force_grid(fmode, famp, fom, ft, fv, h, (n_out - 1) * substeps)
+
+
+@nb.njit(parallel=True, cache=True)
+def _batch_parallel(laws, A, S, T, fmode, famp, fom, ft, fv, dt_out, n_out, substeps, literal):
+    h = dt_out / substeps
+    out, Fg = _prepare(A.shape[0], n_out, S.shape[1], T.shape[0], fmode, famp, fom, ft, fv, h, substeps)
+    for i in nb.prange(A.shape[0]):
+        _set_into(i, out, laws, A, S, T, Fg, fmode, famp, fom, ft, fv, h, n_out, substeps, literal)
+    return out
+
+
+@nb.njit(cache=True)
+def _batch_serial(laws, A, S, T, fmode, famp, fom, ft, fv, dt_out, n_out, substeps, literal):
+    h = dt_out / substeps
+    out, Fg = _prepare(A.shape[0], n_out, S.shape[1], T.shape[0], fmode, famp, fom, ft, fv, h, substeps)
+    for i in range(A.shape[0]):
+        _set_into(i, out, laws, A, S, T, Fg, fmode, famp, fom, ft, fv, h, n_out, substeps, literal)
+    return out
+
+
+def system_rows(Minv_K: np.ndarray, Minv_C: np.ndarray, Minv_p: np.ndarray, Minv_Tt: np.ndarray) -> np.ndarray:
+    """Pack ``M^-1 K``, ``M^-1 C`` ``(N, n, n)``, ``M^-1 p`` ``(N, n)`` and ``M^-1 T^T`` ``(N, n, m)`` into the
+    ``(N, n, 2n + 1 + m)`` rows the kernels read."""
+    return np.ascontiguousarray(np.concatenate([Minv_K, Minv_C, Minv_p[:, :, None], Minv_Tt], axis=2), dtype=float)
+
+
 def integrate_batch(
     laws: np.ndarray,
     A: np.ndarray,
-    MK: np.ndarray,
-    MC: np.ndarray,
-    Mp: np.ndarray,
-    MT: np.ndarray,
+    S: np.ndarray,
     T: np.ndarray,
     fmode: int,
     famp: float,
@@ -319,8 +335,8 @@ def integrate_batch(
     Args:
         laws: ``(m,)`` law id of each component.
         A: ``(N, m, MAX_PARAMS)`` effective law parameters per set and component (SI units).
-        MK, MC: ``(N, n, n)`` ``M^-1 K`` and ``M^-1 C``.
-        Mp: ``(N, n)`` ``M^-1 p`` (load pattern); MT: ``(N, n, m)`` ``M^-1 T^T``; T: ``(m, n)``.
+        S: ``(N, n, 2n + 1 + m)`` system rows ``[M^-1 K | M^-1 C | M^-1 p | M^-1 T^T]`` (:func:`system_rows`).
+        T: ``(m, n)`` component kinematics ``y = T u``.
         fmode, famp, fom, ft, fv: force history (see :func:`force_at`).
         dt_out, n_out: output interval and number of samples (the first at ``t = 0``).
         substeps: RK4 steps per output interval.
@@ -334,85 +350,18 @@ def integrate_batch(
     start-up cost. Both paths call the same per-set kernel, so a set's result does not depend on its batch.
     """
     kernel = _batch_parallel if A.shape[0] > 1 else _batch_serial
-    return kernel(laws, A, MK, MC, Mp, MT, T, fmode, famp, fom, ft, fv, dt_out, n_out, substeps, locate_events)
-
-
-@nb.njit(cache=True)
-def _alloc(N, n_out, n, m):
-    return (
-        np.full((N, n_out, n), np.nan),
-        np.full((N, n_out, n), np.nan),
-        np.full((N, n_out, n), np.nan),
-        np.full((N, n_out, m), np.nan),
-        np.full((N, n_out, m), np.nan),
-        np.zeros(N, dtype=np.int64),
-        np.zeros(N, dtype=np.int64),
+    return kernel(
+        np.ascontiguousarray(laws, dtype=np.int64),
+        np.ascontiguousarray(A, dtype=float),
+        np.ascontiguousarray(S, dtype=float),
+        np.ascontiguousarray(T, dtype=float),
+        int(fmode),
+        float(famp),
+        float(fom),
+        np.ascontiguousarray(ft, dtype=float),
+        np.ascontiguousarray(fv, dtype=float),
+        float(dt_out),
+        int(n_out),
+        int(substeps),
+        not locate_events,
     )
-
-
-@nb.njit(parallel=True, cache=True)
-def _batch_parallel(laws, A, MK, MC, Mp, MT, T, fmode, famp, fom, ft, fv, dt_out, n_out, substeps, locate_events):
-    N = A.shape[0]
-    U, V, Acc, R, Eps, status, events = _alloc(N, n_out, MK.shape[1], T.shape[0])
-    h = dt_out / substeps
-    for i in nb.prange(N):
-        st, ne = _integrate_one(
-            laws,
-            A[i],
-            MK[i],
-            MC[i],
-            Mp[i],
-            MT[i],
-            T,
-            fmode,
-            famp,
-            fom,
-            ft,
-            fv,
-            h,
-            n_out,
-            substeps,
-            not locate_events,
-            U[i],
-            V[i],
-            Acc[i],
-            R[i],
-            Eps[i],
-        )
-        status[i] = st
-        events[i] = ne
-    return U, V, Acc, R, Eps, status, events
-
-
-@nb.njit(cache=True)
-def _batch_serial(laws, A, MK, MC, Mp, MT, T, fmode, famp, fom, ft, fv, dt_out, n_out, substeps, locate_events):
-    N = A.shape[0]
-    U, V, Acc, R, Eps, status, events = _alloc(N, n_out, MK.shape[1], T.shape[0])
-    h = dt_out / substeps
-    for i in range(N):
-        st, ne = _integrate_one(
-            laws,
-            A[i],
-            MK[i],
-            MC[i],
-            Mp[i],
-            MT[i],
-            T,
-            fmode,
-            famp,
-            fom,
-            ft,
-            fv,
-            h,
-            n_out,
-            substeps,
-            not locate_events,
-            U[i],
-            V[i],
-            Acc[i],
-            R[i],
-            Eps[i],
-        )
-        status[i] = st
-        events[i] = ne
-    return U, V, Acc, R, Eps, status, events

@@ -69,94 +69,113 @@ def sgn(x: float) -> float:
     return -1.0 if x < 0.0 else 1.0
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
+def _abs_pow(x: float, n: float) -> float:
+    """``x ** n`` for ``x >= 0``, ``n > 0`` as ``exp(n log x)`` (about 10 % cheaper than a general ``pow``)."""
+    return math.exp(n * math.log(x)) if x > 0.0 else 0.0
+
+
+@nb.njit(cache=True, inline="always")
 def is_bilinear(law: int) -> bool:
     return law == BILINEAR_KINEMATIC or law == BILINEAR_EQUAL
 
 
-@nb.njit(cache=True)
-def yield_function(law: int, a: np.ndarray, r: float, u: float, s: float) -> float:
+@nb.njit(cache=True, inline="always")
+def yield_function(law: int, a: np.ndarray, c: int, r: float, u: float, s: float) -> float:
     """The argument of the outer ``sgn`` in eq. 4 (``(r - a2 u) s - a3``) or eq. 8 (``r s - a3``).
 
     ``>= 0`` means yielding. Laws without a yield surface return ``-1``.
     """
     if law == BILINEAR_KINEMATIC:
-        return (r - a[1] * u) * s - a[2]
+        return (r - a[c, 1] * u) * s - a[c, 2]
     if law == BILINEAR_EQUAL:
-        return r * s - a[2]
+        return r * s - a[c, 2]
     return -1.0
 
 
-@nb.njit(cache=True)
-def yield_function_rate(law: int, a: np.ndarray, rdot: float, udot: float, s: float) -> float:
+@nb.njit(cache=True, inline="always")
+def yield_function_rate(law: int, a: np.ndarray, c: int, rdot: float, udot: float, s: float) -> float:
     """Time derivative of :func:`yield_function` at frozen ``s``."""
     if law == BILINEAR_KINEMATIC:
-        return (rdot - a[1] * udot) * s
+        return (rdot - a[c, 1] * udot) * s
     if law == BILINEAR_EQUAL:
         return rdot * s
     return 0.0
 
 
-@nb.njit(cache=True)
-def on_yield_surface(law: int, a: np.ndarray, u: float, s: float) -> float:
+@nb.njit(cache=True, inline="always")
+def on_yield_surface(law: int, a: np.ndarray, c: int, u: float, s: float) -> float:
     """The restoring force on the yield surface ``g = 0`` at displacement ``u`` moving in direction ``s``."""
     if law == BILINEAR_KINEMATIC:
-        return a[1] * u + a[2] * s
-    return a[2] * s
+        return a[c, 1] * u + a[c, 2] * s
+    return a[c, 2] * s
 
 
-@nb.njit(cache=True)
-def tangent(law: int, a: np.ndarray, r: float, u: float, s: float, eps: float, p: int) -> float:
+@nb.njit(cache=True, inline="always")
+def tangent_row(law: int, a: np.ndarray, c: int, r: float, u: float, s: float, eps: float, p: int) -> float:
     """Tangent stiffness ``k_t = r'/u'`` with the motion direction ``s`` and the bilinear branch ``p`` given.
 
     Args:
         law: law id (module constants).
-        a: ``(MAX_PARAMS,)`` effective parameters of seed 002.
+        a, c: ``a[c]`` holds the component's ``MAX_PARAMS`` effective parameters of seed 002 (a row index
+            rather than a row view keeps the integrators' inner loops free of reference counting).
         r, u: restoring force and displacement of the component.
         s: ``sgn(u')`` (``+-1``).
         eps: eq. 14's energy measure ``int r u' dt``.
         p: bilinear branch, 0 elastic, 1 yielding (ignored by the smooth laws).
     """
     if law == BILINEAR_KINEMATIC:  # eq. 4
-        return a[1] if p == 1 else 2.0 * a[0] + a[1]
+        return a[c, 1] if p == 1 else 2.0 * a[c, 0] + a[c, 1]
     if law == BILINEAR_EQUAL:  # eq. 8; Filippov sliding when the post-yield slope is negative
         if p == 1:
-            k2 = a[0] - a[1]
+            k2 = a[c, 0] - a[c, 1]
             return k2 if k2 > 0.0 else 0.0
-        return a[0] + a[1]
+        return a[c, 0] + a[c, 1]
     ar = abs(r)
     sr = sgn(r)
     if law == BOUC_WEN:  # eq. 11
-        return a[0] - ar ** a[3] * (a[1] * s * sr + a[2])
+        return a[c, 0] - _abs_pow(ar, a[c, 3]) * (a[c, 1] * s * sr + a[c, 2])
     if law == DEGRADATION:  # eqs. 12, 15-17 with a = [beta, gamma, n, dA, dnu, deta]
-        big_a = 1.0 - a[3] * eps
-        nu = 1.0 + a[4] * eps
-        eta = 1.0 + a[5] * eps
-        return (big_a - nu * ar ** a[2] * (a[0] * s * sr + a[1])) / eta
+        big_a = 1.0 - a[c, 3] * eps
+        nu = 1.0 + a[c, 4] * eps
+        eta = 1.0 + a[c, 5] * eps
+        return (big_a - nu * _abs_pow(ar, a[c, 2]) * (a[c, 0] * s * sr + a[c, 1])) / eta
     if law == PINCHING:  # eqs. 19-23 with a = [A, beta, gamma, n, ds/sigma, 1/(2 sigma^2)]
-        psi = a[0] - ar ** a[3] * (a[1] * s * sr + a[2])
-        h = _SQRT_2_OVER_PI * a[4] * eps * math.exp(-a[5] * r * r)
+        psi = a[c, 0] - _abs_pow(ar, a[c, 3]) * (a[c, 1] * s * sr + a[c, 2])
+        h = _SQRT_2_OVER_PI * a[c, 4] * eps * math.exp(-a[c, 5] * r * r)
         return psi / (1.0 + h * psi)
     return math.nan
 
 
-@nb.njit(cache=True)
-def rate(law: int, a: np.ndarray, r: float, u: float, udot: float, eps: float) -> float:
-    """Literal eq. 1, ``r' = f(r, u, u', a)``, with every sign function evaluated at the state (eq. 5)."""
+@nb.njit(cache=True, inline="always")
+def rate_row(law: int, a: np.ndarray, c: int, r: float, u: float, udot: float, eps: float) -> float:
+    """Literal eq. 1, ``r' = f(r, u, u', a[c])``, with every sign function evaluated at the state (eq. 5)."""
     s = sgn(udot)
     p = 0
-    if is_bilinear(law) and yield_function(law, a, r, u, s) >= 0.0:
+    if is_bilinear(law) and yield_function(law, a, c, r, u, s) >= 0.0:
         p = 1
     if law == BILINEAR_EQUAL and p == 1:  # the printed eq. 8, without the sliding limit of `tangent`
-        return (a[0] - a[1]) * udot
-    return tangent(law, a, r, u, s, eps, p) * udot
+        return (a[c, 0] - a[c, 1]) * udot
+    return tangent_row(law, a, c, r, u, s, eps, p) * udot
+
+
+@nb.njit(cache=True)
+def tangent(law: int, a: np.ndarray, r: float, u: float, s: float, eps: float, p: int) -> float:
+    """:func:`tangent_row` of one component, ``a`` its ``(MAX_PARAMS,)`` parameters."""
+    return tangent_row(law, a.reshape((1, a.size)), 0, r, u, s, eps, p)
+
+
+@nb.njit(cache=True)
+def rate(law: int, a: np.ndarray, r: float, u: float, udot: float, eps: float) -> float:
+    """:func:`rate_row` of one component, ``a`` its ``(MAX_PARAMS,)`` parameters."""
+    return rate_row(law, a.reshape((1, a.size)), 0, r, u, udot, eps)
 
 
 # --------------------------------------------------------------------------------------------
 # Displacement-driven loops (quasi-static tests of a law)
 # --------------------------------------------------------------------------------------------
 @nb.njit(cache=True)
-def _drive_one(law: int, a: np.ndarray, path: np.ndarray, substeps: int, r_out: np.ndarray, e_out: np.ndarray) -> None:
+def _drive_one(law: int, a: np.ndarray, c: int, path: np.ndarray, substeps: int, r_out: np.ndarray, e_out: np.ndarray) -> None:
     r, e, p = 0.0, 0.0, 0
     s = 1.0
     r_out[0] = 0.0
@@ -173,34 +192,34 @@ def _drive_one(law: int, a: np.ndarray, path: np.ndarray, substeps: int, r_out: 
         for _ in range(substeps):
             if p == 0 and is_bilinear(law):
                 # elastic branch: r is linear in u, so the yield point is found exactly
-                kt = tangent(law, a, r, u, s, e, 0)
-                g0 = yield_function(law, a, r, u, s)
+                kt = tangent_row(law, a, c, r, u, s, e, 0)
+                g0 = yield_function(law, a, c, r, u, s)
                 r1 = r + kt * h
-                g1 = yield_function(law, a, r1, u + h, s)
+                g1 = yield_function(law, a, c, r1, u + h, s)
                 if g1 >= 0.0 and g0 < 0.0:
                     th = g0 / (g0 - g1)
                     ue = u + th * h
-                    re = on_yield_surface(law, a, ue, s)
+                    re = on_yield_surface(law, a, c, ue, s)
                     e += 0.5 * (r + re) * th * h
                     p = 1
-                    k2 = tangent(law, a, re, ue, s, e, 1)
+                    k2 = tangent_row(law, a, c, re, ue, s, e, 1)
                     r1 = re + k2 * (1.0 - th) * h
                     e += 0.5 * (re + r1) * (1.0 - th) * h
                 else:
                     if g0 >= 0.0:
                         p = 1
-                        r1 = r + tangent(law, a, r, u, s, e, 1) * h
+                        r1 = r + tangent_row(law, a, c, r, u, s, e, 1) * h
                     e += 0.5 * (r + r1) * h
                 r = r1
             else:
                 # RK4 in u for (r, eps): dr/du = k_t, deps/du = r
-                k1r = tangent(law, a, r, u, s, e, p)
+                k1r = tangent_row(law, a, c, r, u, s, e, p)
                 k1e = r
-                k2r = tangent(law, a, r + 0.5 * h * k1r, u + 0.5 * h, s, e + 0.5 * h * k1e, p)
+                k2r = tangent_row(law, a, c, r + 0.5 * h * k1r, u + 0.5 * h, s, e + 0.5 * h * k1e, p)
                 k2e = r + 0.5 * h * k1r
-                k3r = tangent(law, a, r + 0.5 * h * k2r, u + 0.5 * h, s, e + 0.5 * h * k2e, p)
+                k3r = tangent_row(law, a, c, r + 0.5 * h * k2r, u + 0.5 * h, s, e + 0.5 * h * k2e, p)
                 k3e = r + 0.5 * h * k2r
-                k4r = tangent(law, a, r + h * k3r, u + h, s, e + h * k3e, p)
+                k4r = tangent_row(law, a, c, r + h * k3r, u + h, s, e + h * k3e, p)
                 k4e = r + h * k3r
                 r += h / 6.0 * (k1r + 2.0 * k2r + 2.0 * k3r + k4r)
                 e += h / 6.0 * (k1e + 2.0 * k2e + 2.0 * k3e + k4e)
@@ -230,7 +249,7 @@ def drive(law: int, a: np.ndarray, path: np.ndarray, substeps: int) -> tuple[np.
     r = np.empty((n, path.size))
     e = np.empty((n, path.size))
     for i in nb.prange(n):
-        _drive_one(law, a[i], path, substeps, r[i], e[i])
+        _drive_one(law, a, i, path, substeps, r[i], e[i])
     return r, e
 
 
@@ -266,52 +285,26 @@ class LawSpec:
         return out
 
 
+_BW_UNIT = "1/(m N^(n-1))"
 LAWS: dict[str, LawSpec] = {
-    "bilinear_kinematic": LawSpec(
-        "bilinear_kinematic",
-        BILINEAR_KINEMATIC,
-        "bilinear, kinematic hardening",
-        "seed 002 eqs. 2-5",
-        ("(k1 - k2)/2", "k2: hardening stiffness", "F0: intercept of the hardening lines"),
-        ("N/m", "N/m", "N"),
-        (1.0, 2.0, 1.0),
-    ),
-    "bilinear_equal": LawSpec(
-        "bilinear_equal",
-        BILINEAR_EQUAL,
-        "bilinear, equal yielding force",
-        "seed 002 eqs. 5-8",
-        ("(k1 + k2)/2", "(k1 - k2)/2", "Fy: yielding force"),
-        ("N/m", "N/m", "N"),
-        (3.0, 1.0, 1.0),
-    ),
-    "boucwen": LawSpec(
-        "boucwen",
-        BOUC_WEN,
-        "Bouc-Wen",
-        "seed 002 eqs. 9-11",
-        ("A/eta", "nu beta/eta", "nu gamma/eta", "n: exponent"),
-        ("N/m", "1/(m N^(n-1))", "1/(m N^(n-1))", "-"),
-        (2.0, 1.0, 0.5, 2.0),
-    ),
-    "degradation": LawSpec(
-        "degradation",
-        DEGRADATION,
-        "Baber-Wen degradation",
-        "seed 002 eqs. 12-18",
-        ("beta", "gamma", "n: exponent", "delta_A", "delta_nu", "delta_eta"),
-        ("1/(m N^(n-1))", "1/(m N^(n-1))", "-", "1/J", "1/J", "1/J"),
-        (2.0, 1.0, 2.0, 0.02, 0.02, 0.02),
-    ),
-    "pinching": LawSpec(
-        "pinching",
-        PINCHING,
-        "Baber-Noori pinching",
-        "seed 002 eqs. 19-23",
-        ("A", "beta", "gamma", "n: exponent", "delta_s/sigma", "1/(2 sigma^2)"),
-        ("N/m", "1/(m N^(n-1))", "1/(m N^(n-1))", "-", "m/(N J)", "1/N^2"),
-        (10.0, 5.0, 5.0, 2.0, 2.0, 2.0),
-    ),
+    spec.key: spec
+    for spec in (
+        # key, id, title, equations, meanings of a, units of a, the paper's test values of a
+        LawSpec("bilinear_kinematic", BILINEAR_KINEMATIC, "bilinear, kinematic hardening", "seed 002 eqs. 2-5",
+                ("(k1 - k2)/2", "k2: hardening stiffness", "F0: intercept of the hardening lines"),
+                ("N/m", "N/m", "N"), (1.0, 2.0, 1.0)),
+        LawSpec("bilinear_equal", BILINEAR_EQUAL, "bilinear, equal yielding force", "seed 002 eqs. 5-8",
+                ("(k1 + k2)/2", "(k1 - k2)/2", "Fy: yielding force"), ("N/m", "N/m", "N"), (3.0, 1.0, 1.0)),
+        LawSpec("boucwen", BOUC_WEN, "Bouc-Wen", "seed 002 eqs. 9-11",
+                ("A/eta", "nu beta/eta", "nu gamma/eta", "n: exponent"), ("N/m", _BW_UNIT, _BW_UNIT, "-"),
+                (2.0, 1.0, 0.5, 2.0)),
+        LawSpec("degradation", DEGRADATION, "Baber-Wen degradation", "seed 002 eqs. 12-18",
+                ("beta", "gamma", "n: exponent", "delta_A", "delta_nu", "delta_eta"),
+                (_BW_UNIT, _BW_UNIT, "-", "1/J", "1/J", "1/J"), (2.0, 1.0, 2.0, 0.02, 0.02, 0.02)),
+        LawSpec("pinching", PINCHING, "Baber-Noori pinching", "seed 002 eqs. 19-23",
+                ("A", "beta", "gamma", "n: exponent", "delta_s/sigma", "1/(2 sigma^2)"),
+                ("N/m", _BW_UNIT, _BW_UNIT, "-", "m/(N J)", "1/N^2"), (10.0, 5.0, 5.0, 2.0, 2.0, 2.0)),
+    )
 }
 
 

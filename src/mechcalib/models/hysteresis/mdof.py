@@ -32,8 +32,9 @@ against hysteretic displacement, time as progress coordinate).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -42,9 +43,8 @@ import scipy.linalg
 from ...data import Curve
 from ...errors import ConfigurationError
 from ...parameters import Parameter, ParameterSpace
-from .._base import Channel, Model, Response, SimulationFailure
+from .._base import Channel, Response
 from . import _common
-from .integrate import OK, integrate_batch
 from .laws import BILINEAR_KINEMATIC, MAX_PARAMS
 
 #: RK4 steps per 5 ms output sample (h = 0.5 ms); the largest response error is then below 2e-4 of its RMS
@@ -52,6 +52,8 @@ from .laws import BILINEAR_KINEMATIC, MAX_PARAMS
 DEFAULT_SUBSTEPS = 10
 KN_PER_MM = 1e6  # N/m
 KN = 1e3  # N
+#: geometry and material keywords of :func:`build_frame` that :class:`FrameMDOF` passes on
+GEOMETRY = ("span", "storey_height", "E", "b", "h", "density")
 
 
 @dataclass(frozen=True)
@@ -155,17 +157,18 @@ def rayleigh(
     return 2.0 * zeta * w1 * w2 / (w1 + w2), 2.0 * zeta / (w1 + w2), w
 
 
-class FrameMDOF(Model):
+class FrameMDOF(_common.BatchedModel):
     """Seed 002's frame with two bilinear kinematic-hardening components (see the module docstring).
 
     Args:
-        span, storey_height: [m]. E: [Pa]. b, h: section width and depth [m]. density: [kg/m^3].
         damping_ratio: Rayleigh damping ratio in the bare frame's first two modes.
         component_storeys: storey (1 = ground to level 1) of each component; each one acts on that
             storey's drift.
         measured_nodes: nodes whose horizontal accelerations are channels.
         load_node: node of the horizontal force.
         substeps: RK4 steps per output sample. locate_events: see :mod:`.integrate`.
+        geometry: any of :func:`build_frame`'s ``span``, ``storey_height`` [m], ``E`` [Pa], ``b``, ``h``
+            (section width and depth [m]) and ``density`` [kg/m^3] (defaults there).
     """
 
     name = "mdof_frame"
@@ -174,32 +177,23 @@ class FrameMDOF(Model):
     def __init__(
         self,
         *,
-        span: float = 1.0,
-        storey_height: float = 1.0,
-        E: float = 6.9e10,
-        b: float = 0.1,
-        h: float = 0.04,
-        density: float = 2700.0,
         damping_ratio: float = 0.02,
         component_storeys: Sequence[int] = (1, 2),
         measured_nodes: Sequence[int] = (5, 7, 13, 19),
         load_node: int = 5,
         substeps: int = DEFAULT_SUBSTEPS,
         locate_events: bool = True,
+        **geometry: float,
     ) -> None:
-        for nm, v in (
-            ("span", span),
-            ("storey_height", storey_height),
-            ("E", E),
-            ("b", b),
-            ("h", h),
-            ("density", density),
-        ):
+        bad = sorted(set(geometry) - set(GEOMETRY))
+        if bad:
+            raise ConfigurationError(f"unknown frame options {bad}; the geometry and material keywords are {GEOMETRY}")
+        for nm, v in geometry.items():
             if not (np.isfinite(v) and v > 0):
                 raise ConfigurationError(f"{nm} must be a positive number, got {v!r}")
         if not 0 <= damping_ratio < 1:
             raise ConfigurationError(f"damping_ratio must be in [0, 1), got {damping_ratio!r}")
-        self.frame = build_frame(span=span, storey_height=storey_height, E=E, b=b, h=h, density=density)
+        self.frame = build_frame(**geometry)
         n_nodes = len(self.frame.coords)
         n = len(self.frame.M)
         for node in (*measured_nodes, load_node):
@@ -280,37 +274,27 @@ class FrameMDOF(Model):
         """Raw arrays: ``t`` ``(n_out,)``; ``u, v, a`` ``(n, n_out, levels)``; ``r, y, eps``
         ``(n, n_out, components)``; ``status``, ``events`` ``(n,)``."""
         theta = self.check_theta(theta)
-        cond = self.conditions(conditions)
-        mode, amp, om, ft, fv, t_end = _common.loading(cond, 5.0)
-        n_out, dt = _common.output_grid(t_end, float(cond["fs"]))
         N = theta.shape[0]
         m, n = self.T.shape
         ok = np.all(np.isfinite(theta), axis=1)
         a = np.where(ok[:, None], theta, 0.0).reshape(N, m, 3)
         A = np.zeros((N, m, MAX_PARAMS))
-        A[:, :, 0] = a[:, :, 0] * KN_PER_MM
-        A[:, :, 1] = a[:, :, 1] * KN_PER_MM
-        A[:, :, 2] = a[:, :, 2] * KN
-        U, V, Acc, R, E, status, events = integrate_batch(
+        A[:, :, :3] = a * np.array([KN_PER_MM, KN_PER_MM, KN])
+        t, (U, V, Acc, R, E, status, events) = _common.run_batch(
             np.full(m, BILINEAR_KINEMATIC, dtype=np.int64),
             A,
-            np.ascontiguousarray(np.broadcast_to(self._MK, (N, n, n))),
-            np.ascontiguousarray(np.broadcast_to(self._MC, (N, n, n))),
-            np.ascontiguousarray(np.broadcast_to(self._Mp, (N, n))),
-            np.ascontiguousarray(np.broadcast_to(self._MT, (N, n, m))),
+            np.broadcast_to(self._MK, (N, n, n)),
+            np.broadcast_to(self._MC, (N, n, n)),
+            np.broadcast_to(self._Mp, (N, n)),
+            np.broadcast_to(self._MT, (N, n, m)),
             self.T,
-            mode,
-            amp,
-            om,
-            ft,
-            fv,
-            dt,
-            n_out,
+            self.conditions(conditions),
+            5.0,
             self.substeps,
             self.locate_events,
         )
         return {
-            "t": np.arange(n_out) * dt,
+            "t": t,
             "u": U,
             "v": V,
             "a": Acc,
@@ -321,31 +305,17 @@ class FrameMDOF(Model):
             "events": events,
         }
 
-    def simulate(
-        self, theta: np.ndarray, conditions: Mapping[str, Any] | None = None
-    ) -> list[Response | SimulationFailure]:
-        res = self.integrate(theta, conditions)
+    def response(self, res: Mapping[str, np.ndarray], i: int) -> Response:
         t = res["t"]
-        lv = [self.frame.level[nd - 1] - 1 for nd in self.measured_nodes]
-        out: list[Response | SimulationFailure] = []
-        for i, st in enumerate(res["status"]):
-            if st == -1:
-                out.append(SimulationFailure("parameters must be finite"))
-                continue
-            if st != OK or not np.all(np.isfinite(res["a"][i])):
-                out.append(SimulationFailure("the response diverged (non-finite or > 1e100 state)"))
-                continue
-            resp: dict[str, Curve] = {}
-            for nd, j in zip(self.measured_nodes, lv, strict=True):
-                resp[f"acceleration_node{nd}"] = _common.time_curve(
-                    t, res["a"][i, :, j], "horizontal acceleration", "m/s^2"
-                )
-            for c in range(self.T.shape[0]):
-                r, y = res["r"][i, :, c], res["y"][i, :, c]
-                resp[f"restoring_force_{c + 1}"] = _common.time_curve(t, r, "restoring force", "N")
-                resp[f"hysteretic_displacement_{c + 1}"] = _common.time_curve(t, y, "hysteretic displacement", "m")
-                resp[f"hysteresis_loop_{c + 1}"] = Curve(
-                    y, r, t=t, x_name="hysteretic displacement", y_name="restoring force", x_unit="m", y_unit="N"
-                )
-            out.append(resp)
-        return out
+        make: dict[str, Callable[[], Curve]] = {}
+        for nd in self.measured_nodes:
+            acc = res["a"][i, :, self.frame.level[nd - 1] - 1]
+            make[f"acceleration_node{nd}"] = partial(_common.time_curve, t, acc, "horizontal acceleration", "m/s^2")
+        for c in range(self.T.shape[0]):
+            r, y = res["r"][i, :, c], res["y"][i, :, c]
+            make[f"restoring_force_{c + 1}"] = partial(_common.time_curve, t, r, "restoring force", "N")
+            make[f"hysteretic_displacement_{c + 1}"] = partial(_common.time_curve, t, y, "hysteretic displacement", "m")
+            make[f"hysteresis_loop_{c + 1}"] = partial(
+                Curve, y, r, t=t, x_name="hysteretic displacement", y_name="restoring force", x_unit="m", y_unit="N"
+            )
+        return _common.LazyResponse(make)

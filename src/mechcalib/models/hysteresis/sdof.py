@@ -28,9 +28,8 @@ import numpy as np
 from ...data import Curve
 from ...errors import ConfigurationError
 from ...parameters import Parameter, ParameterSpace
-from .._base import Channel, Model, Response, SimulationFailure
+from .._base import Channel, Response
 from . import _common
-from .integrate import OK, integrate_batch
 from .laws import LAWS, law_spec
 
 #: RK4 steps per 1 ms output sample; the largest error of u, u', u'' and r is then below 3e-8 of its RMS for
@@ -46,7 +45,7 @@ _STRUCT_META = {
 }
 
 
-class HystereticSDOF(Model):
+class HystereticSDOF(_common.BatchedModel):
     """SDOF oscillator with a linear spring, a dashpot and one hysteretic component.
 
     Args:
@@ -62,6 +61,7 @@ class HystereticSDOF(Model):
     name = "sdof"
     description = "SDOF with a hysteretic component (seed 002)"
     law_key: ClassVar[str | None] = None
+    invalid_input = "parameters must be finite and the mass positive"
 
     def __init__(
         self,
@@ -115,36 +115,29 @@ class HystereticSDOF(Model):
         """Raw arrays of a batch: ``t`` ``(n_out,)``; ``u, v, a, r, eps`` ``(n, n_out)``; ``status``,
         ``events`` ``(n,)`` (see :func:`.integrate.integrate_batch`)."""
         theta = self.check_theta(theta)
-        cond = self.conditions(conditions)
-        mode, amp, om, ft, fv, t_end = _common.loading(cond, 20.0)
-        n_out, dt = _common.output_grid(t_end, float(cond["fs"]))
         na = len(self.law.paper)
         m, c, k = theta[:, na], theta[:, na + 1], theta[:, na + 2]
         ok = (m > 0) & np.all(np.isfinite(theta), axis=1)
         ms = np.where(ok, m, 1.0)
         N = theta.shape[0]
         A = self.law.padded(np.where(ok[:, None], theta[:, :na], 0.0))[:, None, :]
-        U, V, Acc, R, E, status, events = integrate_batch(
+        one = np.ones((N, 1, 1))
+        t, (U, V, Acc, R, E, status, events) = _common.run_batch(
             np.array([self.law.law_id], dtype=np.int64),
-            np.ascontiguousarray(A),
-            np.ascontiguousarray((k / ms).reshape(N, 1, 1)),
-            np.ascontiguousarray((c / ms).reshape(N, 1, 1)),
-            np.ascontiguousarray((1.0 / ms).reshape(N, 1)),
-            np.ascontiguousarray((1.0 / ms).reshape(N, 1, 1)),
+            A,
+            (k / ms)[:, None, None] * one,
+            (c / ms)[:, None, None] * one,
+            (1.0 / ms)[:, None],
+            (1.0 / ms)[:, None, None] * one,
             np.ones((1, 1)),
-            mode,
-            amp,
-            om,
-            ft,
-            fv,
-            dt,
-            n_out,
+            self.conditions(conditions),
+            20.0,
             self.substeps,
             self.locate_events,
         )
         status = np.where(ok, status, -1)
         return {
-            "t": np.arange(n_out) * dt,
+            "t": t,
             "u": U[:, :, 0],
             "v": V[:, :, 0],
             "a": Acc[:, :, 0],
@@ -154,32 +147,19 @@ class HystereticSDOF(Model):
             "events": events,
         }
 
-    def simulate(
-        self, theta: np.ndarray, conditions: Mapping[str, Any] | None = None
-    ) -> list[Response | SimulationFailure]:
-        res = self.integrate(theta, conditions)
-        t = res["t"]
-        out: list[Response | SimulationFailure] = []
-        for i, st in enumerate(res["status"]):
-            if st == -1:
-                out.append(SimulationFailure("parameters must be finite and the mass positive"))
-                continue
-            if st != OK or not np.all(np.isfinite(res["a"][i])):
-                out.append(SimulationFailure("the response diverged (non-finite or > 1e100 state)"))
-                continue
-            u, r = res["u"][i], res["r"][i]
-            out.append(
-                {
-                    "displacement": _common.time_curve(t, u, "displacement", "m"),
-                    "velocity": _common.time_curve(t, res["v"][i], "velocity", "m/s"),
-                    "acceleration": _common.time_curve(t, res["a"][i], "acceleration", "m/s^2"),
-                    "restoring_force_history": _common.time_curve(t, r, "restoring force", "N"),
-                    "restoring_force": Curve(
-                        u, r, t=t, x_name="displacement", y_name="restoring force", x_unit="m", y_unit="N"
-                    ),
-                }
-            )
-        return out
+    def response(self, res: Mapping[str, np.ndarray], i: int) -> Response:
+        t, u, v, a, r = res["t"], res["u"][i], res["v"][i], res["a"][i], res["r"][i]
+        return _common.LazyResponse(
+            {
+                "displacement": lambda: _common.time_curve(t, u, "displacement", "m"),
+                "velocity": lambda: _common.time_curve(t, v, "velocity", "m/s"),
+                "acceleration": lambda: _common.time_curve(t, a, "acceleration", "m/s^2"),
+                "restoring_force_history": lambda: _common.time_curve(t, r, "restoring force", "N"),
+                "restoring_force": lambda: Curve(
+                    u, r, t=t, x_name="displacement", y_name="restoring force", x_unit="m", y_unit="N"
+                ),
+            }
+        )
 
 
 class SDOFBilinearKinematic(HystereticSDOF):
