@@ -34,13 +34,15 @@ from pathlib import Path
 
 import numpy as np
 
-from mechcalib import Problem, Termination, calibrate
+from mechcalib import EvaluationBatch, Problem, Termination, calibrate
+from mechcalib.models._base import SimulationFailure
 from mechcalib.models.masonry.arch import PULATSU, MasonryArch
 from mechcalib.models.masonry.reference import reference_experiment, reference_path
 from mechcalib.objectives import OverlapRSS
 from mechcalib.optimizers import GA, PSO, TBPSO
+from mechcalib.problem import _simulate_isolated
 from mechcalib.smoothing import SmoothedOverlapRSS
-from mechcalib.storage import RunStore
+from mechcalib.storage import RunStore, problem_fingerprint
 
 RESULTS = Path(__file__).resolve().parent / "results"
 STORE = RESULTS / "arch.sqlite"
@@ -74,12 +76,45 @@ def run_name(geom: str, k: int, method: str, r: int) -> str:
 @dataclass
 class ArchProblem(Problem):
     """The calibration problem with a stable identity for the store (the default fingerprint pickles the
-    model, whose lazily computed attributes would change it between a run and its resumption)."""
+    model, whose lazily computed attributes would change it between a run and its resumption). An objective
+    with ``values_many`` (objective 2) scores the whole batch in one call, which trains the smoothing networks
+    of all its curves in one stacked fit; the values are those of one-by-one scoring."""
 
     label: str = ""
 
     def fingerprint(self) -> str:
         return self.label
+
+    def evaluate(self, x_free: np.ndarray) -> EvaluationBatch:
+        many = getattr(self.objective, "values_many", None)
+        if many is None:
+            return super().evaluate(x_free)
+        t0 = time.perf_counter()
+        x_free = np.atleast_2d(np.asarray(x_free, dtype=float))
+        n = x_free.shape[0]
+        raw = np.zeros(n)
+        errors: list[str | None] = [None] * n
+        responses: list = [{} for _ in range(n)] if self.keep_responses else []
+        for exp in self.experiments:
+            sims = _simulate_isolated(self.simulate, x_free, exp)
+            live = [i for i in range(n) if errors[i] is None]
+            for i in live:
+                if isinstance(sims[i], SimulationFailure):
+                    errors[i] = f"experiment {exp.name!r}: {sims[i].message}"
+            live = [i for i in live if errors[i] is None]
+            for i, val in zip(live, many([sims[i] for i in live], exp), strict=True):
+                if isinstance(val, Exception):
+                    errors[i] = f"experiment {exp.name!r}: objective failed: {type(val).__name__}: {val}"
+                    continue
+                val *= exp.weight
+                if not math.isfinite(val):
+                    errors[i] = f"experiment {exp.name!r}: objective is not finite ({val!r})"
+                    continue
+                raw[i] += val
+                if self.keep_responses:
+                    responses[i][exp.name] = sims[i]
+        raw = np.where([e is None for e in errors], raw, np.nan)
+        return self._finish(raw, errors, responses, t0)
 
 
 def _reference_digest() -> str:
@@ -108,14 +143,19 @@ def problem_for(geom: str, k: int) -> ArchProblem:
 def run_one(store: RunStore, geom: str, k: int, method: str, r: int) -> dict | None:
     """Run (or resume) one calibration; ``None`` if it is already finished."""
     name = run_name(geom, k, method, r)
+    problem = problem_for(geom, k)
     if store.has_run(name):
         info = store.run(name)
-        if info.status == "finished" and store.n_evaluations(name) >= EVALS[method]:
+        if info.fingerprint is not None and info.fingerprint != problem_fingerprint(problem):
+            # The problem changed since (e.g. objective 2's settings): the stored run no longer belongs to the study.
+            sys.stdout.write(f"{name}: made with another problem ({info.fingerprint}); replaced\n")
+            store.delete_run(name)
+        elif info.status == "finished" and store.n_evaluations(name) >= EVALS[method]:
             return None
     process, iters, factory = METHODS[method]
     load0 = os.getloadavg()
     t0 = time.perf_counter()
-    res = calibrate(problem_for(geom, k), factory(r), Termination(max_iters=iters + 1), store=store, run_name=name,
+    res = calibrate(problem, factory(r), Termination(max_iters=iters + 1), store=store, run_name=name,
                     config={"geometry": geom, "objective": k, "method": method, "process": process,
                             "iterations": iters, "run": r, "velocity": VELOCITY},
                     checkpoint_every=5)
@@ -547,7 +587,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         "6 offspring per generation). Run r of each method uses seed r, so PSO and TBPSO runs of one id start "
         "from the same swarm. Objective 1: eqs. 16-20 on the raw curves (`OverlapRSS`); objective 2: the same on "
         "curves smoothed by the neural network of section 3.4.2 (`mechcalib.smoothing.SmoothedOverlapRSS`, 1000 "
-        "Adam steps per curve). Fitness is in kN (root of a sum of squares over 200 points, two channels). The "
+        "Adam steps per curve, float32; the networks of all curves of a batch of 10 (6 for the GA) simulations "
+        "are trained in one stacked fit, which gives each curve what training it alone gives). Fitness is in kN (root of a sum of squares over 200 points, two channels). The "
         "store's cache answers a point already evaluated under the same table from the stored result."
     )
     target = (
@@ -559,7 +600,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         "iterations of the same runs. Simulated share: evaluations that ran the model; the rest proposed a "
         "point already evaluated in the same table (same seed's initial swarm, a particle clipped to a corner, "
         "a GA offspring identical to a parent) and were answered from the store. Seconds per simulation: "
-        "simulation (batched, numba threads) and objective, measured on the shared machine."
+        "simulation (batched, numba threads) and objective, measured on the shared machine (wall clock, so they "
+        "grow with the machine's load)."
     )
     f26_text = (
         "The best calibrated set of each geometry (objective 2 where it has finished runs, else objective 1) "
@@ -598,6 +640,55 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_speed(args: argparse.Namespace) -> int:
+    """CPU seconds per simulation of the calibration case (10 random sets, one batched call): the DEM,
+    objective 1, and objective 2 with the networks of the batch stacked (float32, float64), two at a time
+    (one simulation's channels), and one simulation at a time with the reference trainer (float64, the
+    previous implementation). Writes ``arch.speed.md``."""
+    import mechcalib.smoothing as sm
+
+    rng = np.random.default_rng(args.seed)
+    geom, n = "surface", 10
+    prob = problem_for(geom, 1)
+    X = prob.space.from_unit(rng.random((n, 3)))
+    exp = reference_experiment(velocity=VELOCITY)
+    model_for(geom).simulate(X[:1], exp.conditions)  # compile and warm the caches
+    rows = []
+
+    def cpu(fn) -> float:
+        t0 = time.process_time()
+        fn()
+        return (time.process_time() - t0) / n
+
+    sims: list = []
+    rows.append(("DEM (batched call, numba threads as set)", cpu(lambda: sims.extend(model_for(geom).simulate(X, exp.conditions)))))
+    o1 = OverlapRSS()
+    rows.append(("objective 1", cpu(lambda: [o1(s, exp) for s in sims])))
+    for dtype in ("float32", "float64"):
+        o2 = SmoothedOverlapRSS(smooth_dtype=dtype)
+        o2.values_many(sims[:1], exp)  # the experiment's smoothing is cached once per calibration
+        rows.append((f"objective 2, {dtype}, the batch's {2 * n} networks stacked", cpu(lambda o2=o2: o2.values_many(sims, exp))))
+        rows.append((f"objective 2, {dtype}, one simulation (2 networks) at a time", cpu(lambda o2=o2: [o2(s, exp) for s in sims])))
+    fit = sm.fit_numpy
+    try:  # the previous implementation: the reference trainer, one simulation at a time
+        sm.fit_numpy = lambda s, Y, mask, th0, sizes, steps, lr, dtype="float64", **kw: sm.fit_reference(s, Y, mask, th0, sizes, steps, lr)
+        o2 = SmoothedOverlapRSS(smooth_dtype="float64")
+        o2.values_many(sims[:1], exp)
+        rows.append(("objective 2, float64, reference trainer, one simulation at a time (previous)",
+                     cpu(lambda: [o2(s, exp) for s in sims])))
+    finally:
+        sm.fit_numpy = fit
+    load = os.getloadavg()[0]
+    head = (f"`python benchmarks/arch_calibration.py speed` ({geom} geometry, {n} random sets, "
+            f"NUMBA_NUM_THREADS={os.environ.get('NUMBA_NUM_THREADS', 'unset')}, load average {load:.1f} on "
+            f"{os.cpu_count()} cores at the end; CPU time, which a loaded machine still inflates).")
+    text = "\n".join(["# Masonry arch: CPU seconds per simulation of the calibration case", "", head,
+                      "", _fmt_table([[k, f"{v:.3f}"] for k, v in rows], ["part", "CPU s / simulation"]), ""])
+    args.out.write_text(text)
+    sys.stdout.write(text)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -611,7 +702,12 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("report", help="write arch.md and the PNGs from the store")
     p.add_argument("--store", type=Path, default=STORE)
     p.add_argument("--out", type=Path, default=REPORT)
+    s = sub.add_parser("speed", help="CPU seconds per simulation: DEM, objective 1, objective 2 (arch.speed.md)")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--out", type=Path, default=RESULTS / "arch.speed.md")
     args = ap.parse_args(argv)
+    if args.cmd == "speed":
+        return cmd_speed(args)
     if args.cmd == "run":
         bad = [g for g in args.geometries if g not in GEOMETRIES] + [m for m in args.methods if m not in METHODS]
         bad += [str(k) for k in args.objectives if k not in (1, 2)]

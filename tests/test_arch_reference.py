@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -10,6 +14,7 @@ from mechcalib.models.masonry import reference_experiment
 from mechcalib.models.masonry.arch import PULATSU, MasonryArch
 from mechcalib.models.masonry.reference import COLUMNS, REFERENCE, reference_path
 from mechcalib.objectives import OverlapRSS
+from mechcalib.smoothing import SmoothedOverlapRSS
 
 
 def test_file_is_shipped_and_says_it_is_simulated():
@@ -60,3 +65,29 @@ def test_reference_reproduces_from_the_model():
         d = np.abs(resp[ch].y - exp[ch].y)
         assert np.median(d) < 1e-3 and np.max(np.abs(resp[ch].x - exp[ch].x)) < 0.05
     assert OverlapRSS()(resp, exp) < 0.5
+
+
+def _benchmark_module():
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "arch_calibration.py"
+    if not path.exists():
+        pytest.skip("benchmarks/arch_calibration.py is not in this checkout")
+    spec = importlib.util.spec_from_file_location("arch_calibration_under_test", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses look their module up there
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_benchmark_scores_objective_two_batches_as_one_by_one():
+    """The calibration benchmark trains the smoothers of a whole batch at once; the losses are those of the
+    plain one-simulation-at-a-time Problem.evaluate, and an invalid set fails alone."""
+    ac = _benchmark_module()
+    prob = ac.ArchProblem(MasonryArch(contacts="surface", mesh_size=12.0), reference_experiment(),
+                          SmoothedOverlapRSS(smooth_steps=150), label="test")
+    x = np.array([[PULATSU["kn"], PULATSU["ks"], PULATSU["phi"]], [2e9, 1e9, 29.0], [-1.0, 1e9, 30.0]])
+    batched = prob.evaluate(x)
+    plain = Problem.evaluate(prob, x)
+    assert batched.status == plain.status == ["ok", "ok", "failed"]
+    assert np.array_equal(batched.losses[:2], plain.losses[:2])
+    assert 1.0 < batched.losses[0] < 30.0 and batched.losses[0] != batched.losses[1]
+    assert "invalid parameters" in batched.errors[2]

@@ -138,3 +138,17 @@ def test_deformed_plot(tmp_path, model):
     assert (tmp_path / "arch.png").stat().st_size > 10_000
     assert len(fig.axes[0].collections[0].get_paths()) == 15 + 1  # 15 blocks and the wooden interface
     assert run.status == dem.OK
+
+
+def test_objective_two_example_builds():
+    """examples/arch_tbpso_obj2.toml validates and builds objective 2 with its smoother settings."""
+    from pathlib import Path
+
+    from mechcalib.config import load_config
+    from mechcalib.smoothing import SmoothedOverlapRSS
+
+    path = Path(__file__).resolve().parents[1] / "examples" / "arch_tbpso_obj2.toml"
+    cfg = load_config(path)
+    obj = cfg.build_objective()
+    assert isinstance(obj, SmoothedOverlapRSS)
+    assert (obj.smooth_steps, obj.smooth_points, obj.smooth_dtype, obj.n_points) == (1000, 200, "float32", 200)

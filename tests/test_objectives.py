@@ -3,12 +3,31 @@
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
-from mechcalib import F1, F2, L2, ConfigurationError, Curve, DataError, Experiment, OverlapRSS, make_objective
-from mechcalib.objectives import overlap_bounds, overlap_rss, progress_rss, sum_abs, sum_squares
+from mechcalib import (
+    F1,
+    F2,
+    L2,
+    ConfigurationError,
+    Curve,
+    DataError,
+    Experiment,
+    OverlapRSS,
+    make_objective,
+)
+from mechcalib.objectives import (
+    ObjectiveRegistry,
+    overlap_bounds,
+    overlap_rss,
+    progress_rss,
+    sum_abs,
+    sum_squares,
+)
 
 
 def test_overlap_bounds_eqs_16_17():
@@ -95,3 +114,32 @@ def test_registry():
     assert isinstance(make_objective("overlap_rss", n_points=50), OverlapRSS)
     with pytest.raises(ConfigurationError, match="valid names"):
         make_objective("rmse")
+
+
+def test_registry_resolves_objective_two_lazily():
+    # A fresh interpreter: listing and checking names must not import the smoother; looking it up does.
+    code = (
+        "import sys, mechcalib as mc\n"
+        "names = sorted(mc.OBJECTIVES)\n"
+        "assert 'smoothed_overlap_rss' in names and 'smoothed_overlap_rss' in mc.OBJECTIVES, names\n"
+        "assert len(mc.OBJECTIVES) == 5, len(mc.OBJECTIVES)\n"
+        "assert 'mechcalib.smoothing' not in sys.modules\n"
+        "cls = mc.OBJECTIVES['smoothed_overlap_rss']\n"
+        "from mechcalib.smoothing import SmoothedOverlapRSS\n"
+        "assert cls is SmoothedOverlapRSS\n"
+        "assert isinstance(mc.make_objective('smoothed_overlap_rss', smooth_steps=5), SmoothedOverlapRSS)\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+
+
+def test_registry_is_a_mutable_mapping():
+    reg = ObjectiveRegistry({"f1": F1}, {"l2": "mechcalib.objectives:L2"})
+    assert list(reg) == ["f1", "l2"] and len(reg) == 2 and "l2" in reg and "x" not in reg
+    assert reg["l2"] is L2 and list(reg) == ["f1", "l2"] and len(reg) == 2  # resolving does not duplicate
+    reg["f2"] = F2
+    del reg["f1"]
+    assert sorted(reg) == ["f2", "l2"]
+    with pytest.raises(KeyError):
+        reg["f1"]
+    with pytest.raises(KeyError):
+        del reg["f1"]

@@ -121,3 +121,31 @@ def test_recovery_of_known_parameters_from_synthetic_data():
     loss = lambda x: prob.evaluate(np.clip(x, prob.space.lower, prob.space.upper)).losses[0]  # noqa: E731
     opt = minimize(loss, res.best_x, method="Nelder-Mead", options={"xatol": 1e-7, "fatol": 1e-12, "maxiter": 2000})
     assert np.allclose(opt.x, [0.2, 1.0, 0.5], rtol=1e-3)
+
+
+def test_objective_with_values_many_scores_the_batch_at_once():
+    """An objective offering ``values_many`` gets the live responses of a batch in one call, and an
+    exception it returns for one response fails that set alone."""
+    from mechcalib.objectives import OverlapRSS
+
+    model = get_model("duffing")
+    exp = mc.experiment_from_model(model, seed=0)
+
+    class Batched(OverlapRSS):
+        calls: list = []
+
+        def values_many(self, sims, experiment):
+            type(self).calls.append(len(sims))
+            out = [self(s, experiment) for s in sims]
+            out[1] = ValueError("cannot score this one")
+            return out
+
+    plain = mc.Problem(model, exp, OverlapRSS())
+    batched = mc.Problem(model, exp, Batched())
+    X = np.random.default_rng(1).uniform(0.2, 0.8, size=(4, plain.space.dim))
+    a, b = plain.evaluate(plain.space.from_unit(X)), batched.evaluate(batched.space.from_unit(X))
+    assert Batched.calls == [4]
+    assert np.isnan(b.raw_losses[1]) and b.status[1] == "failed" and "cannot score this one" in b.errors[1]
+    keep = [0, 2, 3]
+    assert np.all(np.isfinite(a.losses))
+    np.testing.assert_array_equal(b.losses[keep], a.losses[keep])

@@ -24,7 +24,8 @@ the displacement error is counted in force units and the two channels stay summa
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import importlib
+from collections.abc import Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -219,7 +220,44 @@ class L2(F1):
     name = "l2"
 
 
-OBJECTIVES: dict[str, type[Objective]] = {c.name: c for c in (OverlapRSS, F1, F2, L2)}
+class ObjectiveRegistry(MutableMapping[str, type[Objective]]):
+    """Registry name -> objective class. Entries given as ``"module:Class"`` strings are imported on first
+    access, so that listing or checking names imports nothing heavy."""
+
+    def __init__(self, classes: dict[str, type[Objective]], lazy: dict[str, str]) -> None:
+        self._classes, self._lazy = dict(classes), dict(lazy)
+
+    def __getitem__(self, name: str) -> type[Objective]:
+        if name not in self._classes and name in self._lazy:
+            module, attr = self._lazy[name].split(":")
+            self._classes[name] = getattr(importlib.import_module(module), attr)
+        return self._classes[name]
+
+    def __setitem__(self, name: str, cls: type[Objective]) -> None:
+        self._lazy.pop(name, None)
+        self._classes[name] = cls
+
+    def __delitem__(self, name: str) -> None:
+        if name not in self:
+            raise KeyError(name)
+        self._classes.pop(name, None)
+        self._lazy.pop(name, None)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._classes or name in self._lazy
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._classes) + [k for k in self._lazy if k not in self._classes])
+
+    def __len__(self) -> int:
+        return len(set(self._classes) | set(self._lazy))
+
+
+OBJECTIVES: ObjectiveRegistry = ObjectiveRegistry(
+    {c.name: c for c in (OverlapRSS, F1, F2, L2)},
+    # Seed 000 objective 2 (neural smoother, optional torch backend) lives in its own module.
+    {"smoothed_overlap_rss": "mechcalib.smoothing:SmoothedOverlapRSS"},
+)
 
 
 def make_objective(name: str, **options) -> Objective:
@@ -230,7 +268,3 @@ def make_objective(name: str, **options) -> Objective:
         raise ConfigurationError(f"unknown objective {name!r}; valid names are {sorted(OBJECTIVES)}") from None
     return cls(**options)
 
-
-# Seed 000 objective 2 (neural smoothing, optional torch backend) lives in its own module; importing it
-# registers "smoothed_overlap_rss" here.
-from . import smoothing as _smoothing  # noqa: F401

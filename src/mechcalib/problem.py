@@ -119,16 +119,15 @@ class Problem(_PenaltyMixin):
         for exp in self.experiments:
             sims = _simulate_isolated(self.simulate, x_free, exp)
             for i, sim in enumerate(sims):
-                if errors[i] is not None:
-                    continue
-                if isinstance(sim, SimulationFailure):
+                if errors[i] is None and isinstance(sim, SimulationFailure):
                     errors[i] = f"experiment {exp.name!r}: {sim.message}"
+            live = [i for i in range(n) if errors[i] is None]
+            for i, val in zip(live, self._score([sims[i] for i in live], exp), strict=True):
+                if isinstance(val, Exception):  # a response the objective cannot score is a failed set
+                    errors[i] = f"experiment {exp.name!r}: objective failed: {type(val).__name__}: {val}"
                     continue
-                try:
-                    val = exp.weight * self.objective(sim, exp)
-                except Exception as exc:  # a response the objective cannot score is a failed set
-                    errors[i] = f"experiment {exp.name!r}: objective failed: {type(exc).__name__}: {exc}"
-                    continue
+                val = exp.weight * val
+                sim = sims[i]
                 if not math.isfinite(val):
                     errors[i] = f"experiment {exp.name!r}: objective is not finite ({val!r})"
                     continue
@@ -137,6 +136,24 @@ class Problem(_PenaltyMixin):
                     responses[i][exp.name] = sim
         raw = np.where([e is None for e in errors], raw, np.nan)
         return self._finish(raw, errors, responses, t0)
+
+    def _score(self, sims: list, exp: Experiment) -> list[float | Exception]:
+        """The objective of each response against ``exp``, or the exception it raised. An objective with
+        ``values_many`` (e.g. the neural smoother, which trains one stacked fit per batch) scores the batch
+        at once; any other is called response by response."""
+        many = getattr(self.objective, "values_many", None)
+        if many is not None and sims:
+            try:
+                return list(many(sims, exp))
+            except Exception as exc:  # noqa: BLE001 - e.g. the experiment itself cannot be scored
+                return [exc] * len(sims)
+        out: list[float | Exception] = []
+        for sim in sims:
+            try:
+                out.append(float(self.objective(sim, exp)))
+            except Exception as exc:  # noqa: BLE001 - reported as that set's failure
+                out.append(exc)
+        return out
 
 
 def _simulate_isolated(simulate: Callable, x: np.ndarray, exp: Experiment) -> list:

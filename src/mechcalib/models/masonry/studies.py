@@ -17,6 +17,7 @@ import numpy as np
 from ...data import Experiment
 from ...objectives import OverlapRSS
 from .._base import SimulationFailure
+from . import dem
 from .arch import MEASURED_PEAK_KN, PULATSU, MasonryArch
 from .limit import hinge_mechanisms, static_collapse
 
@@ -87,6 +88,40 @@ def velocity_study(velocities: Sequence[float] = (0.5, 1.0, 5.0, 10.0, 50.0), co
                      "steps": r.load_steps, "mode": r.mode_end.summary()})
         runs[f"{v:g} mm/s"] = r
     _curves_png(runs, png, f"loading velocity ({contacts}), Pulatsu's parameters")
+    return rows
+
+
+RATE_VARIANTS: tuple[dict, ...] = (
+    {"velocity": 0.5}, {"velocity": 1.0}, {"velocity": 10.0},
+    {"velocity": 10.0, "dt_factor": 0.25}, {"velocity": 10.0, "dt_factor": 0.125},
+    {"velocity": 10.0, "kp_factor": 0.1}, {"velocity": 10.0, "kp_factor": 10.0},
+    {"velocity": 1.0, "alpha": 0.4}, {"velocity": 10.0, "alpha": 0.4},
+    {"velocity": 1.0, "alpha": 0.0}, {"velocity": 10.0, "alpha": 0.0},
+    {"velocity": 50.0}, {"velocity": 50.0, "alpha": 0.4}, {"velocity": 50.0, "alpha": 0.0},
+)
+
+
+def rate_study(variants: Sequence[dict] = RATE_VARIANTS, contacts: str = "uniform", max_displacement: float = 12.0,
+               **opts) -> list[dict]:
+    """Where the rate sensitivity comes from: Pulatsu's parameters at a velocity [mm/s], with the time step
+    (``dt_factor``), the loading plate's spring (``kp_factor`` times the default ``kn x 110 mm x 200 mm``; the
+    plate itself is kinematic, it has no mass) and the local damping (``alpha``) varied one at a time.
+    Rows: peak, force at 1.6 and 12 mm, the largest kinetic energy of the blocks during loading, steps."""
+    m = MasonryArch(contacts=contacts, **opts)
+    kn, ks, phi = (PULATSU[k] for k in ("kn", "ks", "phi"))
+    rows = []
+    for var in variants:
+        v, a = float(var["velocity"]), float(var.get("alpha", 0.8))
+        f, kpf = float(var.get("dt_factor", 0.5)), float(var.get("kp_factor", 1.0))
+        t0 = time.perf_counter()
+        res = dem.run_batch(m.system, kn, ks, phi, velocity=v / 1e3, duration=max_displacement / v, n_samples=241,
+                            alpha=a, dt_factor=f, kp=kpf * kn * m.system.load_area, eq_tol=1e-5, rounding=0.02)
+        s = res.samples[0]
+        u, F = s[:, dem.S_DISP] * 1e3, s[:, dem.S_FORCE] / 1e3
+        rows.append({"velocity": v, "alpha": a, "dt_factor": f, "kp_factor": kpf, "dt_ms": float(res.dt[0]) * 1e3,
+                     "peak_kN": float(F.max()), "F1.6_kN": float(np.interp(1.6, u, F)),
+                     "F12_kN": float(np.interp(max_displacement, u, F)), "max_KE_mJ": float(s[:, dem.S_KE].max()) * 1e3,
+                     "steps": int(res.load_steps[0]), "seconds": time.perf_counter() - t0})
     return rows
 
 
@@ -201,6 +236,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parts += ["## Velocity (uniform 15)", _table(velocity_study(png=out / "velocity_uniform.png"))]
     parts += ["## Velocity (pulatsu)", _table(velocity_study(contacts="pulatsu", png=out / "velocity_pulatsu.png"))]
     parts += ["## Mesh size", _table(mesh_study(png=out / "mesh.png"))]
+    parts += ["## Rate sensitivity: time step, plate spring, local damping (uniform 15)", _table(rate_study())]
     parts += ["## Friction angle", _table(friction_study())]
     ref = reference_experiment()
     grid = objective_contour(ref, png=out / "objective_contour.png")
