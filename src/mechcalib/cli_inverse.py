@@ -1,7 +1,8 @@
 """``mechcalib inverse ...``: deep inverse calibration from the command line (seed 001, PartsNet).
 
-* ``dataset MODEL --n 200 --out data.npz``: simulate a Latin hypercube of a built-in model and write its
-  sequences in the layout of a run's dataset export;
+* ``dataset MODEL --n 200 --out data.npz [--store S.sqlite --workers 2]``: simulate a Latin hypercube of a
+  built-in model and write its sequences in the layout of a run's dataset export; with ``--store`` through the
+  run engine (durable, parallel, resumed by the same command);
 * ``train DATA.npz --out net.pt``: train one of Table 4's networks on a dataset export (``mechcalib export DIR
   --dataset FILE.npz`` of a run that kept its responses, or ``inverse dataset``), Table 1's settings by default;
 * ``identify net.pt MEASURED.csv``: the parameters of a measured sequence in one forward pass.
@@ -40,6 +41,25 @@ def _errors() -> Iterator[None]:
         raise typer.Exit(1) from None
 
 
+def _parse_options(items: list[str]) -> dict[str, object]:
+    """``["specimen=paper", "seed=1"]`` -> ``{"specimen": "paper", "seed": 1}`` (int, float or text)."""
+    out: dict[str, object] = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        name, text = name.strip(), text.strip()
+        if not sep or not name or not text:
+            raise typer.BadParameter(f"expected NAME=VALUE, got {item!r}", param_hint="--option")
+        value: object = text
+        for conv in (int, float):
+            try:
+                value = conv(text)
+                break
+            except ValueError:
+                continue
+        out[name] = value
+    return out
+
+
 @inverse_app.command("dataset")
 def dataset_cmd(
     model: str = typer.Argument(..., help="Built-in model (see `mechcalib models`)."),
@@ -49,22 +69,74 @@ def dataset_cmd(
                                       "the model's loop channels, else all)."),
     length: int = typer.Option(99, "--length", min=2, help="Points per resampled sequence (Table 1: 99)."),
     condition: list[str] = typer.Option([], "--condition", help="Model condition NAME=VALUE (repeatable)."),
+    option: list[str] = typer.Option([], "--option", help="Model constructor option NAME=VALUE (repeatable), for "
+                                     "example specimen=paper for eepa_triaxial."),
     seed: int = typer.Option(0, "--seed", min=0, help="Seed of the Latin hypercube."),
+    store: Path = typer.Option(None, "--store", help="Run store (SQLite file): simulate through the run engine, "
+                               "every simulation committed as it ends; the same command resumes a killed generation."),
+    workers: int = typer.Option(None, "--workers", min=1, help="With --store: process-pool workers (default: one "
+                                "set at a time in this process)."),
+    run_name: str = typer.Option(None, "--run-name", help="With --store: the run's name (default "
+                                 "dataset-MODEL-nN-seedS)."),
+    budget: int = typer.Option(None, "--budget", min=1, help="With --store: stop once this many sets are stored "
+                               "(continue later with a larger or no budget)."),
+    timeout: float = typer.Option(None, "--timeout", min=0.0, help="With --store: seconds per simulation before it "
+                                  "is recorded as a timeout."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress line per simulation."),
 ) -> None:
-    """Simulate N Latin-hypercube parameter sets of MODEL's search space and write their sequences."""
+    """Simulate N Latin-hypercube parameter sets of MODEL's search space and write their sequences.
+
+    Without --store the sets are simulated in memory in one batch. With --store they run through the run engine
+    (a sampling run of the `lhs` optimiser whose loss is 0): stored as they finish, in parallel with --workers,
+    failed sets recorded and left out, and resumed by running the same command again.
+    """
     from .cli import _parse_assignments
-    from .inverse.data import from_model
     from .models import MODELS, get_model
 
     if model not in MODELS:
         raise typer.BadParameter(f"unknown model {model!r}; valid names are {sorted(MODELS)}", param_hint="MODEL")
-    m = get_model(model)
-    conds = _parse_assignments(condition, "--condition", "condition", sorted(m.default_conditions), integers=True)
+    if store is None:
+        extra = [k for k, v in (("--workers", workers), ("--run-name", run_name), ("--budget", budget),
+                                ("--timeout", timeout)) if v is not None]
+        if extra:
+            raise typer.BadParameter(f"{', '.join(extra)} need(s) --store FILE.sqlite (the run engine)",
+                                     param_hint="--store")
+    opts = _parse_options(option)
     with _errors():
-        ds = from_model(m, n, features=feature or None, length=length, conditions=conds, seed=seed)
-        path = ds.save_npz(out)
+        try:
+            m = get_model(model, **opts)
+        except TypeError as exc:
+            raise typer.BadParameter(f"model {model!r} does not take these options: {exc}", param_hint="--option") from None
+        conds = _parse_assignments(condition, "--condition", "condition", sorted(m.default_conditions), integers=True)
+        if store is None:
+            from .inverse.data import from_model
+
+            ds = from_model(m, n, features=feature or None, length=length, conditions=conds, seed=seed)
+            path = ds.save_npz(out)
+            typer.echo(f"wrote {path}: {len(ds)} sequences of {ds.length} x {len(ds.features)} "
+                       f"({', '.join(ds.features)}); parameters {', '.join(ds.names)}; {ds.meta['failed']} failed "
+                       "simulation(s) dropped")
+            return
+        from .inverse.data import generate_dataset
+
+        def progress(idx: int, batch: int, o) -> None:
+            if not quiet and o.source == "live":
+                what = "ok" if o.ok else f"{o.status}: {o.error}"
+                typer.echo(f"set {idx + 1}/{n}: {what} ({o.seconds:.1f} s, {o.worker})")
+
+        g = generate_dataset(m, n, store, run_name=run_name, seed=seed, workers=workers, budget=budget,
+                             timeout=timeout, features=feature or None, length=length, conditions=conds,
+                             on_evaluation=progress)
+        typer.echo(f"run {g.run_name!r} in {store}: {g.done} of {g.n} sets stored ({g.simulated} simulated now, "
+                   f"{g.done - g.simulated} read back), {g.failed} failed")
+        if g.dataset is None:
+            typer.echo("no successful simulation yet: no dataset written")
+            return
+        path = g.dataset.save_npz(out)
+    ds = g.dataset
+    state = "complete" if g.complete else f"partial ({g.done} of {g.n}; run the same command to continue)"
     typer.echo(f"wrote {path}: {len(ds)} sequences of {ds.length} x {len(ds.features)} ({', '.join(ds.features)}); "
-               f"parameters {', '.join(ds.names)}; {ds.meta['failed']} failed simulation(s) dropped")
+               f"parameters {', '.join(ds.names)}; {state}")
 
 
 @inverse_app.command("train")

@@ -12,7 +12,12 @@ alone otherwise (a time history). With several experiments in a stored run, pref
 
 Sources:
 
-* :func:`from_model`: a Latin hypercube (or given unit-cube points) of a model's parameter space, simulated;
+* :func:`from_model`: a Latin hypercube (or given unit-cube points) of a model's parameter space, simulated in
+  memory in one batch;
+* :func:`generate_dataset`: the same Latin hypercube through the run engine (:func:`mechcalib.calibrate` with
+  the ``lhs`` optimiser on a :class:`SamplingProblem`, whose loss is 0, and a run store): each simulation is
+  committed as it finishes, failed ones are recorded, a pool runs them in parallel, and calling it again resumes
+  a killed generation; :func:`dataset_from_store` reads the dataset of a stored run;
 * :func:`from_npz`: a run store's dataset export (``mechcalib export DIR --dataset FILE.npz``, see
   :meth:`mechcalib.storage.RunStore.dataset`) or a file written by :meth:`SequenceDataset.save_npz`, which uses
   the same layout;
@@ -342,7 +347,7 @@ def simulate_sequences(
     if U.shape[1] != space.dim:
         raise ConfigurationError(f"U must have {space.dim} columns ({list(space.free_names)}), got {U.shape[1]}")
     theta = space.full_from_unit(U)
-    sims = model.simulate(theta, conditions)
+    sims = [_checked(s) for s in model.simulate(theta, conditions)]
     ok = np.array([not isinstance(s, SimulationFailure) for s in sims])
     if not ok.any():
         first = next(s for s in sims if isinstance(s, SimulationFailure))
@@ -356,6 +361,16 @@ def simulate_sequences(
         {"model": model.name, "conditions": dict(conditions or {}), "failed": int((~ok).sum())},
     )
     return ds, ok
+
+
+def _checked(sim: Any) -> Any:
+    """A response with non-finite values becomes a failure: it cannot enter a dataset."""
+    if isinstance(sim, SimulationFailure):
+        return sim
+    for k, c in sim.items():
+        if not (np.all(np.isfinite(c.x)) and np.all(np.isfinite(c.y))):
+            return SimulationFailure(f"channel {k!r} of the response holds NaN or inf values")
+    return sim
 
 
 def from_model(
@@ -397,12 +412,28 @@ def from_npz(
         raise DataError(f"dataset file {str(path)!r} does not exist")
     with np.load(path, allow_pickle=False) as z:
         data = {k: z[k] for k in z.files}
+    return from_arrays(data, features=features, length=length, targets=targets, source=str(path))
+
+
+def from_arrays(
+    data: Mapping[str, np.ndarray],
+    *,
+    features: Sequence[str] | None = None,
+    length: int = PAPER_LENGTH,
+    targets: Sequence[str] | None = None,
+    source: str = "arrays",
+) -> SequenceDataset:
+    """A dataset from the arrays of a dataset export (:meth:`mechcalib.storage.RunStore.dataset`, or the
+    contents of a file :func:`from_npz` reads); arguments as :func:`from_npz`."""
+    path = source
     for k in ("names", "X"):
         if k not in data:
             raise DataError(f"{path}: not a dataset export (no {k!r} array); write one with "
                             "`mechcalib export DIR --dataset FILE.npz` or `mechcalib inverse dataset`")
     names = [str(s) for s in data["names"]]
     Y = np.asarray(data["X"], dtype=float)
+    if Y.shape[0] == 0:
+        raise DataError(f"{path}: the dataset holds no successful simulation")
     exps = sorted({k.split("/")[1] for k in data if k.startswith("response/")})
     if not exps:
         raise DataError(f"{path}: the dataset holds no responses; the run must keep them "
@@ -470,3 +501,242 @@ def read_sequence_csv(
             raise DataError(f"{path}: no column {c!r}; the columns are {list(table)}")
     V = np.column_stack([table[c] for c in cols])
     return resample_on_progress(V, table[progress] if progress else None, length), cols
+
+
+# ------------------------------------------------------------------------------------------------------
+# Dataset generation through the run engine
+# ------------------------------------------------------------------------------------------------------
+@dataclass
+class SamplingProblem:
+    """A problem without an experiment: every successful simulation scores 0, so that an optimiser that
+    ignores its losses (the Latin hypercube) turns :func:`mechcalib.calibrate` into a durable sampler.
+
+    Each simulation's response is kept under the experiment name ``"sim"`` (the layout of
+    :meth:`SequenceDataset.save_npz` and of a run store's dataset export), and a failed simulation, or one whose
+    response holds NaN or inf, is a failed evaluation with its reason, recorded like any other.
+
+    Args:
+        model: the forward model.
+        space: the sampled parameter space (default: the model's).
+        conditions: the model's conditions for every simulation.
+        failure_loss: the loss recorded for a failed simulation.
+    """
+
+    model: Model
+    space: ParameterSpace | None = None
+    conditions: Mapping[str, Any] | None = None
+    failure_loss: float = float("inf")
+    keep_responses: bool = True
+
+    def __post_init__(self) -> None:
+        if self.space is None:
+            self.space = self.model.space
+        if self.space.names != self.model.space.names:
+            raise ConfigurationError(
+                f"the sampled space must list the model's parameters in order {list(self.model.space.names)}, "
+                f"got {list(self.space.names)}")
+        self.conditions = dict(self.conditions or {})
+        self.model.conditions(self.conditions)  # unknown names fail here, before any simulation
+
+    def fingerprint(self) -> str:
+        """The model (its pickled state: class, constructor settings), the conditions, the space and the
+        penalty; the store's cache serves identical parameter sets of an identical problem only."""
+        import hashlib
+        import pickle
+
+        from .. import __version__
+        from ..storage.codec import dumps
+        from ..storage.session import space_record
+
+        h = hashlib.blake2b(digest_size=16)
+        h.update(pickle.dumps(self.model, protocol=4))
+        h.update(dumps({"conditions": self.conditions, "space": space_record(self.space),
+                        "failure_loss": self.failure_loss, "version": __version__}).encode())
+        return "dataset:" + h.hexdigest()
+
+    def evaluate(self, x_free: np.ndarray) -> Any:
+        import time
+
+        from ..problem import FAILED, OK, EvaluationBatch
+
+        t0 = time.perf_counter()
+        x_free = np.atleast_2d(np.asarray(x_free, dtype=float))
+        sims = _simulate_batch(self.model, self.space.to_full(x_free), self.conditions)
+        errors: list[str | None] = [s.message if isinstance(s, SimulationFailure) else None for s in sims]
+        status = [OK if e is None else FAILED for e in errors]
+        ok = np.array([e is None for e in errors])
+        raw = np.where(ok, 0.0, np.nan)
+        losses = np.where(ok, 0.0, self.failure_loss)
+        responses = [None if e is not None else {SIM_EXPERIMENT: s} for s, e in zip(sims, errors, strict=True)]
+        return EvaluationBatch(losses, raw, status, errors, responses if self.keep_responses else [],
+                               time.perf_counter() - t0)
+
+
+def _simulate_batch(model: Model, theta: np.ndarray, conditions: Mapping[str, Any]) -> list:
+    """Simulate a batch; a batch that raises is retried one set at a time, so a bad set fails alone."""
+    import traceback
+
+    try:
+        sims = model.simulate(theta, conditions)
+        if len(sims) != theta.shape[0]:
+            raise RuntimeError(f"model returned {len(sims)} responses for {theta.shape[0]} parameter sets")
+        return [_checked(s) for s in sims]
+    except Exception:  # noqa: BLE001 - any error of a model's code fails its sets, never the run
+        if theta.shape[0] == 1:
+            return [SimulationFailure(traceback.format_exc(limit=3).strip().splitlines()[-1])]
+        return [s for i in range(theta.shape[0]) for s in _simulate_batch(model, theta[i : i + 1], conditions)]
+
+
+def dataset_run_name(model: Model, n: int, seed: int) -> str:
+    """The default run name of :func:`generate_dataset`: the same command resumes the same run."""
+    return f"dataset-{model.name}-n{int(n)}-seed{int(seed)}"
+
+
+def dataset_from_store(
+    store: Any,
+    run: str,
+    *,
+    features: Sequence[str] | None = None,
+    length: int = PAPER_LENGTH,
+) -> SequenceDataset:
+    """The sequence dataset of a stored dataset run (or of any run that kept its responses): its successful
+    evaluations in run order, with the bounds of its free parameters; ``meta["failed"]`` counts the failed
+    ones."""
+    from ..storage import RunStore
+
+    own = not isinstance(store, RunStore)
+    st = RunStore(store, readonly=True) if own else store
+    try:
+        info = st.run(run)
+        data = st.dataset(run)
+        n_failed = st.n_evaluations(info.id) - st.n_evaluations(info.id, status="ok")
+    finally:
+        if own:
+            st.close()
+    free = [p for p in info.space if p.get("fixed") is None]
+    arrays = dict(data)
+    arrays["lower"] = np.array([p["lower"] for p in free], dtype=float)
+    arrays["upper"] = np.array([p["upper"] for p in free], dtype=float)
+    ds = from_arrays(arrays, features=features, length=length, source=f"{st.path}:{run}")
+    ds.meta.update({"run": run, "failed": int(n_failed)})
+    cfg = info.config or {}
+    if cfg.get("kind") == "dataset":
+        ds.meta.update({"model": cfg.get("model"), "conditions": cfg.get("conditions", {})})
+    return ds
+
+
+@dataclass
+class GenerationResult:
+    """What :func:`generate_dataset` returns: the dataset of the successful simulations done so far
+    (``None`` when there is none yet), the calibration :class:`~mechcalib.calibrate.Result` of the sampling
+    run, and the counts: ``n`` planned, ``done`` stored, ``failed`` among them, ``simulated`` by this call."""
+
+    dataset: SequenceDataset | None
+    result: Any
+    run_name: str
+    n: int
+    done: int
+    failed: int
+    simulated: int
+
+    @property
+    def complete(self) -> bool:
+        return self.done >= self.n
+
+
+def generate_dataset(
+    model: Model,
+    n: int,
+    store: Any,
+    *,
+    run_name: str | None = None,
+    seed: int = 0,
+    workers: int | None = None,
+    evaluator: Any = None,
+    budget: int | None = None,
+    timeout: float | None = None,
+    features: Sequence[str] | None = None,
+    length: int = PAPER_LENGTH,
+    space: ParameterSpace | None = None,
+    conditions: Mapping[str, Any] | None = None,
+    on_evaluation: Any = None,
+) -> GenerationResult:
+    """Simulate a Latin hypercube of ``n`` points of ``space`` through :func:`mechcalib.calibrate` and a run
+    store, and read the sequence dataset back from the store.
+
+    The design is one Latin hypercube of ``n`` points (the ``lhs`` optimiser, ``batch_size = n``, seeded), the
+    problem a :class:`SamplingProblem` (loss 0). So the run engine gives what a long dataset needs: every
+    simulation is committed as it finishes, with its response; a killed generation resumes where it stopped when
+    called again with the same ``run_name`` (the design is replayed from the seed and every stored point is read
+    back, not simulated); failed simulations are recorded with their reason and left out of the dataset; a
+    pool of worker processes runs simulations in parallel. With the same ``seed`` the points, and so the
+    dataset, equal those of :func:`from_model`.
+
+    Args:
+        model: the forward model.
+        n: number of Latin-hypercube points (>= 2).
+        store: a :class:`~mechcalib.storage.RunStore` or the path of its SQLite file.
+        run_name: the run's name in the store (default :func:`dataset_run_name`: model, ``n`` and ``seed``).
+        seed: seed of the design.
+        workers: simulations run in a process pool of this many workers; ``None`` or 1: in this process, one
+            set at a time. Ignored when ``evaluator`` is given.
+        evaluator: an :class:`~mechcalib.execution.Evaluator` (for example a dask one), kept open.
+        budget: stop once this many points of the design are stored (a partial generation, continued by a later
+            call with a larger or no budget); default: all ``n``.
+        timeout: per-simulation limit in seconds (a simulation past it is recorded as ``"timeout"``).
+        features, length: sequence layout of the returned dataset (see :func:`simulate_sequences`).
+        space, conditions: sampled space (default: the model's) and the model's conditions.
+        on_evaluation: passed to :func:`mechcalib.calibrate` (progress).
+    """
+    from ..calibrate import calibrate
+    from ..optimizers.random_search import LatinHypercube
+    from ..storage import RunStore
+
+    n = int(n)
+    if n < 2:
+        raise ConfigurationError(f"a dataset needs n >= 2 samples, got {n!r}")
+    if budget is not None and (isinstance(budget, bool) or int(budget) < 1):
+        raise ConfigurationError(f"budget must be a positive number of simulations or None, got {budget!r}")
+    if workers is not None and int(workers) < 1:
+        raise ConfigurationError(f"workers must be >= 1, got {workers!r}")
+    problem = SamplingProblem(model, space, conditions)
+    prepare = getattr(model, "prepare", None)
+    if callable(prepare):  # shared set-up (a DEM specimen) made once here, not raced by the workers
+        prepare(problem.conditions)
+    name = run_name or dataset_run_name(model, n, seed)
+    own_ev = evaluator is None
+    if own_ev:
+        from ..execution import PoolEvaluator, SerialEvaluator
+
+        evaluator = (PoolEvaluator(n_workers=int(workers), timeout=timeout) if workers and int(workers) > 1
+                     else SerialEvaluator(timeout=timeout, chunk_size=1))
+    own_store = not isinstance(store, RunStore)
+    st = RunStore(store) if own_store else store
+    config = {"kind": "dataset", "model": model.name, "n": n, "seed": int(seed),
+              "conditions": dict(problem.conditions), "features": list(features) if features else None,
+              "length": int(length)}
+    live = {"n": 0}
+
+    def hook(idx: int, batch: int, outcome: Any) -> None:
+        if outcome.source == "live":
+            live["n"] += 1
+        if on_evaluation is not None:
+            on_evaluation(idx, batch, outcome)
+
+    try:
+        res = calibrate(problem, LatinHypercube(batch_size=n, seed=int(seed)),
+                        max_evals=min(n, int(budget)) if budget is not None else n,
+                        evaluator=evaluator, store=st, run_name=name, config=config, on_evaluation=hook,
+                        n_alternatives=0)
+        info = st.run(name)
+        done = st.n_evaluations(info.id)
+        ok = st.n_evaluations(info.id, status="ok")
+        ds = dataset_from_store(st, name, features=features, length=length) if ok else None
+    finally:
+        if own_ev:
+            evaluator.close()
+        if own_store:
+            st.close()
+    if ds is not None:
+        ds.meta.update({"model": model.name, "conditions": dict(problem.conditions)})
+    return GenerationResult(ds, res, name, n, done, done - ok, live["n"])

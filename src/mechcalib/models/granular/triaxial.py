@@ -199,6 +199,20 @@ class EEPATriaxial(Model):
                 preload_table=self._preload_table, pc_vmax=0.05, cache_dir=self.cache_dir)
         return self._specimens[E_scale]
 
+    def prepare(self, conditions: Mapping[str, Any] | None = None) -> None:
+        """Make (or read) the specimen the given conditions use, before simulations start elsewhere: the
+        workers of a process pool then read it from the cache instead of each pouring it."""
+        self.specimen(float(self.conditions(conditions)["E_scale"]))
+
+    def __getstate__(self) -> dict[str, Any]:
+        # The specimens are a cache of the disk cache: a pickled model (sent to a worker, fingerprinted by a
+        # run store) is the same whether or not they were loaded.
+        return {k: v for k, v in self.__dict__.items() if k != "_specimens"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._specimens = {}
+
     def specimen_info(self, E_scale: float = 1.0) -> dict[str, Any]:
         """Particle count, mass [g], height [mm], solid fraction and generation figures of the specimen."""
         s = self.specimen(E_scale)
