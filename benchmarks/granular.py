@@ -199,7 +199,18 @@ def plots(res: dict) -> list[Path]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    out = []
+    out: list[Path] = []
+
+    def finish(fig, axes, name: str, legend: int | None = 8, dpi: int = 120) -> None:
+        for a in axes:
+            if legend:
+                a.legend(fontsize=legend)
+            a.grid(alpha=0.3)
+        fig.tight_layout()
+        fig.savefig(RESULTS / name, dpi=dpi)
+        plt.close(fig)
+        out.append(RESULTS / name)
+
     fast = res.get("fast")
     if fast:
         fig, ax = plt.subplots(1, 2, figsize=(11, 4.2))
@@ -214,13 +225,7 @@ def plots(res: dict) -> list[Path]:
             ax[1].plot(s["disp_mm"], s["force_N"], lw=1, label=k)
         for a, t in zip(ax, ("default parameters", "parameter sets (one at a time from the default)"), strict=True):
             a.set(xlabel="piston displacement [mm]", ylabel="piston force [N]", title=t)
-            a.legend(fontsize=7)
-            a.grid(alpha=0.3)
-        fig.tight_layout()
-        p = RESULTS / "granular.curves.png"
-        fig.savefig(p, dpi=120)
-        plt.close(fig)
-        out.append(p)
+        finish(fig, ax, "granular.curves.png", legend=7)
     if fast and "velocity" in res:
         fig, ax = plt.subplots(1, 2, figsize=(11, 4.2))
         s1, s2 = fast["default"], res["velocity"]["setup2"]
@@ -230,14 +235,7 @@ def plots(res: dict) -> list[Path]:
             ax[1].plot(t / t[-1], s["force_N"], label=lab)
         ax[0].set(xlabel="piston displacement [mm]", ylabel="piston force [N]", title="Fig. 7 velocity study (fast)")
         ax[1].set(xlabel="time / duration", ylabel="piston force [N]", title="against normalised time")
-        for a in ax:
-            a.legend(fontsize=8)
-            a.grid(alpha=0.3)
-        fig.tight_layout()
-        p = RESULTS / "granular.velocity.png"
-        fig.savefig(p, dpi=120)
-        plt.close(fig)
-        out.append(p)
+        finish(fig, ax, "granular.velocity.png")
     if fast and "escale" in res:
         fig, ax = plt.subplots(1, 2, figsize=(11, 4.2))
         rows = [("1", fast["default"])] + [(k, res["escale"][k]) for k in ("0.1", "0.01")]
@@ -247,14 +245,7 @@ def plots(res: dict) -> list[Path]:
             ax[1].plot(s["disp_mm"], f / f.max(), label=f"E x {k}")
         ax[0].set(xlabel="piston displacement [mm]", ylabel="piston force [N]", title="Young's modulus scaling")
         ax[1].set(xlabel="piston displacement [mm]", ylabel="force / peak", title="shape")
-        for a in ax:
-            a.legend(fontsize=8)
-            a.grid(alpha=0.3)
-        fig.tight_layout()
-        p = RESULTS / "granular.E_scale.png"
-        fig.savefig(p, dpi=120)
-        plt.close(fig)
-        out.append(p)
+        finish(fig, ax, "granular.E_scale.png")
     if STORE.exists():
         from mechcalib.inverse.data import dataset_from_store
 
@@ -273,13 +264,7 @@ def plots(res: dict) -> list[Path]:
             for j, nm in enumerate(ds.names):
                 ax[j + 1].plot(ds.Y[:, j], peak, "o")
                 ax[j + 1].set(xlabel=nm, ylabel="peak force [N]" if j == 0 else None)
-            for a in ax:
-                a.grid(alpha=0.3)
-            fig.tight_layout()
-            p = RESULTS / "granular.dataset.png"
-            fig.savefig(p, dpi=110)
-            plt.close(fig)
-            out.append(p)
+            finish(fig, ax, "granular.dataset.png", legend=None, dpi=110)
     return out
 
 
