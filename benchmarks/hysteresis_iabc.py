@@ -720,31 +720,9 @@ def write_report(store_path: Path, budget: int, jobs_full: list[Job], command: s
 def opensees_boucwen(read_every_step: bool) -> np.ndarray | None:
     """The paper's SDOF with OpenSees' BoucWen material (mapping in docs/hysteresis.md), Newmark average
     acceleration at 1 ms for 20 s; returns the acceleration when read step by step."""
-    import openseespy.opensees as ops
+    from mechcalib.models.hysteresis.opensees import boucwen_material, build_sdof
 
-    a1, a2, a3, n = 2.0, 1.0, 0.5, 2.0
-    ops.wipe()
-    ops.model("basic", "-ndm", 1, "-ndf", 1)
-    ops.node(1, 0.0)
-    ops.node(2, 0.0)
-    ops.fix(1, 1)
-    ops.mass(2, 1.0)
-    ops.uniaxialMaterial("Elastic", 1, 1.0)
-    ops.uniaxialMaterial("Viscous", 2, 0.2, 1.0)
-    ops.uniaxialMaterial("BoucWen", 3, 0.0, a1, n, a3 * a1 ** (n - 1), a2 * a1 ** (n - 1), 1.0, 0.0, 0.0, 0.0,
-                         1e-12, 50)
-    ops.uniaxialMaterial("Parallel", 4, 1, 3)
-    ops.element("zeroLength", 1, 1, 2, "-mat", 4, 2, "-dir", 1, 1)
-    ops.timeSeries("Trig", 1, 0.0, 1e6, 2 * np.pi, "-factor", 5.0)
-    ops.pattern("Plain", 1, 1)
-    ops.load(2, 1.0)
-    ops.constraints("Plain")
-    ops.numberer("Plain")
-    ops.system("BandGen")
-    ops.test("NormDispIncr", 1e-12, 50)
-    ops.algorithm("Newton")
-    ops.integrator("Newmark", 0.5, 0.25)
-    ops.analysis("Transient")
+    ops = build_sdof(boucwen_material(2.0, 1.0, 0.5, 2.0))
     nsteps, dt = 20000, 1e-3
     if not read_every_step:
         ok = ops.analyze(nsteps, dt)

@@ -13,6 +13,7 @@ import mechcalib as mc
 from mechcalib.errors import ConfigurationError
 from mechcalib.models import SimulationFailure, get_model
 from mechcalib.models.hysteresis import FrameMDOF, HystereticSDOF, build_frame
+from mechcalib.models.hysteresis.opensees import boucwen_material, build_sdof
 from mechcalib.models.hysteresis.laws import LAWS
 from mechcalib.problem import experiment_from_model
 
@@ -311,31 +312,11 @@ def opensees_sdof(material: list, t_end: float = 20.0, dt: float = 1e-3, sub: in
     """The paper's SDOF in OpenSees: a zeroLength element with Elastic(k = 1) || material || Viscous(c = 0.2),
     mass 1, load 5 sin t, Newmark average acceleration with ``sub`` steps per 1 ms sample.
     Returns displacement, acceleration and the hysteretic force ``r`` at the samples."""
-    ops = pytest.importorskip(
+    pytest.importorskip(
         "openseespy.opensees",
         reason="openseespy is absent (pip install 'mechcalib[opensees]'; needs libblas3 liblapack3)",
     )
-    ops.wipe()
-    ops.model("basic", "-ndm", 1, "-ndf", 1)
-    ops.node(1, 0.0)
-    ops.node(2, 0.0)
-    ops.fix(1, 1)
-    ops.mass(2, 1.0)
-    ops.uniaxialMaterial("Elastic", 1, 1.0)
-    ops.uniaxialMaterial("Viscous", 2, 0.2, 1.0)
-    ops.uniaxialMaterial(material[0], 3, *material[1:])
-    ops.uniaxialMaterial("Parallel", 4, 1, 3)
-    ops.element("zeroLength", 1, 1, 2, "-mat", 4, 2, "-dir", 1, 1)
-    ops.timeSeries("Trig", 1, 0.0, 1e6, 2 * np.pi, "-factor", 5.0)
-    ops.pattern("Plain", 1, 1)
-    ops.load(2, 1.0)
-    ops.constraints("Plain")
-    ops.numberer("Plain")
-    ops.system("BandGen")
-    ops.test("NormDispIncr", 1e-12, 50)
-    ops.algorithm("Newton")
-    ops.integrator("Newmark", 0.5, 0.25)
-    ops.analysis("Transient")
+    ops = build_sdof(material)
     n = round(t_end / dt)
     u, a, f = np.zeros(n + 1), np.zeros(n + 1), np.zeros(n + 1)
     for i in range(1, n + 1):
@@ -355,7 +336,7 @@ def test_opensees_boucwen_and_degradation(models):
     bw = models["sdof_boucwen"]
     res = bw.integrate(bw.full_vector()[None])
     a1, a2, a3, n = 2.0, 1.0, 0.5, 2.0
-    mat = ["BoucWen", 0.0, a1, n, a3 * a1 ** (n - 1), a2 * a1 ** (n - 1), 1.0, 0.0, 0.0, 0.0, 1e-12, 50]
+    mat = boucwen_material(a1, a2, a3, n)
     errs = []
     for sub in (1, 4):
         u, a, r = opensees_sdof(mat, sub=sub)

@@ -241,6 +241,25 @@ def tangential_stiffness(Gstar, Rstar, delta, zeta):
     return 8.0 * zeta * Gstar * math.sqrt(Rstar * delta)
 
 
+@nb.njit(cache=True, inline="always")
+def to_tangent_plane(fx, fy, fz, nx, ny, nz):
+    """``(fx, fy, fz)`` with its component along the unit normal ``n`` removed and rescaled to its former
+    length: a stored spring carried into the tangent plane after the contact normal turned."""
+    fn = fx * nx + fy * ny + fz * nz
+    if fn != 0.0:
+        m0 = fx * fx + fy * fy + fz * fz
+        fx -= fn * nx
+        fy -= fn * ny
+        fz -= fn * nz
+        m1 = fx * fx + fy * fy + fz * fz
+        if m1 > 0.0:
+            s = math.sqrt(m0 / m1)
+            fx *= s
+            fy *= s
+            fz *= s
+    return fx, fy, fz
+
+
 @nb.njit(cache=True)
 def tangential_force(fx, fy, fz, nx, ny, nz, vx, vy, vz, kt, ct, dt, flim):
     """One step of the tangential force (eqs. 23-26).
@@ -255,18 +274,8 @@ def tangential_force(fx, fy, fz, nx, ny, nz, vx, vy, vz, kt, ct, dt, flim):
 
     Returns ``(sx, sy, sz, tx, ty, tz, sliding)``: the new stored spring force and the total tangential force.
     """
-    fn = fx * nx + fy * ny + fz * nz
-    if fn != 0.0:  # the normal turned: rotate the spring into the new tangent plane, keeping its length
-        m0 = fx * fx + fy * fy + fz * fz
-        fx -= fn * nx
-        fy -= fn * ny
-        fz -= fn * nz
-        m1 = fx * fx + fy * fy + fz * fz
-        if m1 > 0.0:
-            s = math.sqrt(m0 / m1)
-            fx *= s
-            fy *= s
-            fz *= s
+    # the normal turned: rotate the spring into the new tangent plane, keeping its length
+    fx, fy, fz = to_tangent_plane(fx, fy, fz, nx, ny, nz)
     fx -= kt * vx * dt
     fy -= kt * vy * dt
     fz -= kt * vz * dt
@@ -307,18 +316,7 @@ def rolling_torque(mx, my, mz, nx, ny, nz, wx, wy, wz, kr, cr, mlim, dt):
     Returns ``(sx, sy, sz, tx, ty, tz, rolling)``: the new spring torque, the total torque and whether the
     spring is at the cap.
     """
-    mn = mx * nx + my * ny + mz * nz
-    if mn != 0.0:
-        m0 = mx * mx + my * my + mz * mz
-        mx -= mn * nx
-        my -= mn * ny
-        mz -= mn * nz
-        m1 = mx * mx + my * my + mz * mz
-        if m1 > 0.0:
-            s = math.sqrt(m0 / m1)
-            mx *= s
-            my *= s
-            mz *= s
+    mx, my, mz = to_tangent_plane(mx, my, mz, nx, ny, nz)
     wn = wx * nx + wy * ny + wz * nz
     rx, ry, rz = wx - wn * nx, wy - wn * ny, wz - wn * nz
     mx -= kr * rx * dt
