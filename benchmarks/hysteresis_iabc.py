@@ -613,7 +613,8 @@ def projection(runs: dict[str, RunSummary], jobs: list[Job], budget: int) -> lis
              f"**{secs / 3600:.1f} run-hours**, i.e. about {secs / 3600 / 2:.1f} h elapsed with `--workers 2`, at "
              "the wall time per evaluation of the runs stored here (median per model of a run's computing time / "
              "its evaluations; " + ", ".join(f"{k} {np.median(v) * 1e3:.1f} ms" for k, v in sorted(per_eval.items()))
-             + "; measured with runs in parallel on this shared 2-CPU machine at load averages of 5-9). Models "
+             + "; measured on a shared 2-CPU machine whose load varied from run to run and is not stored with "
+             "the runs, so this projection is rough: the Speed section gives an idle-machine run). Models "
              "without a timed run are projected at the median of all runs (for the frame an overestimate: "
              "docs/hysteresis.md measures its simulation at about 0.6x the SDOF's CPU).", ""]
     if remaining:
