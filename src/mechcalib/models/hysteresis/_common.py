@@ -86,9 +86,9 @@ def time_curve(t: np.ndarray, y: np.ndarray, y_name: str, y_unit: str) -> Curve:
     return Curve(t, y, t=t, x_name="time", y_name=y_name, x_unit="s", y_unit=y_unit)
 
 
-def check_substeps(substeps: int) -> int:
+def check_substeps(substeps: int, what: str = "substeps") -> int:
     if not isinstance(substeps, (int, np.integer)) or isinstance(substeps, bool) or substeps < 1:
-        raise ConfigurationError(f"substeps must be a positive integer, got {substeps!r}")
+        raise ConfigurationError(f"{what} must be a positive integer, got {substeps!r}")
     return int(substeps)
 
 
@@ -104,13 +104,16 @@ def run_batch(
     default_t_end: float,
     substeps: int,
     locate_events: bool,
+    samples_per_step: int = 1,
 ) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
     """The output times and :func:`.integrate.integrate_batch`'s arrays for a batch under the conditions
     ``cond`` (force, ``t_end``, ``fs``); the matrices as documented there."""
     mode, amp, om, ft, fv, t_end = loading(cond, default_t_end)
     n_out, dt = output_grid(t_end, float(cond["fs"]))
     S = system_rows(Minv_K, Minv_C, Minv_p, Minv_Tt)
-    res = integrate_batch(laws, A, S, T, mode, amp, om, ft, fv, dt, n_out, substeps, locate_events)
+    res = integrate_batch(
+        laws, A, S, T, mode, amp, om, ft, fv, dt, n_out, substeps, locate_events, samples_per_step=samples_per_step
+    )
     return np.arange(n_out) * dt, res
 
 

@@ -266,16 +266,6 @@ def _integrate_one(laws, a, S, T, Fg, fmode, famp, fom, ft, fv, h, n_out, subste
     return OK, n_events
 
 
-@nb.njit(cache=True, inline="always")
-def _set_into(i, out, laws, A, S, T, Fg, fmode, famp, fom, ft, fv, h, n_out, substeps, literal):
-    U, V, Acc, R, Eps, status, events = out
-    st, ne = _integrate_one(
-        laws, A[i], S[i], T, Fg, fmode, famp, fom, ft, fv, h, n_out, substeps, literal, U[i], V[i], Acc[i], R[i], Eps[i]
-    )
-    status[i] = st
-    events[i] = ne
-
-
 @nb.njit(cache=True)
 def _prepare(N, n_out, n, m, fmode, famp, fom, ft, fv, h, substeps):
     """Output records (NaN-filled) and the force grid of a batch."""
@@ -291,22 +281,234 @@ def _prepare(N, n_out, n, m, fmode, famp, fom, ft, fv, h, substeps):
     return out, force_grid(fmode, famp, fom, ft, fv, h, (n_out - 1) * substeps)
 
 
+# The per-set status is stored by plain assignments in the loop body and the output tuple is built after the
+# loop: under ``prange`` a tuple-target store (``status[i], events[i] = f()``), or one made inside an inlined
+# helper that unpacks the output tuple, is silently lost (numba 0.6x), while the record arrays survive.
 @nb.njit(parallel=True, cache=True)
 def _batch_parallel(laws, A, S, T, fmode, famp, fom, ft, fv, dt_out, n_out, substeps, literal):
     h = dt_out / substeps
     out, Fg = _prepare(A.shape[0], n_out, S.shape[1], T.shape[0], fmode, famp, fom, ft, fv, h, substeps)
+    U, V, Acc, R, Eps, status, events = out
     for i in nb.prange(A.shape[0]):
-        _set_into(i, out, laws, A, S, T, Fg, fmode, famp, fom, ft, fv, h, n_out, substeps, literal)
-    return out
+        st, ne = _integrate_one(
+            laws, A[i], S[i], T, Fg, fmode, famp, fom, ft, fv, h, n_out, substeps, literal, U[i], V[i], Acc[i], R[i], Eps[i]
+        )
+        status[i] = st
+        events[i] = ne
+    return U, V, Acc, R, Eps, status, events
 
 
 @nb.njit(cache=True)
 def _batch_serial(laws, A, S, T, fmode, famp, fom, ft, fv, dt_out, n_out, substeps, literal):
     h = dt_out / substeps
     out, Fg = _prepare(A.shape[0], n_out, S.shape[1], T.shape[0], fmode, famp, fom, ft, fv, h, substeps)
+    U, V, Acc, R, Eps, status, events = out
     for i in range(A.shape[0]):
-        _set_into(i, out, laws, A, S, T, Fg, fmode, famp, fom, ft, fv, h, n_out, substeps, literal)
-    return out
+        st, ne = _integrate_one(
+            laws, A[i], S[i], T, Fg, fmode, famp, fom, ft, fv, h, n_out, substeps, literal, U[i], V[i], Acc[i], R[i], Eps[i]
+        )
+        status[i] = st
+        events[i] = ne
+    return U, V, Acc, R, Eps, status, events
+
+
+# --------------------------------------------------------------------------------------------
+# One degree of freedom, one component: the same scheme on a scalar state
+# --------------------------------------------------------------------------------------------
+# The general kernel keeps the state in small arrays and loops over n and m; for the SDOF systems that the
+# identifications evaluate tens of thousands of times the state fits in registers. The algorithm (frozen
+# direction and branch, Hermite-located switches, the order of the updates) is the general kernel's, step
+# for step; tests/test_hysteresis_models.py checks the two agree to round-off.
+@nb.njit(cache=True, inline="always")
+def _rhs1(F, u, v, r, e, law, a, k, c, b, g, tt, s, p, literal):
+    """``(u', v', r', eps')`` of ``u'' = b F - k u - c u' - g r``, ``y = tt u`` (scalar :func:`_rhs`)."""
+    y = tt * u
+    yd = tt * v
+    if literal:
+        rd = rate_row(law, a, 0, r, y, yd, e)
+    else:
+        rd = tangent_row(law, a, 0, r, y, s, e, p) * yd
+    return v, b * F - (k * u + c * v) - g * r, rd, r * yd
+
+
+@nb.njit(cache=True, inline="always")
+def _rk4_1(u, v, r, e, du, dv, dr, de, h, Fm, Fe, law, a, k, c, b, g, tt, s, p, literal):
+    """Scalar :func:`_rk4`: the state after a step of ``h`` and its rate."""
+    hh = 0.5 * h
+    u2, v2, r2, e2 = _rhs1(Fm, u + hh * du, v + hh * dv, r + hh * dr, e + hh * de, law, a, k, c, b, g, tt, s, p, literal)
+    u3, v3, r3, e3 = _rhs1(Fm, u + hh * u2, v + hh * v2, r + hh * r2, e + hh * e2, law, a, k, c, b, g, tt, s, p, literal)
+    u4, v4, r4, e4 = _rhs1(Fe, u + h * u3, v + h * v3, r + h * r3, e + h * e3, law, a, k, c, b, g, tt, s, p, literal)
+    w = h / 6.0
+    u1 = u + w * (du + 2.0 * u2 + 2.0 * u3 + u4)
+    v1 = v + w * (dv + 2.0 * v2 + 2.0 * v3 + v4)
+    r1 = r + w * (dr + 2.0 * r2 + 2.0 * r3 + r4)
+    e1 = e + w * (de + 2.0 * e2 + 2.0 * e3 + e4)
+    du1, dv1, dr1, de1 = _rhs1(Fe, u1, v1, r1, e1, law, a, k, c, b, g, tt, s, p, literal)
+    return u1, v1, r1, e1, du1, dv1, dr1, de1
+
+
+@nb.njit(cache=True, inline="always")
+def _emit_inside(i, ti, ta, L, u0, v0, r0, e0, a0, dr0, de0, u1, v1, r1, e1, a1, dr1, de1, b, F, k, c, g, U, V, Acc, R, Eps):
+    """Sample ``i`` at ``ti`` inside a piece ``[ta, ta + L]`` of a step: ``u`` (and ``u'``) on the quintic
+    Hermite interpolant of ``u, u', u''`` at both ends, ``r`` and ``eps`` on cubic ones, ``u''`` from the
+    equation of motion at the interpolated state (``F`` the force at ``ti``)."""
+    x = (ti - ta) / L
+    x2 = x * x
+    x3 = x2 * x
+    x4 = x3 * x
+    x5 = x4 * x
+    LL = L * L
+    u = (
+        (1.0 - 10.0 * x3 + 15.0 * x4 - 6.0 * x5) * u0
+        + (x - 6.0 * x3 + 8.0 * x4 - 3.0 * x5) * L * v0
+        + 0.5 * (x2 - 3.0 * x3 + 3.0 * x4 - x5) * LL * a0
+        + 0.5 * (x3 - 2.0 * x4 + x5) * LL * a1
+        + (-4.0 * x3 + 7.0 * x4 - 3.0 * x5) * L * v1
+        + (10.0 * x3 - 15.0 * x4 + 6.0 * x5) * u1
+    )
+    v = (
+        (-30.0 * x2 + 60.0 * x3 - 30.0 * x4) * (u0 - u1) / L
+        + (1.0 - 18.0 * x2 + 32.0 * x3 - 15.0 * x4) * v0
+        + 0.5 * (2.0 * x - 9.0 * x2 + 12.0 * x3 - 5.0 * x4) * L * a0
+        + 0.5 * (3.0 * x2 - 8.0 * x3 + 5.0 * x4) * L * a1
+        + (-12.0 * x2 + 28.0 * x3 - 15.0 * x4) * v1
+    )
+    r = _hermite(x, r0, dr0 * L, r1, dr1 * L)
+    U[i, 0] = u
+    V[i, 0] = v
+    R[i, 0] = r
+    Eps[i, 0] = _hermite(x, e0, de0 * L, e1, de1 * L)
+    Acc[i, 0] = b * F - (k * u + c * v) - g * r
+
+
+@nb.njit(cache=True)
+def _integrate_sdof(law, a, S, tt, fmode, famp, fom, ft, fv, dt_out, n_out, substeps, per_step, Fg, literal, U, V, Acc, R, Eps):
+    """:func:`_integrate_one` for ``n = m = 1`` (``S`` the ``(1, 4)`` system row, ``tt = T[0, 0]``).
+
+    Steps of ``h = dt_out * per_step / substeps`` (``per_step`` output samples per step, or ``substeps``
+    steps per sample); samples that fall inside a step (``per_step > 1``) are read off the piece of the
+    step they fall in (:func:`_emit_inside`), so they stay on the right side of a located switch.
+    """
+    k, c, b, g = S[0, 0], S[0, 1], S[0, 2], S[0, 3]
+    h = dt_out * per_step / substeps
+    n_steps = ((n_out - 1) * substeps + per_step - 1) // per_step
+    u = v = r = e = 0.0
+    s = 1.0
+    p = 0
+    t = 0.0
+    du, dv, dr, de = _rhs1(Fg[0], u, v, r, e, law, a, k, c, b, g, tt, s, p, literal)
+    s = -1.0 if tt * dv < 0.0 else 1.0
+    U[0, 0], V[0, 0], Acc[0, 0], R[0, 0], Eps[0, 0] = u, v, dv, r, e
+    nxt = 1  # the next sample to write
+    bil = is_bilinear(law)
+    n_events = 0
+    for step in range(n_steps):
+        t_end = (step + 1) * h
+        F_end = Fg[2 * step + 2]
+        last = ((step + 1) * per_step) // substeps  # samples up to this one lie in steps 0 ... step
+        nev = 0
+        while True:
+            hs = t_end - t
+            F_mid = Fg[2 * step + 1] if nev == 0 else force_at(t + 0.5 * hs, fmode, famp, fom, ft, fv)
+            u1, v1, r1, e1, du1, dv1, dr1, de1 = _rk4_1(
+                u, v, r, e, du, dv, dr, de, hs, F_mid, F_end, law, a, k, c, b, g, tt, s, p, literal
+            )
+            theta = 2.0
+            kind = -1
+            if not literal and nev < MAX_EVENTS_PER_STEP:
+                if s * tt * v1 < 0.0:  # reversal
+                    theta = hermite_crossing(s * tt * v, s * tt * dv * hs, s * tt * v1, s * tt * dv1 * hs)
+                    kind = 0
+                if p == 0 and bil:
+                    g1 = yield_function(law, a, 0, r1, tt * u1, s)
+                    if g1 >= 0.0:  # yielding
+                        g0 = yield_function(law, a, 0, r, tt * u, s)
+                        gd0 = yield_function_rate(law, a, 0, dr, tt * v, s)
+                        gd1 = yield_function_rate(law, a, 0, dr1, tt * v1, s)
+                        th = hermite_crossing(-g0, -gd0 * hs, -g1, -gd1 * hs)
+                        if th < theta:
+                            theta, kind = th, 1
+            te = t_end
+            if kind >= 0:
+                he = theta * hs
+                if he <= 0.0:
+                    te = t
+                else:
+                    te = t + he if theta < 1.0 else t_end
+                    Fm = force_at(t + 0.5 * he, fmode, famp, fom, ft, fv)
+                    Fe = F_end if theta >= 1.0 else force_at(te, fmode, famp, fom, ft, fv)
+                    u1, v1, r1, e1, du1, dv1, dr1, de1 = _rk4_1(
+                        u, v, r, e, du, dv, dr, de, he, Fm, Fe, law, a, k, c, b, g, tt, s, p, literal
+                    )
+            # samples strictly inside the step that this piece covers
+            while nxt < last and nxt < n_out and te > t and nxt * dt_out <= te:
+                ti = nxt * dt_out
+                _emit_inside(
+                    nxt, ti, t, te - t, u, v, r, e, dv, dr, de, u1, v1, r1, e1, dv1, dr1, de1,
+                    b, force_at(ti, fmode, famp, fom, ft, fv), k, c, g, U, V, Acc, R, Eps,
+                )
+                nxt += 1
+            if kind < 0:
+                u, v, r, e, du, dv, dr, de = u1, v1, r1, e1, du1, dv1, dr1, de1
+                t = t_end
+                break
+            if te > t:
+                u, v, r, e = u1, v1, r1, e1
+                t = te
+            if kind == 0:
+                s = -s
+                p = 0
+            else:
+                p = 1
+                r = on_yield_surface(law, a, 0, tt * u, s)
+            Ft = F_end if t >= t_end else force_at(t, fmode, famp, fom, ft, fv)
+            du, dv, dr, de = _rhs1(Ft, u, v, r, e, law, a, k, c, b, g, tt, s, p, literal)
+            nev += 1
+            n_events += 1
+            if t >= t_end:
+                break
+        if not (abs(u) < _HUGE and abs(v) < _HUGE and abs(r) < _HUGE and abs(e) < _HUGE):
+            return DIVERGED, n_events
+        if nxt == last and nxt < n_out and (last * substeps) == (step + 1) * per_step:  # a sample at the step's end
+            U[nxt, 0], V[nxt, 0], Acc[nxt, 0], R[nxt, 0], Eps[nxt, 0] = u, v, dv, r, e
+            nxt += 1
+    return OK, n_events
+
+
+@nb.njit(cache=True)
+def _prepare_sdof(N, n_out, fmode, famp, fom, ft, fv, dt_out, substeps, per_step):
+    h = dt_out * per_step / substeps
+    n_steps = ((n_out - 1) * substeps + per_step - 1) // per_step
+    out, _ = _prepare(N, n_out, 1, 1, fmode, famp, fom, ft, fv, h, 0)
+    return out, force_grid(fmode, famp, fom, ft, fv, h, n_steps)
+
+
+@nb.njit(parallel=True, cache=True)
+def _sdof_parallel(laws, A, S, T, fmode, famp, fom, ft, fv, dt_out, n_out, substeps, per_step, literal):
+    out, Fg = _prepare_sdof(A.shape[0], n_out, fmode, famp, fom, ft, fv, dt_out, substeps, per_step)
+    U, V, Acc, R, Eps, status, events = out
+    for i in nb.prange(A.shape[0]):
+        st, ne = _integrate_sdof(
+            laws[0], A[i], S[i], T[0, 0], fmode, famp, fom, ft, fv, dt_out, n_out, substeps, per_step, Fg, literal,
+            U[i], V[i], Acc[i], R[i], Eps[i],
+        )
+        status[i] = st
+        events[i] = ne
+    return U, V, Acc, R, Eps, status, events
+
+
+@nb.njit(cache=True)
+def _sdof_serial(laws, A, S, T, fmode, famp, fom, ft, fv, dt_out, n_out, substeps, per_step, literal):
+    out, Fg = _prepare_sdof(A.shape[0], n_out, fmode, famp, fom, ft, fv, dt_out, substeps, per_step)
+    U, V, Acc, R, Eps, status, events = out
+    for i in range(A.shape[0]):
+        st, ne = _integrate_sdof(
+            laws[0], A[i], S[i], T[0, 0], fmode, famp, fom, ft, fv, dt_out, n_out, substeps, per_step, Fg, literal,
+            U[i], V[i], Acc[i], R[i], Eps[i],
+        )
+        status[i] = st
+        events[i] = ne
+    return U, V, Acc, R, Eps, status, events
 
 
 def system_rows(Minv_K: np.ndarray, Minv_C: np.ndarray, Minv_p: np.ndarray, Minv_Tt: np.ndarray) -> np.ndarray:
@@ -329,6 +531,9 @@ def integrate_batch(
     n_out: int,
     substeps: int,
     locate_events: bool,
+    *,
+    samples_per_step: int = 1,
+    general: bool = False,
 ):
     """Integrate ``N`` parameter sets of eq. 26 from rest (``u = u' = r = eps = 0``).
 
@@ -341,6 +546,10 @@ def integrate_batch(
         dt_out, n_out: output interval and number of samples (the first at ``t = 0``).
         substeps: RK4 steps per output interval.
         locate_events: freeze and locate switches (default scheme) or integrate eq. 1 literally.
+        samples_per_step: output samples per RK4 step (one degree of freedom and one component only, with
+            ``substeps = 1``); the samples inside a step are interpolated (quintic Hermite for ``u``).
+        general: use the array kernel even for one degree of freedom and one component (by default those
+            run on the scalar kernel, the same scheme about 2-3x cheaper).
 
     Returns:
         ``U, V, Acc`` ``(N, n_out, n)``; ``R, Eps`` ``(N, n_out, m)``; ``status`` ``(N,)`` (0 ok,
@@ -349,8 +558,14 @@ def integrate_batch(
     Sets run in parallel (numba ``prange``); a single set runs serially, which avoids the thread pool's
     start-up cost. Both paths call the same per-set kernel, so a set's result does not depend on its batch.
     """
-    kernel = _batch_parallel if A.shape[0] > 1 else _batch_serial
-    return kernel(
+    per_step = int(samples_per_step)
+    sdof = not general and S.shape[1] == 1 and T.shape[0] == 1
+    if per_step != 1 and (not sdof or per_step < 1 or substeps != 1):
+        raise ValueError(
+            f"samples_per_step={samples_per_step!r} needs one degree of freedom, one component, substeps=1 "
+            f"and the scalar kernel (got n={S.shape[1]}, m={T.shape[0]}, substeps={substeps}, general={general})"
+        )
+    args = (
         np.ascontiguousarray(laws, dtype=np.int64),
         np.ascontiguousarray(A, dtype=float),
         np.ascontiguousarray(S, dtype=float),
@@ -363,5 +578,9 @@ def integrate_batch(
         float(dt_out),
         int(n_out),
         int(substeps),
-        not locate_events,
     )
+    if sdof:
+        kernel = _sdof_parallel if A.shape[0] > 1 else _sdof_serial
+        return kernel(*args, per_step, not locate_events)
+    kernel = _batch_parallel if A.shape[0] > 1 else _batch_serial
+    return kernel(*args, not locate_events)
