@@ -29,7 +29,9 @@ Noise
 Run store
     every run goes through ``mechcalib.calibrate(store=RunStore(...), run_name="<case>/<algorithm>/s<seed>")``
     with checkpoints every 25 batches; a run that is finished is skipped, any other one resumes where it
-    stopped (stored evaluations are replayed, not simulated again). Responses are not kept.
+    stopped (stored evaluations are replayed, not simulated again). Responses are not kept. A run that
+    finishes is compacted (``RunStore.compact_run``: its improvements and failures stay, the totals, the
+    best-so-far trace and the timing are exact), so the store stays small enough to commit.
 
     python benchmarks/hysteresis_iabc.py                          # all cases, 5 seeds (peers: 1), then report
     python benchmarks/hysteresis_iabc.py --models boucwen --noise 0 --seeds 1-3 --workers 2
@@ -38,6 +40,7 @@ Run store
     python benchmarks/hysteresis_iabc.py --report-only            # regenerate the markdown and plots
     python benchmarks/hysteresis_iabc.py --speed                  # simulation cost vs OpenSees, timed I-ABC
     python benchmarks/hysteresis_iabc.py --identifiability        # flat directions of the noise-free objectives
+    python benchmarks/hysteresis_iabc.py --compact                # compact finished runs, VACUUM (no writer)
 
 Outputs (beside the store, named after it): ``benchmarks/results/hysteresis.md`` (tables, from the store), ``hysteresis.sqlite`` (the store),
 ``hysteresis.fig17.png``, ``hysteresis.fig20.png``, ``hysteresis.sdof.png`` (convergence),
@@ -333,6 +336,8 @@ def run_job(job: Job, store_path: str, budget: int, deadline: float | None, thre
                            run_name=job.run_name, checkpoint_every=CHECKPOINT_EVERY, callback=stop,
                            config={"case": job.case, "algorithm": job.alg, "seed": job.seed, "budget": budget},
                            n_alternatives=1)
+        if store.status(job.run_name) == "finished":
+            store.compact_run(job.run_name)  # improvements and failures only: the report needs no more
     return {"run": job.run_name, "stop": res.stop_reason, "n_evals": res.n_evals, "simulated": res.n_simulated,
             "replayed": res.n_replayed, "best_loss": res.best_loss, "wall": time.perf_counter() - t0,
             "cpu": time.process_time() - c0}
@@ -395,37 +400,44 @@ class RunSummary:
     best: np.ndarray  # (dim,) free values in model order
     curve: np.ndarray  # best-so-far loss after each evaluation, (n_evals,)
     seconds: float  # sum of the evaluations' own times
-    span: float  # wall time spent computing (see _active_span)
-
-
-def _active_span(recs: list) -> float:
-    """Wall time a run was computing: the gaps between consecutive evaluations, those over a minute (the run
-    was stopped and resumed later) left out."""
-    t = np.array([recs[0].started] + [r.finished for r in recs])
-    d = np.diff(t)
-    return float(np.sum(d[(d >= 0) & (d < 60.0)]))
+    span: float  # wall time spent computing (RunStore.timing: active_seconds)
 
 
 def load_runs(store_path: Path) -> dict[str, RunSummary]:
+    """Every benchmark run of the store, read through the store's totals, best-so-far trace and timing (exact
+    for compacted runs too, see :meth:`RunStore.compact_run`)."""
     out: dict[str, RunSummary] = {}
     if not store_path.exists():
         return out
     with RunStore(store_path, readonly=True) as st:
         for info in st.runs():
             parts = info.name.split("/")
-            if len(parts) != 4 or not parts[3].startswith("s"):
+            if len(parts) != 4 or not parts[3].startswith("s") or info.n_evals == 0:
                 continue
-            recs = st.evaluations(info.id)
-            if not recs:
-                continue
-            losses = np.array([r.loss for r in recs])
-            i = int(np.argmin(losses))
+            best = st.best(info.id)
+            _, curve = st.trace(info.id)
+            t = st.timing(info.id)
             names = info.free_names
             out[info.name] = RunSummary(
                 info.name, f"{parts[0]}/{parts[1]}", parts[2], int(parts[3][1:]), info.status, info.stop_reason,
-                len(recs), float(losses[i]), np.array([recs[i].params[n] for n in names]),
-                np.minimum.accumulate(losses), float(sum(r.seconds for r in recs)), _active_span(recs))
+                info.n_evals, best.loss if best is not None else math.inf,
+                np.array([best.params[n] for n in names]) if best is not None else np.full(len(names), np.nan),
+                curve, float(t["seconds"]), float(t["active_seconds"]))
     return out
+
+
+def compact_finished(store_path: Path) -> None:
+    """Keep only the improvements and failures of every finished run (a study of millions of evaluations
+    would not fit in the repository otherwise; the report reads totals, traces and timing all the same),
+    then VACUUM: the file shrinks only then, and no other process may be writing it."""
+    size0 = store_path.stat().st_size / 2**20
+    with RunStore(store_path) as st:
+        done = [i.name for i in st.runs() if i.status == "finished" and not i.compacted]
+        for name in done:
+            st.compact_run(name)
+        st.vacuum()
+    print(f"compacted {len(done)} finished runs; {size0:.1f} -> {store_path.stat().st_size / 2**20:.1f} MiB",
+          flush=True)
 
 
 def complete(r: RunSummary, budget: int) -> bool:
@@ -904,6 +916,8 @@ def main(argv: list[str] | None = None) -> int:
                     "a complete I-ABC identification; writes hysteresis.speed.json")
     ap.add_argument("--speed-repeats", type=int, default=20)
     ap.add_argument("--speed-skip-iabc", action="store_true", help="--speed without the timed I-ABC run")
+    ap.add_argument("--compact", action="store_true", help="compact the finished runs (keep improvements and "
+                    "failures) and VACUUM the store; run it while no other process writes the store")
     ap.add_argument("--identifiability", action="store_true", help="Gauss-Newton analysis of the noise-free SDOF "
                     "objectives against the stored runs; writes hysteresis.identifiability.json")
     a = ap.parse_args(argv)
@@ -923,6 +937,8 @@ def main(argv: list[str] | None = None) -> int:
         res = measure_speed(a.speed_repeats, a.budget, a.speed_skip_iabc, speed, a.store)
         speed.write_text(json.dumps(res, indent=1))
         print(json.dumps(res, indent=1), flush=True)
+    elif a.compact:
+        compact_finished(a.store)
     elif a.identifiability:
         res = identifiability(load_runs(a.store), a.budget)
         outputs(a.store, ".identifiability.json").write_text(json.dumps(res, indent=1))

@@ -444,6 +444,63 @@ def report(
         typer.echo(f"wrote {p}")
 
 
+def _file_bytes(path: Path) -> int:
+    """Size of an SQLite file with its write-ahead log."""
+    return sum(p.stat().st_size for p in (path, path.with_name(path.name + "-wal")) if p.is_file())
+
+
+@app.command()
+def compact(
+    store: Path = typer.Argument(..., metavar="STORE", help="Run store file (or a run folder holding store.sqlite)."),
+    run_names: list[str] = typer.Option([], "--run", help="Run to compact (repeatable); it must be finished or failed."),
+    all_finished: bool = typer.Option(False, "--all-finished", help="Compact every run whose status is finished."),
+    keep_checkpoints: int = typer.Option(1, "--keep-checkpoints", min=0, help="Latest optimiser checkpoints to keep per run."),
+    vacuum: bool = typer.Option(False, "--vacuum", help="Rebuild the file afterwards so that it shrinks."),
+) -> None:
+    """Shrink finished runs to their record, failures and improving evaluations (counts, best, best-so-far
+    trace and timings stay exact; a compacted run can no longer be resumed). Without --vacuum the freed
+    space is reused by later runs but the file keeps its size."""
+    from .errors import ConfigurationError
+    from .runs import STORE_FILE
+    from .storage import RunStore
+
+    path = store / STORE_FILE if store.is_dir() else store
+    if not path.is_file():
+        typer.echo(f"error: no run store at {str(path)!r}; give a store file or a run folder", err=True)
+        raise typer.Exit(2)
+    if not run_names and not all_finished:
+        raise typer.BadParameter("give --run NAME (repeatable) or --all-finished", param_hint="--run")
+    with _errors():
+        with RunStore(path) as st:
+            names = list(dict.fromkeys(run_names))
+            for name in names:  # an unknown or unfinished run fails before anything is dropped
+                status = st.run(name).status
+                if status not in ("finished", "failed"):
+                    raise ConfigurationError(
+                        f"run {name!r} in {path} is {status}; only a finished or failed run can be compacted: "
+                        "finish or resume it first"
+                    )
+            if all_finished:
+                names += [r.name for r in st.runs() if r.status == "finished" and r.name not in names]
+            if not names:
+                raise ConfigurationError(f"{path} holds no finished run to compact")
+            before = _file_bytes(path)
+            t = Table()
+            for col in ("run", "status", "evaluations", "kept", "dropped", "checkpoints dropped"):
+                t.add_column(col)
+            for name in names:
+                s = st.compact_run(name, keep_checkpoints=keep_checkpoints)
+                t.add_row(s.run, st.status(name), str(s.n_evals), str(s.n_kept), str(s.n_dropped),
+                          str(s.checkpoints_dropped))
+            if vacuum:
+                st.vacuum()
+        after = _file_bytes(path)
+    console.print(t)
+    note = "" if vacuum else " (run with --vacuum to shrink the file)"
+    console.print(f"{path}: {before / 2**20:.2f} MiB before, {after / 2**20:.2f} MiB after{note}", markup=False,
+                  highlight=False)
+
+
 app.add_typer(inverse_app, name="inverse")
 
 if __name__ == "__main__":  # pragma: no cover

@@ -236,8 +236,10 @@ def result_summary(result: Result, cfg: RunConfig, store: RunStore, evaluator: E
     ``created``/``updated`` of the run), ``config_path``, ``store``, ``versions``, ``written``.
     """
     info = store.run(result.run_name)
-    recs = store.evaluations(info.id)
-    live = [r.seconds for r in recs if r.source == "live" and math.isfinite(r.seconds)]
+    # totals from the store's exact counters, right for a compacted run too (failures are always kept)
+    fails = store.failures(info.id)
+    timing = store.timing(info.id)
+    n_live = int(timing["n_live"])
     return {
         "run_name": result.run_name,
         "status": info.status,
@@ -250,7 +252,7 @@ def result_summary(result: Result, cfg: RunConfig, store: RunStore, evaluator: E
         "best_loss": result.best_loss,
         "n_evaluations": result.n_evals,
         "n_failed": result.n_failed,
-        "failures": dict(Counter(r.status for r in recs if r.status != "ok")),
+        "failures": dict(Counter(r.status for r in fails)),
         "n_batches": result.n_batches,
         "stop_reason": result.stop_reason,
         "alternatives": [{"params": p, "loss": f} for p, f in result.alternatives],
@@ -262,8 +264,8 @@ def result_summary(result: Result, cfg: RunConfig, store: RunStore, evaluator: E
         "timings": {
             "wall_seconds": wall,
             "calibrate_seconds": result.seconds,
-            "simulation_seconds": float(sum(live)),
-            "mean_simulation_seconds": float(np.mean(live)) if live else None,
+            "simulation_seconds": float(timing["seconds"]),
+            "mean_simulation_seconds": float(timing["seconds"]) / n_live if n_live else None,
             "created": info.created,
             "updated": info.updated,
         },
@@ -420,7 +422,13 @@ def resume_run(
     out = Path(out_dir)
     with RunStore(_store_path(out), readonly=True) as store:
         name = _run_name(store, out, run)
-        n_done = store.n_evaluations(name)
+        info = store.run(name)
+        n_done = info.n_evals
+    if info.compacted:
+        raise RunDirError(
+            f"run {name!r} in {out / STORE_FILE} was compacted (only its improvements and failures are kept), so it "
+            "cannot be resumed: its replay would be incomplete; start a new run in another folder instead"
+        )
     cfg = load_run_config(out, run=name, config=config)
     if budget is not None and not isinstance(budget, bool) and isinstance(budget, int) and budget < n_done:
         raise ConfigurationError(
@@ -497,7 +505,7 @@ def _parquet_engine() -> None:
 
 
 def _evaluation_columns(store: RunStore, run: str) -> dict[str, list]:
-    """The columns of :meth:`RunStore.export_csv` as typed lists."""
+    """The columns of :meth:`RunStore.export_csv` as typed lists (of a compacted run: its kept rows)."""
     info = store.run(run)
     names = info.free_names
     recs = store.evaluations(info.id)
@@ -541,6 +549,8 @@ def export_run(
         include_failed: keep failed evaluations in the dataset.
 
     Returns ``{"table": path, "rows": n, "dataset": path or None, "dataset_rows": n, "responses": [keys]}``.
+    A compacted run (:meth:`RunStore.compact_run`) exports its kept rows only (``rows`` counts them) and
+    gives no dataset.
     """
     if fmt not in ("csv", "parquet"):
         raise ConfigurationError(f"export format must be 'csv' or 'parquet', got {fmt!r}")
@@ -552,7 +562,8 @@ def export_run(
         table = Path(path) if path is not None else out / f"evaluations.{fmt}"
         if fmt == "csv":
             store.export_csv(name, table)
-            rows = store.n_evaluations(name)
+            info = store.run(name)
+            rows = info.n_evals - info.n_dropped  # the rows stored (and written)
         else:
             import pandas as pd
 
@@ -585,6 +596,8 @@ def write_report(out_dir: str | os.PathLike[str], *, run: str | None = None, pro
     the best parameter set once per experiment with the problem rebuilt from the stored configuration
     (or ``problem`` when given). Without a successful evaluation, or when the configuration cannot be
     rebuilt (a run stored from Python without one), only the convergence plot is written, with a warning.
+    A compacted run shows its kept evaluations (failures and improvements) at their place; its best-so-far
+    line is exact.
     """
     from .reporting import plot_convergence, plot_fits
 
@@ -593,10 +606,17 @@ def write_report(out_dir: str | os.PathLike[str], *, run: str | None = None, pro
         name = _run_name(store, out, run)
         info = store.run(name)
         recs = store.evaluations(info.id)
+        idx, _ = store.trace(info.id)
         best = store.best(name, responses=True)
-    losses = np.array([r.loss for r in recs], dtype=float)
-    status = [r.status for r in recs]
-    title = f"{info.name}: {info.optimizer}, {len(recs)} evaluations"
+    # every evaluation index: a dropped (non-improving ok) evaluation is a gap (NaN), which leaves the
+    # best-so-far line as it was
+    losses = np.full(idx.size, np.nan)
+    status = ["ok"] * idx.size
+    for r in recs:
+        losses[r.idx] = r.loss
+        status[r.idx] = r.status
+    kept = f", {len(recs)} kept" if info.compacted else ""
+    title = f"{info.name}: {info.optimizer}, {info.n_evals} evaluations{kept}"
     written = [plot_convergence(losses, out / "convergence.png", status=status, title=title)]
     if best is None:
         log.warning("run %r has no successful evaluation; no fit plot", name)

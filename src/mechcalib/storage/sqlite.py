@@ -17,6 +17,12 @@ One file holds any number of runs. Tables:
 ``checkpoints``
     the pickled ``optimizer.state_dict()`` after each told batch: ``run_id``, ``batch`` (batches done),
     ``n_evals`` (evaluations done), ``state``.
+``compactions``
+    one row per compacted run (:meth:`RunStore.compact_run`), written before its rows are dropped, so that
+    its totals stay exact: ``run_id``, ``n_evals``, ``n_ok``, ``n_failed``, ``n_live`` (simulated, not
+    cache hits, with recorded times), ``last_idx``, ``seconds`` (sum of ``finished - started``),
+    ``first_started``, ``last_finished``, ``active_seconds`` (see :meth:`RunStore.timing`), ``n_dropped``
+    (evaluation rows dropped), ``created``. Added to older stores when they are opened writable.
 
 The database runs in WAL mode: readers (other processes included) never block the writer nor see a
 half-written evaluation. ``durability="process"`` (``synchronous=NORMAL``) makes each commit survive a killed
@@ -103,7 +109,25 @@ CREATE TABLE IF NOT EXISTS checkpoints (
     created TEXT NOT NULL,
     PRIMARY KEY (run_id, batch)
 );
+CREATE TABLE IF NOT EXISTS compactions (
+    run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+    n_evals INTEGER NOT NULL,
+    n_ok INTEGER NOT NULL,
+    n_failed INTEGER NOT NULL,
+    n_live INTEGER NOT NULL,
+    last_idx INTEGER NOT NULL,
+    seconds REAL NOT NULL,
+    first_started REAL,
+    last_finished REAL,
+    active_seconds REAL NOT NULL,
+    n_dropped INTEGER NOT NULL,
+    created TEXT NOT NULL
+);
 """
+
+#: A pause between consecutive evaluations this long or longer is taken as the run being stopped and
+#: resumed later, and left out of :meth:`RunStore.timing`'s ``active_seconds``.
+ACTIVE_GAP_S = 60.0
 
 _EVAL_COLS = (
     "id, run_id, idx, batch, pos, key, params, u, loss, raw_loss, status, error, started, finished, worker, "
@@ -137,7 +161,8 @@ def _nan(v: float | None) -> float:
 @dataclass
 class RunInfo:
     """A run's record. ``status`` reads ``"interrupted"`` for a run marked running whose writer process
-    (on this host) is gone, e.g. killed."""
+    (on this host) is gone, e.g. killed. ``n_evals``, ``n_failed`` and ``best_loss`` are the run's totals,
+    also after :meth:`RunStore.compact_run` (``compacted``; ``n_dropped`` evaluation rows were dropped)."""
 
     id: int
     name: str
@@ -161,6 +186,8 @@ class RunInfo:
     n_evals: int = 0
     n_failed: int = 0
     best_loss: float = math.inf
+    compacted: bool = False
+    n_dropped: int = 0
 
     @property
     def free_names(self) -> list[str]:
@@ -200,6 +227,68 @@ class EvaluationRecord:
         return self.finished - self.started
 
 
+@dataclass
+class CompactionSummary:
+    """What :meth:`RunStore.compact_run` did to one run.
+
+    ``n_evals``/``n_ok``/``n_failed``: the run's totals (as before compaction); ``n_kept``: evaluation rows
+    stored now; ``n_dropped``: rows dropped from the run in all (``dropped_now`` by this call);
+    ``checkpoints_dropped``: by this call; ``seconds``, ``first_started``, ``last_finished``,
+    ``active_seconds``: as :meth:`RunStore.timing`; ``created``: when the run was first compacted.
+    """
+
+    run: str
+    run_id: int
+    n_evals: int
+    n_ok: int
+    n_failed: int
+    n_kept: int
+    n_dropped: int
+    dropped_now: int
+    checkpoints_dropped: int
+    seconds: float
+    first_started: float
+    last_finished: float
+    active_seconds: float
+    created: str
+
+
+def _keep_mask(loss: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    """Rows a compaction keeps, in evaluation order: every failure (``ok`` false) and every ok evaluation
+    whose loss is strictly below the best loss of the ok evaluations before it (the first ok one included).
+    A NaN loss (stored NULL) never improves."""
+    f = np.where(ok & ~np.isnan(loss), loss, np.inf)
+    fo = f[ok]
+    prior = np.concatenate(([np.inf], np.minimum.accumulate(fo)[:-1])) if fo.size else fo
+    improves = fo < prior
+    if fo.size:
+        improves[0] = True
+    keep = ~ok
+    keep[np.flatnonzero(ok)] = improves
+    return keep
+
+
+def _timing_of(started: np.ndarray, finished: np.ndarray, source: np.ndarray) -> dict[str, float | int]:
+    """Totals of :meth:`RunStore.timing` from a run's full rows in evaluation order."""
+    if started.size == 0:
+        return {"seconds": 0.0, "first_started": math.nan, "last_finished": math.nan, "active_seconds": 0.0,
+                "n_live": 0}
+    d = finished - started
+    timed = np.isfinite(d)
+    # wall time computing: the steps between consecutive ends (from the first start), long pauses left out
+    t = np.concatenate(([started[0]], finished))
+    gaps = np.diff(t)
+    with np.errstate(invalid="ignore"):
+        active = gaps[(gaps >= 0) & (gaps < ACTIVE_GAP_S)]
+    return {
+        "seconds": math.fsum(d[timed].tolist()),
+        "first_started": float(np.nanmin(started)) if np.isfinite(started).any() else math.nan,
+        "last_finished": float(np.nanmax(finished)) if np.isfinite(finished).any() else math.nan,
+        "active_seconds": math.fsum(active.tolist()),
+        "n_live": int(np.sum(timed & (source == "live"))),
+    }
+
+
 class RunStore:
     """Runs, evaluations and optimiser checkpoints in one SQLite file.
 
@@ -211,9 +300,14 @@ class RunStore:
         readonly: open for queries only (any number of processes may read while a run writes).
 
     Queries take a run by name or id: :meth:`runs`, :meth:`run`, :meth:`status`, :meth:`n_evaluations`,
-    :meth:`evaluations`, :meth:`failures`, :meth:`best`, :meth:`checkpoints`, :meth:`export_csv`,
-    :meth:`dataset` and :meth:`export_dataset`. The writing methods are used by
+    :meth:`evaluations`, :meth:`failures`, :meth:`best`, :meth:`trace`, :meth:`timing`, :meth:`checkpoints`,
+    :meth:`export_csv`, :meth:`dataset` and :meth:`export_dataset`. The writing methods are used by
     :func:`mechcalib.calibrate`.
+
+    A finished study can be shrunk with :meth:`compact_run` (then :meth:`vacuum`): a compacted run keeps
+    its record, its failures and the evaluations that improved its best loss, so that its counts,
+    :meth:`best`, :meth:`trace` and :meth:`timing` stay exact; it can no longer be resumed, nor give a
+    :meth:`dataset`, and :meth:`evaluations` returns the kept rows only.
     """
 
     def __init__(
@@ -303,11 +397,11 @@ class RunStore:
     # -- runs --------------------------------------------------------------------------------------
     def runs(self) -> list[RunInfo]:
         """Every run, oldest first, with its evaluation counts and best loss."""
-        return [self._info(r) for r in self._q(self._RUN_SQL + " ORDER BY r.id")]
+        return [self._info(r) for r in self._q(self._run_sql() + " ORDER BY r.id")]
 
     def run(self, run: str | int) -> RunInfo:
         """One run by name or id."""
-        return self._info(self._q(self._RUN_SQL + " WHERE r.id=?", (self._run_id(run),))[0])
+        return self._info(self._q(self._run_sql() + " WHERE r.id=?", (self._run_id(run),))[0])
 
     def has_run(self, name: str) -> bool:
         return bool(self._q("SELECT 1 FROM runs WHERE name=?", (name,)))
@@ -318,13 +412,44 @@ class RunStore:
     def config(self, run: str | int) -> dict[str, Any] | None:
         return self.run(run).config
 
+    # A compacted run keeps every failure and its best evaluation, so ``n_failed`` and ``MIN(loss)`` read from
+    # the kept rows stay exact; its total count comes from its compaction record.
     _RUN_SQL = (
         "SELECT r.id, r.name, r.status, r.stop_reason, r.error, r.optimizer, r.settings, r.seed, r.termination, "
         "r.evaluator, r.space, r.fingerprint, r.config, r.versions, r.host, r.pid, r.n_batches, r.created, "
-        "r.updated, (SELECT COUNT(*) FROM evaluations e WHERE e.run_id=r.id), "
+        "r.updated, {n_evals}, "
         "(SELECT COUNT(*) FROM evaluations e WHERE e.run_id=r.id AND e.status!='ok'), "
-        "(SELECT MIN(loss) FROM evaluations e WHERE e.run_id=r.id) FROM runs r"
+        "(SELECT MIN(loss) FROM evaluations e WHERE e.run_id=r.id), {compacted}, {n_dropped} FROM runs r"
     )
+    _COUNT_SQL = "(SELECT COUNT(*) FROM evaluations e WHERE e.run_id=r.id)"
+
+    def _has_compactions(self) -> bool:
+        """Whether the file has the ``compactions`` table (a store written by an older version and opened
+        read-only has not)."""
+        if not getattr(self, "_compactions", False):
+            self._compactions = bool(
+                self._q("SELECT 1 FROM sqlite_master WHERE type='table' AND name='compactions'")
+            )
+        return self._compactions
+
+    def _run_sql(self) -> str:
+        if not self._has_compactions():
+            return self._RUN_SQL.format(n_evals=self._COUNT_SQL, compacted="0", n_dropped="0")
+        c = "(SELECT {} FROM compactions c WHERE c.run_id=r.id)"
+        return self._RUN_SQL.format(
+            n_evals=f"COALESCE({c.format('n_evals')}, {self._COUNT_SQL})",
+            compacted=f"EXISTS {c.format('1')}",
+            n_dropped=f"COALESCE({c.format('n_dropped')}, 0)",
+        )
+
+    def _compaction(self, rid: int) -> dict[str, Any] | None:
+        """The compaction record of a run, ``None`` when it was not compacted."""
+        if not self._has_compactions():
+            return None
+        cols = ("n_evals", "n_ok", "n_failed", "n_live", "last_idx", "seconds", "first_started", "last_finished",
+                "active_seconds", "n_dropped", "created")
+        rows = self._q(f"SELECT {', '.join(cols)} FROM compactions WHERE run_id=?", (rid,))
+        return dict(zip(cols, rows[0], strict=True)) if rows else None
 
     @staticmethod
     def _info(r: tuple) -> RunInfo:
@@ -352,6 +477,8 @@ class RunStore:
             n_evals=r[19],
             n_failed=r[20],
             best_loss=_nan(r[21]) if r[21] is not None else math.inf,
+            compacted=bool(r[22]),
+            n_dropped=int(r[23]),
         )
         if info.status == "running" and _alive(info.host, info.pid) is False:
             info.status = "interrupted"
@@ -412,8 +539,15 @@ class RunStore:
 
         Refuses a run marked running by another live process of this host. A run marked running on another
         host cannot be checked; it is taken over with a warning (two writers of one run would collide on the
-        ``(run_id, idx)`` uniqueness and fail rather than mix their evaluations).
+        ``(run_id, idx)`` uniqueness and fail rather than mix their evaluations). Refuses a compacted run:
+        its dropped evaluations could not be replayed.
         """
+        if self._compaction(run_id) is not None:
+            name = self._q("SELECT name FROM runs WHERE id=?", (run_id,))[0][0]
+            raise ConfigurationError(
+                f"run {name!r} in {self.path} was compacted (only its improvements and failures are kept), so it "
+                "cannot be resumed: its replay would be incomplete; start a new run under another name instead"
+            )
         with self._tx() as con:
             status, host, pid = con.execute("SELECT status, host, pid FROM runs WHERE id=?", (run_id,)).fetchone()
             me = host == socket.gethostname() and pid == os.getpid()
@@ -456,6 +590,7 @@ class RunStore:
         with self._tx() as con:
             con.execute("DELETE FROM evaluations WHERE run_id=?", (rid,))
             con.execute("DELETE FROM checkpoints WHERE run_id=?", (rid,))
+            con.execute("DELETE FROM compactions WHERE run_id=?", (rid,))
             con.execute("DELETE FROM runs WHERE id=?", (rid,))
 
     # -- evaluations -------------------------------------------------------------------------------
@@ -509,7 +644,8 @@ class RunStore:
 
     def lookup(self, key: str, statuses: Sequence[str] = ("ok", "failed")) -> tuple | None:
         """The first stored evaluation with this cache key and a reusable status:
-        ``(id, loss, raw_loss, status, error, response blob)``."""
+        ``(id, loss, raw_loss, status, error, response blob)``. Rows dropped by :meth:`compact_run` are no
+        longer found (those parameter sets are simulated again)."""
         marks = ",".join("?" * len(statuses))
         rows = self._q(
             f"SELECT id, loss, raw_loss, status, error, response FROM evaluations WHERE key=? AND status IN ({marks}) "
@@ -549,7 +685,12 @@ class RunStore:
     def evaluations(
         self, run: str | int, *, status: str | Sequence[str] | None = None, responses: bool = False
     ) -> list[EvaluationRecord]:
-        """A run's evaluations in run order, optionally only some statuses, optionally with responses."""
+        """A run's stored evaluations in run order, optionally only some statuses, optionally with responses.
+
+        For a compacted run (:meth:`compact_run`) these are the kept rows only: its failures and the
+        evaluations that improved its best loss. Use :meth:`n_evaluations`, :meth:`trace` and
+        :meth:`timing` for totals and curves, which are exact for compacted and full runs alike.
+        """
         rid = self._run_id(run)
         if status is None:
             return self._records("run_id=?", (rid,), responses)
@@ -557,8 +698,12 @@ class RunStore:
         return self._records(f"run_id=? AND status IN ({','.join('?' * len(sts))})", (rid, *sts), responses)
 
     def n_evaluations(self, run: str | int, *, status: str | None = None) -> int:
-        """How many evaluations a run has stored (of one status)."""
+        """How many evaluations a run made (of one status); for a compacted run, the totals from before
+        compaction."""
         rid = self._run_id(run)
+        comp = self._compaction(rid)
+        if comp is not None and status in (None, "ok"):  # failures are all kept: their counts stay exact
+            return int(comp["n_evals"] if status is None else comp["n_ok"])
         if status is None:
             return int(self._q("SELECT COUNT(*) FROM evaluations WHERE run_id=?", (rid,))[0][0])
         return int(self._q("SELECT COUNT(*) FROM evaluations WHERE run_id=? AND status=?", (rid, status))[0][0])
@@ -579,6 +724,167 @@ class RunStore:
     def stored_evaluations(self, run_id: int) -> dict[int, EvaluationRecord]:
         """``{idx: record}`` of a run, without responses (what a resume replays)."""
         return {r.idx: r for r in self._records("run_id=?", (run_id,), False)}
+
+    def trace(self, run: str | int) -> tuple[np.ndarray, np.ndarray]:
+        """The run's best-so-far curve: ``(idx, best)``, ``(N,)`` int and float arrays over every evaluation
+        index ``0 ... N - 1`` (``N`` = the number of evaluations when the run has no gap in its indices),
+        ``best[i]`` the lowest loss of the ``ok`` evaluations up to and including ``i`` (``inf`` before the
+        first one). Exact for a compacted run too: the step function only steps at the kept improvements.
+        """
+        rid = self._run_id(run)
+        rows = self._q("SELECT idx, loss FROM evaluations WHERE run_id=? AND status='ok' ORDER BY idx", (rid,))
+        comp = self._compaction(rid)
+        if comp is not None:
+            n = int(comp["last_idx"]) + 1
+        else:
+            n = int(self._q("SELECT COALESCE(MAX(idx) + 1, 0) FROM evaluations WHERE run_id=?", (rid,))[0][0])
+        f = np.full(n, np.inf)
+        if rows:
+            i = np.array([r[0] for r in rows], dtype=np.int64)
+            v = np.array([_nan(r[1]) for r in rows], dtype=float)
+            f[i] = np.where(np.isnan(v), np.inf, v)
+        return np.arange(n, dtype=np.int64), np.minimum.accumulate(f) if n else f
+
+    def timing(self, run: str | int) -> dict[str, float | int]:
+        """The run's time totals, exact for a compacted run too.
+
+        Keys: ``seconds`` (sum of ``finished - started`` over every evaluation with recorded times; cache hits
+        add 0), ``first_started``/``last_finished`` (Unix times, NaN without evaluations), ``active_seconds``
+        (wall time the run was computing: the steps between consecutive evaluations' ends in evaluation
+        order, from the first one's start, leaving out negative steps and pauses of :data:`ACTIVE_GAP_S` or
+        more, where the run was stopped and resumed later) and ``n_live`` (evaluations simulated, not taken
+        from the cache, with recorded times).
+        """
+        rid = self._run_id(run)
+        comp = self._compaction(rid)
+        if comp is not None:
+            return {
+                "seconds": float(comp["seconds"]),
+                "first_started": _nan(comp["first_started"]),
+                "last_finished": _nan(comp["last_finished"]),
+                "active_seconds": float(comp["active_seconds"]),
+                "n_live": int(comp["n_live"]),
+            }
+        return _timing_of(*self._time_columns(rid))
+
+    def _time_columns(self, rid: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        rows = self._q("SELECT started, finished, source FROM evaluations WHERE run_id=? ORDER BY idx", (rid,))
+        return (
+            np.array([_nan(r[0]) for r in rows], dtype=float),
+            np.array([_nan(r[1]) for r in rows], dtype=float),
+            np.array([r[2] for r in rows], dtype=object),
+        )
+
+    # -- compaction ----------------------------------------------------------------------------------
+    def compact_run(self, run: str | int, *, keep_checkpoints: int = 1) -> CompactionSummary:
+        """Drop the evaluations of a finished run that did not improve its best loss.
+
+        Keeps, in evaluation order, every evaluation whose status is not ``ok`` (the failures) and every
+        ``ok`` evaluation whose loss is strictly below the best loss of the ``ok`` evaluations before it (the
+        first ``ok`` one included), and the last ``keep_checkpoints`` checkpoints. The run's totals (counts,
+        times, last index) are recorded first in the ``compactions`` table, so :meth:`run`,
+        :meth:`n_evaluations`, :meth:`best`, :meth:`trace` and :meth:`timing` answer as before. A second
+        call drops nothing more and keeps the first record's totals. The file shrinks only after
+        :meth:`vacuum`.
+
+        A compacted run cannot be resumed (its replay would be incomplete), :meth:`dataset` refuses it,
+        :meth:`evaluations` and :meth:`export_csv` give the kept rows only, and :meth:`lookup` (the cache)
+        no longer finds the dropped parameter sets; ``cached_from`` of other runs' cache hits may then name
+        a dropped row.
+
+        Args:
+            run: a run whose status is ``finished`` or ``failed``.
+            keep_checkpoints: how many of the latest optimiser checkpoints to keep (``>= 0``).
+        """
+        if self.readonly:
+            raise ConfigurationError(f"{self!r} is read-only; open it writable to compact a run")
+        if isinstance(keep_checkpoints, bool) or not isinstance(keep_checkpoints, int | np.integer) or keep_checkpoints < 0:
+            raise ConfigurationError(f"keep_checkpoints must be an integer >= 0, got {keep_checkpoints!r}")
+        info = self.run(run)
+        if info.status not in ("finished", "failed"):
+            raise ConfigurationError(
+                f"run {info.name!r} in {self.path} is {info.status}; only a finished or failed run can be compacted: "
+                "finish or resume it first"
+            )
+        rid = info.id
+        with self._tx() as con:
+            status = con.execute("SELECT status FROM runs WHERE id=?", (rid,)).fetchone()[0]
+            if status not in ("finished", "failed"):  # reopened since
+                raise ConfigurationError(
+                    f"run {info.name!r} in {self.path} is {status}; only a finished or failed run can be compacted: "
+                    "finish or resume it first"
+                )
+            rows = con.execute(
+                "SELECT id, idx, loss, status, started, finished, source FROM evaluations WHERE run_id=? ORDER BY idx",
+                (rid,),
+            ).fetchall()
+            ids = np.array([r[0] for r in rows], dtype=np.int64)
+            loss = np.array([_nan(r[2]) for r in rows], dtype=float)
+            ok = np.array([r[3] == "ok" for r in rows], dtype=bool)
+            keep = _keep_mask(loss, ok)
+            drop = ids[~keep].tolist()
+            prev = con.execute(
+                "SELECT n_dropped, created FROM compactions WHERE run_id=?", (rid,)
+            ).fetchone()
+            if prev is None:
+                t = _timing_of(
+                    np.array([_nan(r[4]) for r in rows], dtype=float),
+                    np.array([_nan(r[5]) for r in rows], dtype=float),
+                    np.array([r[6] for r in rows], dtype=object),
+                )
+                con.execute(
+                    "INSERT INTO compactions (run_id, n_evals, n_ok, n_failed, n_live, last_idx, seconds, first_started, "
+                    "last_finished, active_seconds, n_dropped, created) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (
+                        rid,
+                        len(rows),
+                        int(ok.sum()),
+                        int((~ok).sum()),
+                        t["n_live"],
+                        int(rows[-1][1]) if rows else -1,
+                        t["seconds"],
+                        None if math.isnan(t["first_started"]) else t["first_started"],
+                        None if math.isnan(t["last_finished"]) else t["last_finished"],
+                        t["active_seconds"],
+                        len(drop),
+                        _now(),
+                    ),
+                )
+            elif drop:  # cannot happen for rows written by this class (compaction is idempotent); kept exact anyway
+                con.execute("UPDATE compactions SET n_dropped=n_dropped+? WHERE run_id=?", (len(drop), rid))
+            con.executemany("DELETE FROM evaluations WHERE id=?", ((i,) for i in drop))
+            batches = [r[0] for r in con.execute("SELECT batch FROM checkpoints WHERE run_id=? ORDER BY batch DESC", (rid,))]
+            old = batches[int(keep_checkpoints):]
+            con.executemany("DELETE FROM checkpoints WHERE run_id=? AND batch=?", ((rid, b) for b in old))
+        comp = self._compaction(rid)
+        assert comp is not None
+        log.info("compacted run %r: kept %d of %d evaluations", info.name, len(rows) - len(drop), comp["n_evals"])
+        return CompactionSummary(
+            run=info.name,
+            run_id=rid,
+            n_evals=int(comp["n_evals"]),
+            n_ok=int(comp["n_ok"]),
+            n_failed=int(comp["n_failed"]),
+            n_kept=len(rows) - len(drop),
+            n_dropped=int(comp["n_dropped"]),
+            dropped_now=len(drop),
+            checkpoints_dropped=len(old),
+            seconds=float(comp["seconds"]),
+            first_started=_nan(comp["first_started"]),
+            last_finished=_nan(comp["last_finished"]),
+            active_seconds=float(comp["active_seconds"]),
+            created=comp["created"],
+        )
+
+    def vacuum(self) -> None:
+        """Rebuild the file without the free pages left by deletions (:meth:`compact_run`,
+        :meth:`delete_run`), then fold the write-ahead log into it: the file shrinks only then. Needs no other
+        connection writing; rewrites the whole file (temporary disk space up to twice its size)."""
+        if self.readonly:
+            raise ConfigurationError(f"{self!r} is read-only; open it writable to vacuum it")
+        with self._lock:
+            self._con.execute("VACUUM")
+            self._con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     # -- checkpoints ---------------------------------------------------------------------------------
     def save_checkpoint(self, run_id: int, batch: int, n_evals: int, state: bytes) -> None:
@@ -620,7 +926,10 @@ class RunStore:
     def export_csv(self, run: str | int, path: str | os.PathLike[str]) -> Path:
         """Write a run's evaluations to CSV: ``idx, batch, pos``, one column per free parameter, ``u_<name>``
         per unit-cube coordinate, ``loss, raw_loss, status, error, started, finished, seconds, worker,
-        source, cached_from``."""
+        source, cached_from``.
+
+        Warning: for a compacted run (:meth:`compact_run`) only the kept rows are written (its failures and
+        improvements, ``RunInfo.n_dropped`` fewer than it made); ``idx`` tells where each one stood."""
         info = self.run(run)
         names = info.free_names
         recs = self.evaluations(info.id)
@@ -681,8 +990,15 @@ class RunStore:
         Args:
             include_failed: keep failed evaluations (default: ``ok`` only).
             unique: keep one row per distinct parameter set (cache hits repeat their source).
+
+        A compacted run (:meth:`compact_run`) is refused: a dataset needs all its rows.
         """
         info = self.run(run)
+        if info.compacted:
+            raise ConfigurationError(
+                f"run {info.name!r} in {self.path} was compacted ({info.n_dropped} of its {info.n_evals} evaluations "
+                "dropped); a dataset needs all its rows: build it from an uncompacted copy of the run"
+            )
         recs = self.evaluations(info.id, status=None if include_failed else "ok", responses=True)
         if unique:
             seen, kept = set(), []
