@@ -169,3 +169,39 @@ def test_cli_dataset_through_the_store(tmp_path):
     assert r.exit_code != 0 and "--store" in r.output
     r = runner.invoke(app, ["inverse", "dataset", "duffing", "--n", "6", "--option", "nope=1", "--out", str(out)])
     assert r.exit_code != 0 and "option" in r.output
+
+
+def test_resume_a_dataset_run_from_its_record(tmp_path):
+    # `mechcalib resume STORE --out F.npz` rebuilds the model (with its constructor options), n, seed,
+    # conditions and layout from the run's record and simulates only the missing sets
+    store, out = tmp_path / "s.sqlite", tmp_path / "d.npz"
+    args = ["inverse", "dataset", "duffing", "--n", "6", "--length", "30", "--seed", "3", "--store", str(store),
+            "--out", str(out), "--condition", "F0=0.4", "--budget", "2"]
+    r = runner.invoke(app, args)
+    assert r.exit_code == 0, r.output
+    with RunStore(store, readonly=True) as st:
+        cfg = st.config(dataset_run_name(get_model("duffing"), 6, 3))
+    assert cfg["model_options"] == {} and cfg["conditions"]["F0"] == 0.4
+    r = runner.invoke(app, ["resume", str(store), "--out", str(out), "-q"])
+    assert r.exit_code == 0, r.output
+    assert "6 of 6 sets stored (4 simulated now, 2 read back), 0 failed" in r.output and "complete" in r.output
+    ref = from_model(get_model("duffing"), 6, seed=3, length=30, conditions={"F0": 0.4})
+    _same(from_npz(out, length=30), ref)
+    r = runner.invoke(app, ["resume", str(store)])
+    assert r.exit_code != 0 and "--out" in r.output
+    r = runner.invoke(app, ["resume", str(store), "--out", str(out), "--run", "nope"])
+    assert r.exit_code != 0 and "nope" in r.output
+
+
+def test_resume_dataset_needs_one_dataset_run(tmp_path):
+    from mechcalib.inverse.data import resume_dataset
+
+    with pytest.raises(ConfigurationError, match="no run store"):
+        resume_dataset(tmp_path / "missing.sqlite")
+    store = tmp_path / "s.sqlite"
+    generate_dataset(Duffing(), 4, store, seed=1, budget=1)
+    generate_dataset(Duffing(), 4, store, seed=2, budget=1)
+    with pytest.raises(ConfigurationError, match="2 dataset runs"):
+        resume_dataset(store)
+    g = resume_dataset(store, dataset_run_name(Duffing(), 4, 2))
+    assert g.done == 4 and g.simulated == 3

@@ -343,7 +343,8 @@ def run(
 @app.command()
 def resume(
     ctx: typer.Context,
-    directory: Path = typer.Argument(..., metavar="DIR", help="Run folder written by `mechcalib run`."),
+    directory: Path = typer.Argument(..., metavar="DIR", help="Run folder written by `mechcalib run`, or the run "
+                                     "store (SQLite file) of `mechcalib inverse dataset --store`."),
     budget: int = typer.Option(None, "--budget", min=1, help="New maximum number of evaluations (the total)."),
     workers: int = typer.Option(None, "--workers", min=1, help="Evaluate in a local process pool of N workers."),
     scheduler: str = typer.Option(None, "--scheduler", help="Evaluate on the dask cluster of this scheduler address."),
@@ -351,10 +352,19 @@ def resume(
     run_name: str = typer.Option(None, "--run", help="Run name in the store (default: the folder's run)."),
     plots: bool = typer.Option(None, "--plots/--no-plots", help="Write the report plots at the end (default: output.plots)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar; print only the result line."),
+    out: Path = typer.Option(None, "--out", "-o", help="For a dataset run: the dataset file (.npz) to write."),
+    timeout: float = typer.Option(None, "--timeout", min=0.0, help="For a dataset run: seconds per simulation."),
 ) -> None:
     """Continue a run (interrupted, killed or finished) without simulating a stored evaluation again, and
-    rewrite DIR/result.json. --budget extends it."""
+    rewrite DIR/result.json. --budget extends it. Given a store file instead, continue its dataset run and
+    write the dataset to --out."""
     from .runs import resume_run
+
+    if directory.is_file():
+        return _resume_dataset(directory, run_name, out, workers, budget, timeout, _quiet(ctx, quiet))
+    if out is not None or timeout is not None:
+        typer.echo("error: --out and --timeout apply to a dataset run (DIR a store file)", err=True)
+        raise typer.Exit(2)
 
     if workers is not None and scheduler is not None:
         typer.echo("error: give either --workers (a local process pool) or --scheduler (a dask cluster), not both",
@@ -365,6 +375,31 @@ def resume(
         rec = resume_run(directory, budget=budget, workers=workers, scheduler=scheduler, run=run_name, config=config,
                          progress=bar, plots=plots)
     _print_result(rec, q)
+
+
+def _resume_dataset(store: Path, run: str | None, out: Path | None, workers: int | None, budget: int | None,
+                    timeout: float | None, quiet: bool) -> None:
+    from .inverse.data import resume_dataset
+
+    if out is None:
+        typer.echo("error: a dataset run needs --out FILE.npz for the dataset", err=True)
+        raise typer.Exit(2)
+
+    def progress(idx: int, batch: int, o) -> None:
+        if not quiet and o.source == "live":
+            what = "ok" if o.ok else f"{o.status}: {o.error}"
+            typer.echo(f"set {idx + 1}: {what} ({o.seconds:.1f} s, {o.worker})")
+
+    with _errors():
+        g = resume_dataset(store, run, workers=workers, budget=budget, timeout=timeout, on_evaluation=progress)
+        typer.echo(f"run {g.run_name!r} in {store}: {g.done} of {g.n} sets stored ({g.simulated} simulated now, "
+                   f"{g.done - g.simulated} read back), {g.failed} failed")
+        if g.dataset is None:
+            typer.echo("no successful simulation yet: no dataset written")
+            return
+        path = g.dataset.save_npz(out)
+    state = "complete" if g.complete else f"partial ({g.done} of {g.n})"
+    typer.echo(f"wrote {path}: {len(g.dataset)} sequences; {state}")
 
 
 @app.command()

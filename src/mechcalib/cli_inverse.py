@@ -126,7 +126,7 @@ def dataset_cmd(
 
         g = generate_dataset(m, n, store, run_name=run_name, seed=seed, workers=workers, budget=budget,
                              timeout=timeout, features=feature or None, length=length, conditions=conds,
-                             on_evaluation=progress)
+                             on_evaluation=progress, model_options=opts)
         typer.echo(f"run {g.run_name!r} in {store}: {g.done} of {g.n} sets stored ({g.simulated} simulated now, "
                    f"{g.done - g.simulated} read back), {g.failed} failed")
         if g.dataset is None:

@@ -592,6 +592,57 @@ def dataset_run_name(model: Model, n: int, seed: int) -> str:
     return f"dataset-{model.name}-n{int(n)}-seed{int(seed)}"
 
 
+def resume_dataset(
+    store: Any,
+    run: str | None = None,
+    *,
+    workers: int | None = None,
+    budget: int | None = None,
+    timeout: float | None = None,
+    on_evaluation: Any = None,
+) -> GenerationResult:
+    """Continue a stored dataset run of :func:`generate_dataset` from its record alone: the model (built-in,
+    rebuilt with its recorded constructor options), ``n``, seed, conditions and sequence layout come from the
+    run's configuration. ``run``: its name (default: the store's only dataset run). Stored sets are read
+    back, the rest simulated; the problem fingerprint guards against a model that changed since."""
+    from ..models import MODELS, get_model
+    from ..storage import RunStore
+
+    own = not isinstance(store, RunStore)
+    if own and not Path(store).is_file():
+        raise ConfigurationError(f"no run store at {str(store)!r}; give the SQLite file a dataset run was stored in")
+    st = RunStore(store) if own else store
+    try:
+        runs = [i for i in st.runs() if (i.config or {}).get("kind") == "dataset"]
+        if run is None:
+            if len(runs) != 1:
+                raise ConfigurationError(
+                    f"{st.path} holds {len(runs)} dataset runs ({', '.join(i.name for i in runs) or 'none'}); name "
+                    "one with run=..."
+                )
+            info = runs[0]
+        else:
+            info = st.run(run)
+            if (info.config or {}).get("kind") != "dataset":
+                raise ConfigurationError(
+                    f"run {run!r} is not a dataset run (its configuration has no kind = 'dataset'); dataset runs "
+                    f"here: {', '.join(i.name for i in runs) or 'none'}"
+                )
+        cfg = info.config
+        if cfg["model"] not in MODELS:
+            raise ConfigurationError(f"run {info.name!r} used the model {cfg['model']!r}, which is not built in")
+        opts = cfg.get("model_options") or {}
+        model = get_model(cfg["model"], **opts)
+        return generate_dataset(
+            model, cfg["n"], st, run_name=info.name, seed=cfg["seed"], workers=workers, budget=budget,
+            timeout=timeout, features=cfg.get("features"), length=cfg.get("length", PAPER_LENGTH),
+            conditions=cfg.get("conditions"), on_evaluation=on_evaluation, model_options=opts,
+        )
+    finally:
+        if own:
+            st.close()
+
+
 def dataset_from_store(
     store: Any,
     run: str,
@@ -660,6 +711,7 @@ def generate_dataset(
     space: ParameterSpace | None = None,
     conditions: Mapping[str, Any] | None = None,
     on_evaluation: Any = None,
+    model_options: Mapping[str, Any] | None = None,
 ) -> GenerationResult:
     """Simulate a Latin hypercube of ``n`` points of ``space`` through :func:`mechcalib.calibrate` and a run
     store, and read the sequence dataset back from the store.
@@ -687,6 +739,8 @@ def generate_dataset(
         features, length: sequence layout of the returned dataset (see :func:`simulate_sequences`).
         space, conditions: sampled space (default: the model's) and the model's conditions.
         on_evaluation: passed to :func:`mechcalib.calibrate` (progress).
+        model_options: the constructor options ``model`` was built with (``get_model(model.name, **options)``),
+            recorded with the run so that :func:`resume_dataset` can rebuild it.
     """
     from ..calibrate import calibrate
     from ..optimizers.random_search import LatinHypercube
@@ -714,7 +768,7 @@ def generate_dataset(
     st = RunStore(store) if own_store else store
     config = {"kind": "dataset", "model": model.name, "n": n, "seed": int(seed),
               "conditions": dict(problem.conditions), "features": list(features) if features else None,
-              "length": int(length)}
+              "length": int(length), "model_options": dict(model_options or {})}
     live = {"n": 0}
 
     def hook(idx: int, batch: int, outcome: Any) -> None:
