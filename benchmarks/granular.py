@@ -135,6 +135,24 @@ def stage_dataset(res: dict, n_sets: int, workers: int) -> dict:
             "load": [load0, loadavg()]}
 
 
+def dataset_state() -> list[str]:
+    """The dataset run as the store holds it now (the stage above records only its own first sets)."""
+    from mechcalib.storage import RunStore
+
+    if not STORE.exists():
+        return []
+    with RunStore(STORE, readonly=True) as st:
+        if not st.has_run(RUN_NAME):
+            return []
+        info = st.run(RUN_NAME)
+        t = st.timing(RUN_NAME)
+        n_ok = st.n_evaluations(RUN_NAME, status="ok")
+    per = t["seconds"] / max(t["n_live"], 1)
+    return [(f"Store now (read when this report was written): {info.n_evals} of 200 sets stored ({n_ok} ok, "
+             f"{info.n_evals - n_ok} failed), run status `{info.status}`; {per:.1f} s of simulation per set on "
+             f"average (each set on one core; the runs shared the machine with other jobs)."), ""]
+
+
 def stage_escale(res: dict) -> dict:
     from mechcalib.models import get_model
 
@@ -318,6 +336,7 @@ def report(res: dict) -> str:
         if ds["peaks_N"]:
             pk = np.asarray(ds["peaks_N"])
             L += [f"Peak piston force over these sets: {pk.min():.0f} - {pk.max():.0f} N (mean {pk.mean():.0f} N).", ""]
+        L += dataset_state()
     if fast:
         d = fast["default"]
         f, u = np.asarray(d["force_N"]), np.asarray(d["disp_mm"])
