@@ -22,7 +22,7 @@ Presets: ``"default"``, the calibrated set of section 3.3, ``[lambda_p, f_ss, f_
 with the Table 2 values; ``"case1"`` ... ``"case9"``, the true parameters of the verification cases of Table 3.
 
 Specimens (constructor ``specimen``, see :data:`.specimen.SPECIMENS`): ``"paper"`` (the paper's clump, radius
-1 mm, filled to 60 mm: 4885 clumps, 64.4 g for seed 0), ``"fast"`` (default: the clump scaled by 1.5, 1364
+1 mm, filled to 60 mm at the ``fast`` specimen's density: 4554 clumps, 60.1 g for seed 0), ``"fast"`` (default: the clump scaled by 1.5, 1364
 clumps, 60.7 g, with a 1.5 times larger time step), ``"tiny"`` (a 12 mm cylinder for tests), or a
 :class:`~.specimen.SpecimenSpec`. :meth:`EEPATriaxial.specimen_info` reports the particle count and mass. The
 fill density sets the force level: see :mod:`.specimen` and ``docs/granular.md``.
