@@ -379,21 +379,17 @@ def resume(
 
 def _resume_dataset(store: Path, run: str | None, out: Path | None, workers: int | None, budget: int | None,
                     timeout: float | None, quiet: bool) -> None:
+    from .cli_inverse import dataset_progress, echo_generation
     from .inverse.data import resume_dataset
 
     if out is None:
         typer.echo("error: a dataset run needs --out FILE.npz for the dataset", err=True)
         raise typer.Exit(2)
 
-    def progress(idx: int, batch: int, o) -> None:
-        if not quiet and o.source == "live":
-            what = "ok" if o.ok else f"{o.status}: {o.error}"
-            typer.echo(f"set {idx + 1}: {what} ({o.seconds:.1f} s, {o.worker})")
-
     with _errors():
-        g = resume_dataset(store, run, workers=workers, budget=budget, timeout=timeout, on_evaluation=progress)
-        typer.echo(f"run {g.run_name!r} in {store}: {g.done} of {g.n} sets stored ({g.simulated} simulated now, "
-                   f"{g.done - g.simulated} read back), {g.failed} failed")
+        g = resume_dataset(store, run, workers=workers, budget=budget, timeout=timeout,
+                           on_evaluation=dataset_progress(quiet))
+        echo_generation(g, store)
         if g.dataset is None:
             typer.echo("no successful simulation yet: no dataset written")
             return

@@ -60,6 +60,24 @@ def _parse_options(items: list[str]) -> dict[str, object]:
     return out
 
 
+def dataset_progress(quiet: bool, n: int | None = None):
+    """The per-simulation progress line of a dataset generation (``None`` when quiet)."""
+    if quiet:
+        return None
+
+    def progress(idx: int, batch: int, o) -> None:
+        if o.source == "live":
+            what = "ok" if o.ok else f"{o.status}: {o.error}"
+            typer.echo(f"set {idx + 1}{f'/{n}' if n else ''}: {what} ({o.seconds:.1f} s, {o.worker})")
+
+    return progress
+
+
+def echo_generation(g, store) -> None:
+    typer.echo(f"run {g.run_name!r} in {store}: {g.done} of {g.n} sets stored ({g.simulated} simulated now, "
+               f"{g.done - g.simulated} read back), {g.failed} failed")
+
+
 @inverse_app.command("dataset")
 def dataset_cmd(
     model: str = typer.Argument(..., help="Built-in model (see `mechcalib models`)."),
@@ -119,16 +137,10 @@ def dataset_cmd(
             return
         from .inverse.data import generate_dataset
 
-        def progress(idx: int, batch: int, o) -> None:
-            if not quiet and o.source == "live":
-                what = "ok" if o.ok else f"{o.status}: {o.error}"
-                typer.echo(f"set {idx + 1}/{n}: {what} ({o.seconds:.1f} s, {o.worker})")
-
         g = generate_dataset(m, n, store, run_name=run_name, seed=seed, workers=workers, budget=budget,
                              timeout=timeout, features=feature or None, length=length, conditions=conds,
-                             on_evaluation=progress, model_options=opts)
-        typer.echo(f"run {g.run_name!r} in {store}: {g.done} of {g.n} sets stored ({g.simulated} simulated now, "
-                   f"{g.done - g.simulated} read back), {g.failed} failed")
+                             on_evaluation=dataset_progress(quiet, n), model_options=opts)
+        echo_generation(g, store)
         if g.dataset is None:
             typer.echo("no successful simulation yet: no dataset written")
             return
