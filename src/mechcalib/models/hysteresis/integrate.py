@@ -267,9 +267,9 @@ def _integrate_one(laws, a, S, T, Fg, fmode, famp, fom, ft, fv, h, n_out, subste
 
 
 @nb.njit(cache=True)
-def _prepare(N, n_out, n, m, fmode, famp, fom, ft, fv, h, substeps):
-    """Output records (NaN-filled) and the force grid of a batch."""
-    out = (
+def _outputs(N, n_out, n, m):
+    """A batch's output records (NaN-filled), status and event counts."""
+    return (
         np.full((N, n_out, n), np.nan),
         np.full((N, n_out, n), np.nan),
         np.full((N, n_out, n), np.nan),
@@ -278,7 +278,12 @@ def _prepare(N, n_out, n, m, fmode, famp, fom, ft, fv, h, substeps):
         np.zeros(N, dtype=np.int64),
         np.zeros(N, dtype=np.int64),
     )
-    return out, force_grid(fmode, famp, fom, ft, fv, h, (n_out - 1) * substeps)
+
+
+@nb.njit(cache=True)
+def _prepare(N, n_out, n, m, fmode, famp, fom, ft, fv, h, substeps):
+    """Output records and the force grid of a batch."""
+    return _outputs(N, n_out, n, m), force_grid(fmode, famp, fom, ft, fv, h, (n_out - 1) * substeps)
 
 
 # The per-set status is stored by plain assignments in the loop body and the output tuple is built after the
@@ -479,8 +484,7 @@ def _integrate_sdof(law, a, S, tt, fmode, famp, fom, ft, fv, dt_out, n_out, subs
 def _prepare_sdof(N, n_out, fmode, famp, fom, ft, fv, dt_out, substeps, per_step):
     h = dt_out * per_step / substeps
     n_steps = ((n_out - 1) * substeps + per_step - 1) // per_step
-    out, _ = _prepare(N, n_out, 1, 1, fmode, famp, fom, ft, fv, h, 0)
-    return out, force_grid(fmode, famp, fom, ft, fv, h, n_steps)
+    return _outputs(N, n_out, 1, 1), force_grid(fmode, famp, fom, ft, fv, h, n_steps)
 
 
 @nb.njit(parallel=True, cache=True)

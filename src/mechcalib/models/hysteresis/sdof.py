@@ -38,8 +38,8 @@ from .laws import LAWS, law_spec
 #: then below 1e-5 of its RMS for every law (docs/hysteresis.md, tests/test_hysteresis_models.py), at about
 #: 40 % of the cost of one step per sample.
 DEFAULT_SUBSTEPS = 1
-DEFAULT_SAMPLES_PER_STEP = {"pinching": 2}
-SAMPLES_PER_STEP = 4
+DEFAULT_SAMPLES_PER_STEP = 4
+SAMPLES_PER_STEP_BY_LAW = {"pinching": 2}
 
 STRUCTURAL = ("m", "c", "k")
 _STRUCT_META = {
@@ -91,7 +91,7 @@ class HystereticSDOF(_common.BatchedModel):
         self.locate_events = bool(locate_events)
         if samples_per_step is None:
             fine = self.substeps > 1 or not self.locate_events
-            samples_per_step = 1 if fine else DEFAULT_SAMPLES_PER_STEP.get(key, SAMPLES_PER_STEP)
+            samples_per_step = 1 if fine else SAMPLES_PER_STEP_BY_LAW.get(key, DEFAULT_SAMPLES_PER_STEP)
         self.samples_per_step = _common.check_substeps(samples_per_step, "samples_per_step")
         if self.samples_per_step > 1 and self.substeps > 1:
             raise ConfigurationError(
