@@ -361,6 +361,20 @@ def test_mdof_recovery_from_accelerations(models):
     assert np.max(np.abs(recover(models["mdof_frame"], ACC))) < 0.01
 
 
+def test_iabc_identifies_boucwen_from_acceleration(models):
+    """Seed 002's I-ABC (eq. 29 as printed), 100 of its 500 cycles from a uniform start in the default 0.5x-2x
+    bounds, finds the Bouc-Wen parameters of noise-free acceleration data within 1 % (seeds 0-2 measured:
+    0.03 / 0.05 / 0.004 % at worst)."""
+    from mechcalib.optimizers import IABC
+
+    model = models["sdof_boucwen"]
+    data = experiment_from_model(model)
+    problem = mc.Problem(model, mc.Experiment({"acceleration": data["acceleration"]}), mc.L2())
+    res = mc.calibrate(problem, IABC.paper_002(seed=0), max_evals=5000)
+    truth = np.array([model.preset()[n] for n in model.space.free_names])
+    assert res.n_evals == 5000 and np.max(np.abs(res.best_x / truth - 1)) < 0.01, res.best_x
+
+
 # --------------------------------------------------------------------------------------------
 # Cross-check against OpenSees (optional extra "opensees")
 # --------------------------------------------------------------------------------------------

@@ -224,10 +224,11 @@ def test_registry_and_subclassing():
 def test_paper_presets():
     p = IABC.paper_002(seed=1)
     assert (p.group_size, p.n_sources, p.max_cycles, p.F, p.CR, p.selection) == (50, 25, 500, 0.5, 0.4, "tournament")
+    assert p.local_step == "vector"  # eq. 29 as printed: one random number scales a_i - a_k
     assert p.limit is None and p.setup(6)._limit == 150  # eq. 33: 50 * 6 / 2
     assert IABC.paper_002(max_cycles=10).max_cycles == 10
     a = ABC.paper_002()
-    assert (a.group_size, a.max_cycles, a.selection, a.local_step) == (50, 500, "roulette", "one")
+    assert (a.group_size, a.max_cycles, a.selection, a.local_step) == (50, 500, "roulette", "vector")
     s = IABC.small_group()
     assert 10 <= s.group_size <= 20
 

@@ -15,7 +15,12 @@ PSO and TBPSO: ``max_iter = budget / swarm_size - 1`` makes the inertia schedule
 ``paper_000`` uses ``trust_direction="away"`` (eq. 13 as printed); with ``"toward"``, its earlier setting,
 seeds 0-9 gave worst/median 1.5/0.44 (Sphere-10), 7e3/3.4e2 (Rosenbrock-5), 18/11 (Rastrigin-5), 8.7/4.2
 (Ackley01-5), 0.96/0.35 (Griewank-5). DE: ``NP = 20`` instead of the default ``10 * dim``, which leaves too
-few generations in 2000 evaluations.
+few generations in 2000 evaluations. ABC and I-ABC ``paper_002`` take eq. 29 as printed (one random number
+scales ``a_i - a_k``, ``local_step="vector"``); with Karaboga's one-coordinate step, their earlier setting,
+seeds 0-9 gave worst/median ABC 0.3/0.1, 63/2.7, 2.4/1.1, 2.4/1.6, 0.2/0.16 and I-ABC 0.88/0.62, 97/42,
+4/2.2, 3/1.5, 0.2/0.13 on the five functions: the vector step is better where the variables interact
+(I-ABC on Sphere, Rosenbrock, Ackley), worse on the separable Rastrigin, and worse for plain ABC at this
+short budget (40 cycles); on seed 002's hysteresis objectives it is what lets I-ABC reach the truth.
 
 =========  =======================  ==========  ===  ======  =====  ========  =========  ==========
 optimiser  preset / settings        function    dim  budget  tol    worst/10  median/10  seeds
@@ -35,16 +40,16 @@ tbpso      paper_000, max_iter 199  Rosenbrock  5    2000    5e+03  1.6e+03   14
 tbpso      paper_000, max_iter 199  Rastrigin   5    2000    10     17        5.1        0-4 median
 tbpso      paper_000, max_iter 199  Ackley01    5    2000    5      18        2.8        0-4 median
 tbpso      paper_000, max_iter 199  Griewank    5    2000    0.6    0.76      0.37       0-4 median
-abc        paper_002                Sphere      10   2000    1      0.3       0.1        0-2 max
-abc        paper_002                Rosenbrock  5    2000    2e+02  63        2.7        0-2 max
-abc        paper_002                Rastrigin   5    2000    10     2.4       1.1        0-2 max
-abc        paper_002                Ackley01    5    2000    5      2.4       1.6        0-2 max
-abc        paper_002                Griewank    5    2000    0.5    0.2       0.16       0-2 max
-iabc       paper_002                Sphere      10   2000    5      0.88      0.62       0-2 max
-iabc       paper_002                Rosenbrock  5    2000    5e+02  97        42         0-2 max
-iabc       paper_002                Rastrigin   5    2000    10     4         2.2        0-2 max
-iabc       paper_002                Ackley01    5    2000    4.5    3         1.5        0-2 max
-iabc       paper_002                Griewank    5    2000    0.5    0.2       0.13       0-2 max
+abc        paper_002                Sphere      10   2000    5      3.5       1.1        0-2 max
+abc        paper_002                Rosenbrock  5    2000    60     6.8e+03   10         0-4 median
+abc        paper_002                Rastrigin   5    2000    10     8.9       3.6        0-2 max
+abc        paper_002                Ackley01    5    2000    5      9.3       3.3        0-4 median
+abc        paper_002                Griewank    5    2000    0.5    0.37      0.21       0-2 max
+iabc       paper_002                Sphere      10   2000    0.2    0.078     0.0086     0-2 max
+iabc       paper_002                Rosenbrock  5    2000    50     16        4.1        0-2 max
+iabc       paper_002                Rastrigin   5    2000    12     8.9       6.1        0-2 max
+iabc       paper_002                Ackley01    5    2000    1      0.42      0.11       0-2 max
+iabc       paper_002                Griewank    5    2000    0.5    0.31      0.27       0-2 max
 tsa        defaults                 Sphere      10   2000    0.02   0.0047    0.0011     0-2 max
 tsa        defaults                 Rosenbrock  5    2000    50     7.6       3.4        0-2 max
 tsa        defaults                 Rastrigin   5    2000    12     8         4          0-2 max
@@ -128,16 +133,16 @@ TARGETS: tuple[Target, ...] = (
     Target("tbpso", "paper_000", _PSO, "Rastrigin", 5, B, 10, **_MEDIAN5, worst_of_10=17, median_of_10=5.1),
     Target("tbpso", "paper_000", _PSO, "Ackley01", 5, B, 5, **_MEDIAN5, worst_of_10=18, median_of_10=2.8),
     Target("tbpso", "paper_000", _PSO, "Griewank", 5, B, 0.6, **_MEDIAN5, worst_of_10=0.76, median_of_10=0.37),
-    Target("abc", "paper_002", {}, "Sphere", 10, B, 1, worst_of_10=0.3, median_of_10=0.1),
-    Target("abc", "paper_002", {}, "Rosenbrock", 5, B, 2e+02, worst_of_10=63, median_of_10=2.7),
-    Target("abc", "paper_002", {}, "Rastrigin", 5, B, 10, worst_of_10=2.4, median_of_10=1.1),
-    Target("abc", "paper_002", {}, "Ackley01", 5, B, 5, worst_of_10=2.4, median_of_10=1.6),
-    Target("abc", "paper_002", {}, "Griewank", 5, B, 0.5, worst_of_10=0.2, median_of_10=0.16),
-    Target("iabc", "paper_002", {}, "Sphere", 10, B, 5, worst_of_10=0.88, median_of_10=0.62),
-    Target("iabc", "paper_002", {}, "Rosenbrock", 5, B, 5e+02, worst_of_10=97, median_of_10=42),
-    Target("iabc", "paper_002", {}, "Rastrigin", 5, B, 10, worst_of_10=4, median_of_10=2.2),
-    Target("iabc", "paper_002", {}, "Ackley01", 5, B, 4.5, worst_of_10=3, median_of_10=1.5),
-    Target("iabc", "paper_002", {}, "Griewank", 5, B, 0.5, worst_of_10=0.2, median_of_10=0.13),
+    Target("abc", "paper_002", {}, "Sphere", 10, B, 5, worst_of_10=3.5, median_of_10=1.1),
+    Target("abc", "paper_002", {}, "Rosenbrock", 5, B, 60, **_MEDIAN5, worst_of_10=6.8e+03, median_of_10=10),
+    Target("abc", "paper_002", {}, "Rastrigin", 5, B, 10, worst_of_10=8.9, median_of_10=3.6),
+    Target("abc", "paper_002", {}, "Ackley01", 5, B, 5, **_MEDIAN5, worst_of_10=9.3, median_of_10=3.3),
+    Target("abc", "paper_002", {}, "Griewank", 5, B, 0.5, worst_of_10=0.37, median_of_10=0.21),
+    Target("iabc", "paper_002", {}, "Sphere", 10, B, 0.2, worst_of_10=0.078, median_of_10=0.0086),
+    Target("iabc", "paper_002", {}, "Rosenbrock", 5, B, 50, worst_of_10=16, median_of_10=4.1),
+    Target("iabc", "paper_002", {}, "Rastrigin", 5, B, 12, worst_of_10=8.9, median_of_10=6.1),
+    Target("iabc", "paper_002", {}, "Ackley01", 5, B, 1, worst_of_10=0.42, median_of_10=0.11),
+    Target("iabc", "paper_002", {}, "Griewank", 5, B, 0.5, worst_of_10=0.31, median_of_10=0.27),
     Target("tsa", None, {}, "Sphere", 10, B, 0.02, worst_of_10=0.0047, median_of_10=0.0011),
     Target("tsa", None, {}, "Rosenbrock", 5, B, 50, worst_of_10=7.6, median_of_10=3.4),
     Target("tsa", None, {}, "Rastrigin", 5, B, 12, worst_of_10=8, median_of_10=4),

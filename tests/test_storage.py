@@ -114,7 +114,13 @@ def test_queries_and_exports(tmp_path):
         npz_path = store.export_dataset("q", tmp_path / "q.npz")
         b, n, state = store.load_checkpoint("q")
         assert (b, n) == (3, 15) and state["n_evals"] == 15
-        store.delete_run("q2")
+        store.rename_run("q2", "q3")
+        assert [r.name for r in store.runs()] == ["q", "q3"] and store.n_evaluations("q3") == 5
+        with pytest.raises(ConfigurationError, match="'q' already exists"):
+            store.rename_run("q3", "q")
+        with pytest.raises(ConfigurationError, match="no run 'q2'"):
+            store.rename_run("q2", "q4")
+        store.delete_run("q3")
         assert [r.name for r in store.runs()] == ["q"]
     with open(csv_path) as fh:
         rows = list(csv.DictReader(fh))

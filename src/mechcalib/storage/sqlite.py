@@ -593,6 +593,27 @@ class RunStore:
             con.execute("DELETE FROM compactions WHERE run_id=?", (rid,))
             con.execute("DELETE FROM runs WHERE id=?", (rid,))
 
+    def rename_run(self, run: str | int, new_name: str) -> None:
+        """Give a run a new name (its evaluations, checkpoints and records stay attached).
+
+        A run may be renamed only while no process runs it; the new name must be free.
+        """
+        rid = self._run_id(run)
+        new_name = str(new_name)
+        if not new_name:
+            raise ConfigurationError(f"RunStore.rename_run: the new name of run {run!r} is empty; give a name")
+        if self.has_run(new_name):
+            raise ConfigurationError(
+                f"RunStore.rename_run: a run named {new_name!r} already exists in {self.path}; pick a free name "
+                f"or delete that run first"
+            )
+        if self.status(rid) == "running":
+            raise ConfigurationError(
+                f"RunStore.rename_run: run {run!r} is marked running; stop it (or let it finish) before renaming"
+            )
+        with self._tx() as con:
+            con.execute("UPDATE runs SET name=?, updated=? WHERE id=?", (new_name, _now(), rid))
+
     # -- evaluations -------------------------------------------------------------------------------
     def add_evaluation(
         self,
