@@ -153,7 +153,7 @@ def train_all(args, tr, va, log) -> tuple[dict, dict]:
                                  f"seed {cal.train_config.seed}; this run needs {args.epochs} epochs on "
                                  f"{list(tr.names)} with seed {args.seed}: give each profile its own --work folder")
             # the input scaler was fitted on the training sequences: a fingerprint of the data the network saw
-            fresh = SequenceScaler.fit(tr.X)
+            fresh = SequenceScaler.fit(tr.X, per_step=getattr(args, "x_scaling", "feature") == "step")
             if not (np.allclose(cal.x_scaler.mean, fresh.mean, rtol=1e-9, atol=0)
                     and np.allclose(cal.x_scaler.std, fresh.std, rtol=1e-9, atol=0)):
                 raise SystemExit(f"{f} was trained on other sequences than this run's training part (input scaler "
@@ -162,7 +162,8 @@ def train_all(args, tr, va, log) -> tuple[dict, dict]:
             log(f"{v}: loaded from {f}")
             args.loaded.append(v)
         else:
-            tc = TrainConfig.paper_001(epochs=args.epochs, seed=args.seed, threads=args.threads)
+            tc = TrainConfig.paper_001(epochs=args.epochs, seed=args.seed, threads=args.threads,
+                                       x_scaling=getattr(args, "x_scaling", "feature"))
             cal = InverseCalibrator(v, tc).fit(tr, va)
             if f is not None:
                 cal.save(f)

@@ -50,7 +50,7 @@ def write(args, res: dict, path: Path) -> None:
     L = ["# PartsNet (seed 001) on the EEPA triaxial dataset\n"]
     L.append(f"Written by `{res['command']}` on {datetime.now(UTC):%Y-%m-%d %H:%M UTC}; {platform.machine()} "
              f"{platform.system()}, torch {torch.__version__}, {args.threads} thread(s), profile `{args.profile}` "
-             f"({args.epochs} epochs); {res['seconds'] / 60:.1f} min"
+             f"({args.epochs} epochs), input scaling `{args.x_scaling}`; {res['seconds'] / 60:.1f} min"
              + (f" (networks {', '.join(args.loaded)} loaded from `--work`)" if args.loaded else "") + ".\n")
     L.append(f"**Data.** `{Path(args.dataset).name}`: {res['n_train'] + res['n_val']} DEM triaxial simulations of "
              f"the `fast` EEPA specimen (docs/granular.md), parameters {', '.join(names)} ({PARAM_TEXT}) from a "
@@ -107,6 +107,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", default=None, help="folder keeping trained networks (resume)")
     ap.add_argument("--no-strategies", action="store_true", help="skip seed 003's inverse strategies")
     ap.add_argument("--cv", choices=("quick", "paper_003"), default=None)
+    ap.add_argument("--x-scaling", choices=("feature", "step"), default="feature",
+                    help="input standardisation of the networks (TrainConfig.x_scaling; default: per feature)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "partsnet_eepa.md"))
     args = ap.parse_args(argv)
     prof = PROFILES[args.profile]
@@ -141,8 +143,9 @@ def main(argv: list[str] | None = None) -> int:
     res["command"] = " ".join(["python", "benchmarks/partsnet_eepa.py", *(sys.argv[1:] if argv is None else argv)])
     out = Path(args.out)
     write(args, res, out)
-    raw = {**res, "profile": args.profile, "epochs": args.epochs, "threads": args.threads, "loaded": args.loaded}
-    out.with_name(f"{out.stem}.{args.profile}.json").write_text(json.dumps(raw, indent=1, default=float) + "\n")
+    raw = {**res, "profile": args.profile, "epochs": args.epochs, "threads": args.threads, "loaded": args.loaded,
+           "x_scaling": args.x_scaling}
+    out.with_name(f"{out.stem}.{args.profile}{'' if args.x_scaling == 'feature' else '.step'}.json").write_text(json.dumps(raw, indent=1, default=float) + "\n")
     log(f"wrote {out}")
     return 0
 

@@ -159,6 +159,30 @@ def test_resample_scalers_and_split():
     np.testing.assert_array_equal(va, train_val_split(50, 0.2, seed=3)[1])
 
 
+def test_per_step_scaler_and_its_floor():
+    """Per time step: every step of every feature gets mean 0 and standard deviation 1 over the samples; a channel
+    equal in every sample up to rounding keeps its tiny spread small (floor: 1e-3 of its overall std) instead of
+    becoming unit noise."""
+    rng = np.random.default_rng(2)
+    t = np.linspace(0.0, 1.0, 7)
+    force = 100 * np.sin(3 * t)[None, :] * (1 + 0.05 * rng.standard_normal((10, 1)))  # one shape, +-5 % levels
+    disp = t[None, :] + 1e-12 * rng.standard_normal((10, 7))  # prescribed, equal up to rounding
+    X = np.stack([disp, force], axis=-1)
+    sc = SequenceScaler.fit(X, per_step=True)
+    assert sc.mean.shape == (7, 2) and sc.std.shape == (7, 2)
+    Z = sc.transform(X)
+    np.testing.assert_allclose(Z[:, 1:, 1].mean(axis=0), 0, atol=1e-9)
+    np.testing.assert_allclose(Z[:, 1:, 1].std(axis=0), 1)
+    overall = X[:, :, 0].std()
+    np.testing.assert_allclose(sc.std[:, 0], 1e-3 * overall)
+    assert np.abs(Z[:, :, 0]).max() < 1e-6
+    np.testing.assert_allclose(SequenceScaler.from_dict(sc.to_dict()).inverse_transform(Z), X)
+    # per feature, the +-5 % level differences are a small part of the force's spread over time
+    assert SequenceScaler.fit(X).transform(X)[:, :, 1].std(axis=0).max() < 0.2
+    with pytest.raises(DataError, match="floor"):
+        SequenceScaler.fit(X, per_step=True, floor=0.0)
+
+
 def test_from_model_and_npz_round_trip(tmp_path):
     m = get_model("duffing")
     ds = from_model(m, 12, length=30, seed=2)

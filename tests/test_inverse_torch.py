@@ -244,6 +244,20 @@ def test_save_load_round_trip(tmp_path):
         InverseCalibrator.load(tmp_path / "bad.pt")
 
 
+def test_per_step_input_scaling_round_trip(tmp_path):
+    data = tiny_data()
+    cal = small_cal(x_scaling="step").fit(data)
+    assert cal.x_scaler.mean.shape == (12, 2) and cal.train_config.x_scaling == "step"
+    z = cal.x_scaler.transform(data.X)  # statistics of the training part (a fifth is held out): near 0 and 1
+    assert np.abs(z.mean(axis=0)).max() < 0.5 and 0.5 < z.std(axis=0).mean() < 1.5
+    back = InverseCalibrator.load(cal.save(tmp_path / "step.pt"))
+    assert back.train_config.x_scaling == "step" and back.x_scaler.mean.shape == (12, 2)
+    np.testing.assert_array_equal(back.predict(data.X), cal.predict(data.X))
+    assert small_cal().fit(data).x_scaler.mean.shape == (2,)  # default: per feature
+    with pytest.raises(ConfigurationError, match="x_scaling must be 'feature'.*got 'time'"):
+        TrainConfig(x_scaling="time")
+
+
 def test_seeded_training_is_reproducible():
     data = tiny_data()
     a, b = small_cal(seed=4).fit(data), small_cal(seed=4).fit(data)

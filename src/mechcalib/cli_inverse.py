@@ -172,6 +172,9 @@ def train_cmd(
     patience: int = typer.Option(None, "--patience", min=1, help="Stop after this many epochs without validation gain."),
     seed: int = typer.Option(0, "--seed", min=0, help="Seed of initialisation, split and minibatch order."),
     threads: int = typer.Option(None, "--threads", min=1, help="torch CPU threads while training."),
+    x_scaling: str = typer.Option("feature", "--x-scaling", help="Input standardisation: 'feature' (over samples "
+                                  "and time) or 'step' (per time step over samples; far better when the curves "
+                                  "share one shape, e.g. the EEPA triaxial dataset)."),
 ) -> None:
     """Train a network on a dataset export; print the validation metrics of Appendix A and save it."""
     with _errors():
@@ -185,7 +188,8 @@ def train_cmd(
 
         ds = from_npz(data, features=feature or None, length=length, targets=target or None)
         tc = TrainConfig.paper_001(epochs=epochs, batch_size=batch_size, lr=lr, val_fraction=val_fraction,
-                                   patience=patience, restore_best=patience is not None, seed=seed, threads=threads)
+                                   patience=patience, restore_best=patience is not None, seed=seed, threads=threads,
+                                   x_scaling=x_scaling)
         cal = InverseCalibrator(variant, tc, hidden=hidden, heads=heads, num_layers=layers, sparsity=sparsity).fit(ds)
         path = cal.save(out)
     h = cal.history

@@ -85,6 +85,9 @@ class TrainConfig:
         restore_best: end with the weights of the best validation epoch.
         quantile: ``q`` of the quantile loss reported (0.75).
         seed: seed of initialisation, split and minibatch order.
+        x_scaling: how the input sequences are standardised: ``"feature"`` (mean and standard deviation of each
+            feature over samples and time) or ``"step"`` (per time step and feature, over samples; see
+            :class:`~mechcalib.inverse.data.SequenceScaler`). Table 1 does not say; ``"feature"`` is the default.
         threads: torch CPU threads during training (``None``: leave torch's setting). A model's parallel numba
             kernel run in the same process (building a dataset) can change the OpenMP thread count torch reads;
             set ``threads`` to pin it.
@@ -101,6 +104,7 @@ class TrainConfig:
     quantile: float = 0.75
     seed: int = 0
     threads: int | None = None
+    x_scaling: str = "feature"
 
     def __post_init__(self) -> None:
         for k in ("batch_size", "epochs"):
@@ -121,6 +125,11 @@ class TrainConfig:
             raise ConfigurationError(f"TrainConfig.quantile must lie in (0, 1), got {self.quantile!r}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise ConfigurationError(f"TrainConfig.seed must be an integer >= 0, got {self.seed!r}")
+        if self.x_scaling not in ("feature", "step"):
+            raise ConfigurationError(
+                f"TrainConfig.x_scaling must be 'feature' (per feature over samples and time) or 'step' (per time "
+                f"step over samples), got {self.x_scaling!r}"
+            )
 
     @classmethod
     def paper_001(cls, **overrides: Any) -> TrainConfig:
@@ -190,7 +199,7 @@ class InverseCalibrator:
         if val is not None and (val.features != data.features or val.names != data.names or val.length != data.length):
             raise DataError("the validation set must have the training set's features, parameters and length")
         self.names, self.features, self.length = data.names, data.features, data.length
-        self.x_scaler = SequenceScaler.fit(data.X)
+        self.x_scaler = SequenceScaler.fit(data.X, per_step=tc.x_scaling == "step")
         self.y_scaler = ParameterScaler.fit(data.Y, data.lower, data.upper)
         self.net_config = self.net_config.with_(n_features=len(data.features), n_outputs=len(data.names))
         Xtr, Ytr = self._x(data.X), self._y(data.Y)
