@@ -356,5 +356,12 @@ def test_commands_dataset_train_identify(tmp_path):
     assert out["parameters"] == direct.identify(seq)
     r = runner.invoke(app, ["inverse", "train", str(data), "--out", str(net), "--variant", "LSTM"])
     assert r.exit_code == 2 and "variants" in r.output
+    step = tmp_path / "step.pt"
+    r = runner.invoke(app, ["inverse", "train", str(data), "--out", str(step), "--length", "15", "--epochs", "1",
+                            "--hidden", "8", "--heads", "2", "--threads", "1", "--x-scaling", "step"])
+    assert r.exit_code == 0, r.output
+    assert InverseCalibrator.load(step).x_scaler.mean.shape == (15, 2)
+    r = runner.invoke(app, ["inverse", "train", str(data), "--out", str(step), "--x-scaling", "time"])
+    assert r.exit_code == 2 and "x_scaling must be 'feature'" in r.output, r.output
     r = runner.invoke(app, ["inverse", "identify", str(net), str(tmp_path / "missing.csv")])
     assert r.exit_code == 2 and "does not exist" in r.output
