@@ -28,7 +28,7 @@ The initial population (eq. 28) is the first batch. Choices made where the seed 
   ``a_i* = a_i + rand(-1, 1) (a_i - a_k)`` moves along the difference of two sources
   (``local_step="vector"``; in eq. 34's local branch one number per source too). Karaboga's code changes
   one random coordinate instead (``local_step="one"``, the class default). The reading matters on the
-  seed's ill-conditioned hysteresis objectives: with the one-coordinate step I-ABC stopped at 0.5-4 %
+  seed's ill-conditioned hysteresis objectives: with the one-coordinate step I-ABC stopped at 0.8-4.1 %
   (degradation) and up to 19 % (pinching) parameter errors after 500 cycles, with the vector step it
   reaches the exact parameters (docs/hysteresis.md, benchmarks/hysteresis_iabc.py).
 """
