@@ -563,10 +563,11 @@ def ablation_table(runs: dict[str, RunSummary], budget: int) -> list[str]:
         truth = np.array(TRUE[parse_case(c)[0]], float)
         for ablated, base in ONE_COORD.items():
             pair = [(base, "vector (printed)"), (ablated, "one coordinate")]
-            common = set.intersection(*({r.seed for r in _select(runs, c, a, budget)} for a, _ in pair))
+            done = {a: _select(runs, c, a, budget) for a, _ in pair}
+            common = set.intersection(*({r.seed for r in sel} for sel in done.values()))
             if not common:
                 continue
-            sels = [(a, how, [r for r in _select(runs, c, a, budget) if r.seed in common]) for a, how in pair]
+            sels = [(a, how, [r for r in done[a] if r.seed in common]) for a, how in pair]
             for a, how, sel in sels:
                 errs = np.array([np.max(100 * np.abs(r.best - truth) / np.abs(truth)) for r in sel])
                 lines.append(f"| {c} | {LABEL[base]} | {how} | {len(sel)} | "

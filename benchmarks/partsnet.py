@@ -148,12 +148,14 @@ def train_all(args, tr, va, log) -> tuple[dict, dict]:
         f = work / f"{v}.pt" if work else None
         if f is not None and f.is_file():
             cal = InverseCalibrator.load(f)
-            if (cal.train_config.epochs, cal.names, cal.train_config.seed) != (args.epochs, tr.names, args.seed):
-                raise SystemExit(f"{f} holds {v} trained {cal.train_config.epochs} epochs on {list(cal.names)} with "
-                                 f"seed {cal.train_config.seed}; this run needs {args.epochs} epochs on "
-                                 f"{list(tr.names)} with seed {args.seed}: give each profile its own --work folder")
+            tc = cal.train_config
+            if (tc.epochs, cal.names, tc.seed, tc.x_scaling) != (args.epochs, tr.names, args.seed, args.x_scaling):
+                raise SystemExit(f"{f} holds {v} trained {tc.epochs} epochs on {list(cal.names)} with seed {tc.seed} "
+                                 f"and {tc.x_scaling} input scaling; this run needs {args.epochs} epochs on "
+                                 f"{list(tr.names)} with seed {args.seed} and {args.x_scaling} scaling: give each "
+                                 "profile its own --work folder")
             # the input scaler was fitted on the training sequences: a fingerprint of the data the network saw
-            fresh = SequenceScaler.fit(tr.X, per_step=getattr(args, "x_scaling", "feature") == "step")
+            fresh = SequenceScaler.fit(tr.X, per_step=tc.x_scaling == "step")
             if not (np.allclose(cal.x_scaler.mean, fresh.mean, rtol=1e-9, atol=0)
                     and np.allclose(cal.x_scaler.std, fresh.std, rtol=1e-9, atol=0)):
                 raise SystemExit(f"{f} was trained on other sequences than this run's training part (input scaler "
@@ -163,7 +165,7 @@ def train_all(args, tr, va, log) -> tuple[dict, dict]:
             args.loaded.append(v)
         else:
             tc = TrainConfig.paper_001(epochs=args.epochs, seed=args.seed, threads=args.threads,
-                                       x_scaling=getattr(args, "x_scaling", "feature"))
+                                       x_scaling=args.x_scaling)
             cal = InverseCalibrator(v, tc).fit(tr, va)
             if f is not None:
                 cal.save(f)
@@ -485,6 +487,8 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=200, help="sequences per stage (Table 4: 200)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    ap.add_argument("--x-scaling", choices=("feature", "step"), default="feature",
+                    help="input standardisation of the networks (TrainConfig.x_scaling; default: per feature)")
     ap.add_argument("--work", default=None, help="folder keeping trained networks (resume)")
     ap.add_argument("--no-strategies", action="store_true", help="skip seed 003's inverse strategies")
     ap.add_argument("--cv", choices=("quick", "paper_003"), default=None,

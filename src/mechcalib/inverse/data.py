@@ -24,8 +24,8 @@ Sources:
 * :func:`read_sequence_csv`: a measured sequence from a CSV table, resampled like the training data.
 
 Scaling: :class:`SequenceScaler` standardises every feature (mean and standard deviation over samples and
-time, or per time step over samples); :class:`ParameterScaler` maps every parameter linearly to ``[0, 1]`` by its search bounds when known, else
-by the training data's range. The network learns and is scored in these scaled units.
+time, or per time step over samples); :class:`ParameterScaler` maps every parameter linearly to ``[0, 1]`` by
+its search bounds when known, else by the training data's range. The network learns and is scored in these scaled units.
 """
 
 from __future__ import annotations
@@ -141,8 +141,8 @@ class SequenceScaler:
     Two kinds (:meth:`fit`): per feature, with statistics over samples and time (``mean``, ``std`` of shape
     ``(C,)``), or per time step and feature, over samples only (shape ``(L, C)``). The second shows a network how
     each sample differs from the others at every step; it matters when the curves share one shape and differ
-    by a few per cent (the EEPA triaxial dataset: a GRU's validation R² 0.71 -> 0.98,
-    benchmarks/results/partsnet_eepa.md).
+    by a few per cent (the EEPA triaxial dataset, 600 epochs: a GRU's validation R² 0.72 per feature, 0.98
+    per step; benchmarks/results/partsnet_eepa.md and partsnet_eepa_step.md).
 
     Attributes:
         mean, std: ``(C,)`` or ``(L, C)``; a constant feature gets ``std = 1``.
