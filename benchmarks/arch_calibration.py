@@ -35,13 +35,13 @@ from pathlib import Path
 import numpy as np
 
 from mechcalib import EvaluationBatch, Problem, Termination, calibrate
-from mechcalib.models._base import SimulationFailure
+from mechcalib.core.model import SimulationFailure
 from mechcalib.models.masonry.arch import PULATSU, MasonryArch
 from mechcalib.models.masonry.reference import reference_experiment, reference_path
 from mechcalib.objectives import OverlapRSS
 from mechcalib.optimizers import GA, PSO, TBPSO
-from mechcalib.problem import _simulate_isolated
-from mechcalib.smoothing import SmoothedOverlapRSS
+from mechcalib.core.problem import _simulate_isolated
+from mechcalib.objectives.smoothing import SmoothedOverlapRSS
 from mechcalib.storage import RunStore, problem_fingerprint
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -452,7 +452,7 @@ def plot_params(runs: list[RunData], path: Path) -> None:
 def plot_smoothing(path: Path) -> None:
     """Seed 000 Fig. 9: the neural smoother on the reference and on a 10 mm/s simulation (Pulatsu's parameters,
     surface-meshed geometry), with the default 1000 Adam steps and with 3000 (beginning to follow the noise)."""
-    from mechcalib.smoothing import NeuralSmoother
+    from mechcalib.objectives.smoothing import NeuralSmoother
 
     plt = _plt()
     ref = reference_experiment()
@@ -586,7 +586,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         "10 + 50 x 6 = 310 evaluations (the `geneticalgorithm` library keeps the 4 parents' losses and evaluates "
         "6 offspring per generation). Run r of each method uses seed r, so PSO and TBPSO runs of one id start "
         "from the same swarm. Objective 1: eqs. 16-20 on the raw curves (`OverlapRSS`); objective 2: the same on "
-        "curves smoothed by the neural network of section 3.4.2 (`mechcalib.smoothing.SmoothedOverlapRSS`, 1000 "
+        "curves smoothed by the neural network of section 3.4.2 (`mechcalib.objectives.smoothing.SmoothedOverlapRSS`, 1000 "
         "Adam steps per curve, float32; the networks of all curves of a batch of 10 (6 for the GA) simulations "
         "are trained in one stacked fit, which gives each curve what training it alone gives). Fitness is in kN (root of a sum of squares over 200 points, two channels). The "
         "store's cache answers a point already evaluated under the same table from the stored result."
@@ -645,7 +645,7 @@ def cmd_speed(args: argparse.Namespace) -> int:
     objective 1, and objective 2 with the networks of the batch stacked (float32, float64), two at a time
     (one simulation's channels), and one simulation at a time with the reference trainer (float64, the
     previous implementation). Writes ``arch.speed.md``."""
-    import mechcalib.smoothing as sm
+    import mechcalib.objectives.smoothing as sm
 
     rng = np.random.default_rng(args.seed)
     geom, n = "surface", 10

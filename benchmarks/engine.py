@@ -26,7 +26,7 @@ import numpy as np
 import mechcalib as mc
 from mechcalib.execution import PoolEvaluator, SerialEvaluator
 from mechcalib.optimizers import RandomSearch
-from mechcalib.problem import EvaluationBatch
+from mechcalib.core.problem import EvaluationBatch
 from mechcalib.storage import RunStore
 
 RESULTS = Path(__file__).resolve().parent / "results" / "engine.md"

@@ -48,7 +48,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from mechcalib.models.hydration import EA_DEFAULT, Hydration, arrhenius_factor
-from mechcalib.parameters import Parameter, ParameterSpace
+from mechcalib.core.parameters import Parameter, ParameterSpace
 from mechcalib.storage import RunStore, versions
 from mechcalib.surrogates import (
     MLP,
@@ -385,7 +385,7 @@ def table1_p(params: dict[str, float]) -> np.ndarray:
 
 
 def real_curves():
-    from mechcalib.calorimetry import load_cost_tu1404, load_gruyaert, load_tam_air
+    from mechcalib.models.hydration.calorimetry import load_cost_tu1404, load_gruyaert, load_tam_air
 
     out = {}
     if (SHARED / "cost_tu1404").exists():
@@ -394,7 +394,7 @@ def real_curves():
         e = load_tam_air(SHARED / "kit_tam_air" / "BAM_Sample_Ch1_calo.csv")
         h = e["heat"]
         keep = np.unique(np.geomspace(1, len(h), 400).astype(int) - 1)  # 22 000 rows thinned to ~400, log-spaced
-        from mechcalib.data import Curve, Experiment
+        from mechcalib.core.data import Curve, Experiment
 
         out["TAM Air 20 °C"] = Experiment({"heat": Curve(h.x[keep], h.y[keep])}, conditions=e.conditions, name=e.name)
     if (SHARED / "gruyaert").exists():
@@ -503,7 +503,7 @@ def section_validation(model, train, test, fitted, args, lines, outdir, seed, st
     # joint fit of the COST data at five temperatures with Ea free
     if (SHARED / "cost_tu1404").exists():
         from mechcalib.calibrate import Termination, minimize
-        from mechcalib.calorimetry import load_cost_tu1404
+        from mechcalib.models.hydration.calorimetry import load_cost_tu1404
         from mechcalib.optimizers.grade import GRADE
         from mechcalib.surrogates.strategies import polish_box
 

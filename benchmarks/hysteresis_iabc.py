@@ -80,7 +80,7 @@ from mechcalib.optimizers._base import (
     check_positive_int,
     check_range,
 )
-from mechcalib.problem import experiment_from_model
+from mechcalib.core.problem import experiment_from_model
 from mechcalib.storage import RunStore
 
 RESULTS = Path(__file__).resolve().parent / "results"

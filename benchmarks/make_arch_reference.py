@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mechcalib.models._base import SimulationFailure
+from mechcalib.core.model import SimulationFailure
 from mechcalib.models.masonry.arch import PULATSU, MasonryArch
 from mechcalib.models.masonry.reference import COLUMNS, REFERENCE, reference_path
 
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     cols = simulate()
     dt = time.perf_counter() - t0
     if args.check:
-        from mechcalib.data import read_table
+        from mechcalib.core.data import read_table
 
         table, _ = read_table(args.out)
         worst = max(float(np.max(np.abs(table[c] - cols[c]))) for c in COLUMNS)

@@ -3,7 +3,7 @@
 Every optimiser of the mechcalib registry (paper presets where they exist) is run against peers --
 ``scipy.optimize.differential_evolution`` and ``dual_annealing``, and, when importable, nevergrad
 (``NGOpt``, ``TwoPointsDE``), cma (CMA-ES with IPOP restarts) and pyswarms (``GlobalBestPSO``) -- on
-functions of :mod:`mechcalib.testfunctions` with a fixed evaluation budget.
+functions of :mod:`mechcalib.testing.functions` with a fixed evaluation budget.
 
 A run succeeds when the best value so far comes within ``1e-4`` of the known minimum (``f - fglob <
 1e-4``); the evaluation at which that first happens is recorded. Every run is appended to a JSON-lines
@@ -44,7 +44,7 @@ import numpy as np
 
 import mechcalib as mc
 from mechcalib.optimizers import get_optimizer
-from mechcalib.testfunctions import TestFunction, get_function
+from mechcalib.testing.functions import TestFunction, get_function
 
 log = logging.getLogger("benchmarks.optimizers")
 

@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 
 import mechcalib as mc
-from mechcalib.data import Curve
+from mechcalib.core.data import Curve
 from mechcalib.models import Channel, Model
-from mechcalib.problem import EvaluationBatch
+from mechcalib.core.problem import EvaluationBatch
 
 TESTS_DIR = Path(__file__).resolve().parent
 

@@ -14,7 +14,7 @@ from mechcalib.models.masonry import reference_experiment
 from mechcalib.models.masonry.arch import PULATSU, MasonryArch
 from mechcalib.models.masonry.reference import COLUMNS, REFERENCE, reference_path
 from mechcalib.objectives import OverlapRSS
-from mechcalib.smoothing import SmoothedOverlapRSS
+from mechcalib.objectives.smoothing import SmoothedOverlapRSS
 
 
 def test_file_is_shipped_and_says_it_is_simulated():

@@ -69,7 +69,7 @@ def test_cli_simulate_writes_the_99_sample_sequence(tmp_path):
     from typer.testing import CliRunner
 
     from mechcalib.cli import app
-    from mechcalib.data import Experiment
+    from mechcalib.core.data import Experiment
 
     out = tmp_path / "t.csv"
     r = CliRunner().invoke(app, ["simulate", "eepa_triaxial", "--out", str(out)])

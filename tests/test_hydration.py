@@ -11,7 +11,7 @@ from scipy.integrate import solve_ivp
 
 from mechcalib.errors import ConfigurationError
 from mechcalib.models import get_model
-from mechcalib.models._base import SimulationFailure
+from mechcalib.core.model import SimulationFailure
 from mechcalib.models.hydration import (
     EA_DEFAULT,
     Hydration,

@@ -1,4 +1,4 @@
-"""Loaders of the three calorimetry formats (mechcalib.calorimetry)."""
+"""Loaders of the three calorimetry formats (mechcalib.models.hydration.calorimetry)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from conftest import shared_path
 
-from mechcalib.calorimetry import (
+from mechcalib.models.hydration.calorimetry import (
     load_cost_tu1404,
     load_gruyaert,
     load_tam_air,

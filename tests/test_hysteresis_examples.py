@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from mechcalib.cli import app
 from mechcalib.config import load_config
 from mechcalib.models import get_model
-from mechcalib.problem import experiment_from_model
+from mechcalib.core.problem import experiment_from_model
 from mechcalib.runs import RESULT_FILE, STORE_FILE, run_config
 from mechcalib.storage import RunStore
 

@@ -15,7 +15,7 @@ from mechcalib.models import SimulationFailure, get_model
 from mechcalib.models.hysteresis import FrameMDOF, HystereticSDOF, build_frame
 from mechcalib.models.hysteresis.opensees import boucwen_material, build_sdof
 from mechcalib.models.hysteresis.laws import LAWS
-from mechcalib.problem import experiment_from_model
+from mechcalib.core.problem import experiment_from_model
 
 SDOF_NAMES = {
     "sdof_bilinear_kinematic": "bilinear_kinematic",

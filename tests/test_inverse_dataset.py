@@ -19,7 +19,7 @@ from mechcalib.inverse.data import (
     generate_dataset,
 )
 from mechcalib.models import get_model
-from mechcalib.models._base import SimulationFailure
+from mechcalib.core.model import SimulationFailure
 from mechcalib.models.oscillator import Duffing
 from mechcalib.storage import RunStore
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from mechcalib.data import Experiment
+from mechcalib.core.data import Experiment
 from mechcalib.errors import ConfigurationError
 from mechcalib.models import SimulationFailure, get_model
 from mechcalib.models.masonry import dem
@@ -145,7 +145,7 @@ def test_objective_two_example_builds():
     from pathlib import Path
 
     from mechcalib.config import load_config
-    from mechcalib.smoothing import SmoothedOverlapRSS
+    from mechcalib.objectives.smoothing import SmoothedOverlapRSS
 
     path = Path(__file__).resolve().parents[1] / "examples" / "arch_tbpso_obj2.toml"
     cfg = load_config(path)

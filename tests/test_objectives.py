@@ -123,9 +123,9 @@ def test_registry_resolves_objective_two_lazily():
         "names = sorted(mc.OBJECTIVES)\n"
         "assert 'smoothed_overlap_rss' in names and 'smoothed_overlap_rss' in mc.OBJECTIVES, names\n"
         "assert len(mc.OBJECTIVES) == 5, len(mc.OBJECTIVES)\n"
-        "assert 'mechcalib.smoothing' not in sys.modules\n"
+        "assert 'mechcalib.objectives.smoothing' not in sys.modules\n"
         "cls = mc.OBJECTIVES['smoothed_overlap_rss']\n"
-        "from mechcalib.smoothing import SmoothedOverlapRSS\n"
+        "from mechcalib.objectives.smoothing import SmoothedOverlapRSS\n"
         "assert cls is SmoothedOverlapRSS\n"
         "assert isinstance(mc.make_objective('smoothed_overlap_rss', smooth_steps=5), SmoothedOverlapRSS)\n"
     )

@@ -1,7 +1,7 @@
 """Accuracy of every optimiser on the classic test functions, and the GrainLearning linear-regression peer test.
 
 Each row of ``TARGETS`` states what an optimiser, with the given preset and settings, reaches on a function
-of :mod:`mechcalib.testfunctions` (SciPy bounds) within a budget: the error ``|f_best - fglob|`` after
+of :mod:`mechcalib.testing.functions` (SciPy bounds) within a budget: the error ``|f_best - fglob|`` after
 ``budget`` evaluations must be at most ``tol`` -- for every seed of 0-2 ("0-2 max"), or, where the
 algorithm is too erratic for a worst-case target that still means something, for the median of seeds 0-4
 ("0-4 median"). The tolerances come from runs over seeds 0-9 (columns "worst/10" and "median/10": the
@@ -91,7 +91,7 @@ from conftest import shared_path
 import mechcalib as mc
 from mechcalib.optimizers import make_optimizer
 from mechcalib.optimizers.random_search import RandomSearch
-from mechcalib.testfunctions import get_function
+from mechcalib.testing.functions import get_function
 
 
 @dataclass(frozen=True)

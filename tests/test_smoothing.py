@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 import mechcalib as mc
-from mechcalib.data import Curve, Experiment
+from mechcalib.core.data import Curve, Experiment
 from mechcalib.errors import ConfigurationError, DataError
 from mechcalib.objectives import OBJECTIVES, OverlapRSS, make_objective
-from mechcalib.smoothing import (
+from mechcalib.objectives.smoothing import (
     NeuralSmoother,
     SmoothedOverlapRSS,
     adam_update,

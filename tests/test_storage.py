@@ -12,7 +12,7 @@ from engine_helpers import CountingProblem, bumpy, count_lines, linear_problem
 
 import mechcalib as mc
 from mechcalib import ConfigurationError, Termination
-from mechcalib.data import Curve
+from mechcalib.core.data import Curve
 from mechcalib.optimizers import LatinHypercube, RandomSearch, make_optimizer
 from mechcalib.storage import RunStore, decode_response, encode_response, problem_fingerprint
 

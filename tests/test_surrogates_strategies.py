@@ -115,7 +115,7 @@ def test_direct2_fits_a_measured_curve_with_time_shift(model):
     truth = free.full_vector({"t0": 1.5})
     t = np.geomspace(0.5, 1000.0, 80)
     y = free.response(truth[None], "alpha", t)[0]
-    from mechcalib.data import Curve
+    from mechcalib.core.data import Curve
 
     st = Direct(free, channel="alpha", objective="F2", max_evals=3000, polish=1500)
     idn = st.identify_curve(Curve(t, y), seed=3)

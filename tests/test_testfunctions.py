@@ -10,7 +10,7 @@ from conftest import shared_path
 from scipy.optimize import rosen
 
 from mechcalib.errors import ConfigurationError
-from mechcalib.testfunctions import FUNCTIONS, TestFunction, benchmark_table, get_function
+from mechcalib.testing.functions import FUNCTIONS, TestFunction, benchmark_table, get_function
 
 NAMES = sorted(FUNCTIONS)
 RESIZABLE = sorted(n for n, f in FUNCTIONS.items() if f.change_dim)

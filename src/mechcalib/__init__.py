@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from .calibrate import History, Result, Termination, calibrate, minimize
-from .data import Curve, Experiment
+from .core.data import Curve, Experiment
 from .errors import ConfigurationError, DataError, MechcalibError, MissingExtraError
 from .objectives import F1, F2, L2, OBJECTIVES, Objective, OverlapRSS, make_objective
-from .parameters import Parameter, ParameterSpace
-from .problem import EvaluationBatch, FunctionProblem, Problem, experiment_from_model
+from .core.parameters import Parameter, ParameterSpace
+from .core.problem import EvaluationBatch, FunctionProblem, Problem, experiment_from_model
 
 __version__ = "0.1.0"
 

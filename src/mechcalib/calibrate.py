@@ -20,7 +20,7 @@ import numpy as np
 from .errors import ConfigurationError
 from .execution._base import Evaluator, FunctionEvaluator, Outcome, outcomes_to_batch
 from .optimizers._base import Optimizer
-from .problem import EvaluationBatch, ProblemLike
+from .core.problem import EvaluationBatch, ProblemLike
 from .storage.session import RunSession
 from .storage.sqlite import RunStore
 
@@ -192,7 +192,7 @@ def calibrate(
     so a seeded run gives the same result whatever the evaluator and the timing.
 
     Args:
-        problem: a :class:`~mechcalib.problem.Problem` or anything with ``space`` and ``evaluate``.
+        problem: a :class:`~mechcalib.core.problem.Problem` or anything with ``space`` and ``evaluate``.
         optimizer: an optimiser instance; it is (re)set up on the problem's dimension.
         termination: stopping rules; ``max_evals=`` is a shortcut for ``Termination(max_evals=...)``.
         evaluate: a batch function replacing ``problem.evaluate`` (evaluated in-process, whole batches).
@@ -464,7 +464,7 @@ def minimize(
     **kw: Any,
 ) -> Result:
     """Minimise a plain function over a box: ``fn`` maps ``(n, d)`` points to ``(n,)`` values."""
-    from .problem import FunctionProblem
+    from .core.problem import FunctionProblem
 
     prob = FunctionProblem.from_bounds(fn, lower, upper, vectorized=vectorized)
     return calibrate(prob, optimizer, termination, max_evals=max_evals, **kw)

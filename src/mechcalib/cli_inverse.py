@@ -212,7 +212,7 @@ def identify_cmd(
 ) -> None:
     """Identify the parameters of a measured sequence in one forward pass."""
     with _errors():
-        from .data import read_table
+        from .core.data import read_table
         from .inverse.data import read_sequence_csv
         from .inverse.train import InverseCalibrator
 

@@ -131,15 +131,15 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from .calibrate import Termination
-from .data import Experiment, read_table
+from .core.data import Experiment, read_table
 from .errors import ConfigurationError, DataError
 from .models import MODELS, Model, get_model
 from .models.external import CsvOutput, ExternalModel, ExternalSetupError
 from .objectives import OBJECTIVES, Objective
 from .optimizers import OPTIMIZERS, get_optimizer, presets_of
 from .optimizers._base import Optimizer
-from .parameters import Parameter, ParameterSpace
-from .problem import Problem, experiment_from_model
+from .core.parameters import Parameter, ParameterSpace
+from .core.problem import Problem, experiment_from_model
 
 SCHEMA_VERSION = 1
 

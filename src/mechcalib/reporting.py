@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from .models._base import SimulationFailure
+from .core.model import SimulationFailure
 
 
 def _pyplot():

@@ -32,7 +32,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..errors import ConfigurationError
-from ..problem import OK, EvaluationBatch
+from ..core.problem import OK, EvaluationBatch
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +105,7 @@ def evaluate_chunk(
     batch function) and split the batch into outcomes.
 
     Never raises for a failing parameter set: a problem that raises as a whole fails the chunk's sets
-    with the exception text (:class:`~mechcalib.problem.Problem` itself already isolates sets), and a
+    with the exception text (:class:`~mechcalib.core.problem.Problem` itself already isolates sets), and a
     set reported ok with a non-finite loss is turned into a failure.
     """
     X = np.atleast_2d(np.asarray(X, dtype=float))
@@ -314,7 +314,7 @@ class Evaluator(ABC):
 
 
 def outcomes_to_batch(outs: list[Outcome], seconds: float = 0.0) -> EvaluationBatch:
-    """Outcomes in order -> an :class:`~mechcalib.problem.EvaluationBatch`."""
+    """Outcomes in order -> an :class:`~mechcalib.core.problem.EvaluationBatch`."""
     keep = any(o.response is not None for o in outs)
     return EvaluationBatch(
         losses=np.array([o.loss for o in outs], dtype=float),

@@ -39,10 +39,10 @@ from typing import Any
 import numpy as np
 from scipy.stats import qmc
 
-from ..data import read_table
+from ..core.data import read_table
 from ..errors import ConfigurationError, DataError
-from ..models._base import Model, SimulationFailure
-from ..parameters import ParameterSpace
+from ..core.model import Model, SimulationFailure
+from ..core.parameters import ParameterSpace
 
 SeedLike = int | np.random.Generator | None
 
@@ -576,7 +576,7 @@ class SamplingProblem:
     def evaluate(self, x_free: np.ndarray) -> Any:
         import time
 
-        from ..problem import FAILED, OK, EvaluationBatch
+        from ..core.problem import FAILED, OK, EvaluationBatch
 
         t0 = time.perf_counter()
         x_free = np.atleast_2d(np.asarray(x_free, dtype=float))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 
 from ..errors import ConfigurationError
-from ._base import Channel, Model, Response, SimulationFailure
+from ..core.model import Channel, Model, Response, SimulationFailure
 
 _MODELS = {
     "duffing": ("oscillator", "Duffing"),

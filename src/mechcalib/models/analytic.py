@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from ..data import Curve
-from ..parameters import Parameter, ParameterSpace
-from ._base import Channel, Model, Response, SimulationFailure
+from ..core.data import Curve
+from ..core.parameters import Parameter, ParameterSpace
+from ..core.model import Channel, Model, Response, SimulationFailure
 
 
 class Linear(Model):

@@ -48,10 +48,10 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..data import Curve, read_table
+from ..core.data import Curve, read_table
 from ..errors import ConfigurationError, DataError
-from ..parameters import ParameterSpace
-from ._base import Channel, Model, Response, SimulationFailure
+from ..core.parameters import ParameterSpace
+from ..core.model import Channel, Model, Response, SimulationFailure
 
 Keep = Literal["all", "failed", "none"]
 Parser = Callable[[Path], Mapping[str, Curve]]

@@ -14,9 +14,9 @@ from typing import Any
 import numba as nb
 import numpy as np
 
-from ..data import Curve
-from ..parameters import Parameter, ParameterSpace
-from ._base import Channel, Model, Response, SimulationFailure
+from ..core.data import Curve
+from ..core.parameters import Parameter, ParameterSpace
+from ..core.model import Channel, Model, Response, SimulationFailure
 
 
 @nb.njit(cache=True, fastmath=False)

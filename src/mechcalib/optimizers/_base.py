@@ -1,6 +1,6 @@
 """The ask/tell protocol every optimiser follows.
 
-Optimisers search the unit cube ``[0, 1]^dim``; the problem's :class:`~mechcalib.parameters.ParameterSpace`
+Optimisers search the unit cube ``[0, 1]^dim``; the problem's :class:`~mechcalib.core.parameters.ParameterSpace`
 maps it onto physical (possibly logarithmic) bounds, so every algorithm handles bounds the same way and
 "points stay inside bounds" is one check. The loop lives outside (:func:`mechcalib.calibrate`):
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..data import Curve
+from ..core.data import Curve
 
 
 def to_jsonable(v: Any) -> Any:

@@ -20,8 +20,8 @@ import numpy as np
 from scipy.stats import qmc
 
 from ..errors import ConfigurationError
-from ..models._base import Model, SimulationFailure
-from ..parameters import ParameterSpace
+from ..core.model import Model, SimulationFailure
+from ..core.parameters import ParameterSpace
 
 SeedLike = int | np.random.Generator | None
 

@@ -33,14 +33,14 @@ from typing import Any
 import numpy as np
 
 from ..calibrate import Termination, calibrate, minimize
-from ..data import Curve, Experiment
+from ..core.data import Curve, Experiment
 from ..errors import ConfigurationError
-from ..models._base import Model
+from ..core.model import Model
 from ..objectives import F1, F2
 from ..optimizers._base import Optimizer
 from ..optimizers.grade import GRADE
-from ..parameters import ParameterSpace
-from ..problem import FunctionProblem, Problem
+from ..core.parameters import ParameterSpace
+from ..core.problem import FunctionProblem, Problem
 from .doe import Dataset
 from .mlp import MLP, CVSettings, fit_mlp_product, fit_mlps
 from .sensitivity import PCA
@@ -543,7 +543,7 @@ class Direct(Strategy):
 
         A model with a ``response(theta, channel, times, conditions)`` method (an ``(n, m)`` array of one
         channel at given times, as :class:`~mechcalib.models.hydration.Hydration` has) is scored in one
-        vectorised call per batch; any other model goes through :class:`~mechcalib.problem.Problem`.
+        vectorised call per batch; any other model goes through :class:`~mechcalib.core.problem.Problem`.
         """
         cond = {**self.conditions, **(conditions or {})}
         rng = np.random.default_rng(seed)

@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from ...data import Curve, read_table
+from ...core.data import Curve, read_table
 from ...errors import ConfigurationError
-from .._base import Model, Response, SimulationFailure
+from ...core.model import Model, Response, SimulationFailure
 from .integrate import OK, integrate_batch, system_rows
 
 SINE, TABLE = 0, 1
@@ -20,7 +20,7 @@ def force_history(force: Any) -> tuple[np.ndarray, np.ndarray]:
     """A tabulated force history ``(t, F)`` from a condition value.
 
     Accepted: a CSV path (first column time [s], second column force [N], header row; see
-    :func:`mechcalib.data.read_table`), a pair ``(t, F)`` of sequences, a ``(K, 2)`` array or a mapping with
+    :func:`mechcalib.core.data.read_table`), a pair ``(t, F)`` of sequences, a ``(K, 2)`` array or a mapping with
     keys ``"t"`` and ``"force"``. ``t`` must increase strictly.
     """
     if isinstance(force, (str, Path)):

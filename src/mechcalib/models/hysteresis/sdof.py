@@ -25,10 +25,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ...data import Curve
+from ...core.data import Curve
 from ...errors import ConfigurationError
-from ...parameters import Parameter, ParameterSpace
-from .._base import Channel, Response
+from ...core.parameters import Parameter, ParameterSpace
+from ...core.model import Channel, Response
 from . import _common
 from .laws import LAWS, law_spec
 

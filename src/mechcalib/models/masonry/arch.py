@@ -40,10 +40,10 @@ from typing import Any
 
 import numpy as np
 
-from ...data import Curve
+from ...core.data import Curve
 from ...errors import ConfigurationError
-from ...parameters import Parameter, ParameterSpace
-from .._base import Channel, Model, Response, SimulationFailure
+from ...core.parameters import Parameter, ParameterSpace
+from ...core.model import Channel, Model, Response, SimulationFailure
 from . import dem
 from .failure import FailureMode, failure_mode, plot_deformed
 from .geometry import GRANITE_DENSITY, LAYOUTS, ArchGeometry, birhane_arch

@@ -15,7 +15,7 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from ...data import Experiment
+from ...core.data import Experiment
 
 #: How the shipped curves were simulated (arch model conditions and contact layout).
 REFERENCE = {"contacts": "pulatsu", "velocity": 0.5, "max_displacement": 12.0, "n_samples": 241,
@@ -31,7 +31,7 @@ def reference_path() -> Path:
 
 
 def reference_experiment(velocity: float = 10.0, max_displacement: float = 12.0) -> Experiment:
-    """The synthetic reference as an :class:`~mechcalib.data.Experiment` with the channels of
+    """The synthetic reference as an :class:`~mechcalib.core.data.Experiment` with the channels of
     ``masonry_arch``: ``vertical`` (force against plate displacement) and ``horizontal`` (force against the
     horizontal displacement of the right-abutment voussoir), both with the plate displacement as progress
     coordinate ``t``. ``velocity`` [mm/s] and ``max_displacement`` [mm] are the conditions under which the

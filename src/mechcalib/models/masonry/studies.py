@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ...data import Experiment
+from ...core.data import Experiment
 from ...objectives import OverlapRSS
-from .._base import SimulationFailure
+from ...core.model import SimulationFailure
 from . import dem
 from .arch import MEASURED_PEAK_KN, PULATSU, MasonryArch
 from .limit import hinge_mechanisms, static_collapse
@@ -176,7 +176,7 @@ def reference_experiment(velocity: float = 0.5, contacts: str = "pulatsu") -> Ex
     """The documented synthetic reference of the calibration studies: Pulatsu's geometry and parameters
     loaded slowly (0.5 mm/s, seed 000 section 4.2.3) to 12 mm, simulated afresh (the shipped copy is
     :func:`mechcalib.models.masonry.reference_experiment`). Its name says it is simulated; its conditions are
-    model conditions only, so it can serve in a :class:`~mechcalib.problem.Problem`."""
+    model conditions only, so it can serve in a :class:`~mechcalib.core.problem.Problem`."""
     m = MasonryArch(contacts=contacts)
     (resp,) = m.simulate(PULATSU_THETA, {"velocity": velocity})
     return Experiment(dict(resp), conditions={"velocity": velocity},

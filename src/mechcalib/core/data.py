@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import DataError
+from ..errors import DataError
 
 MIN_POINTS = 2
 _UNIT_RE = re.compile(r"^\s*(?P<name>[^\[\]]+?)\s*(\[(?P<unit>[^\]]*)\])?\s*$")

@@ -72,9 +72,9 @@ from typing import Literal
 
 import numpy as np
 
-from .data import Curve, Experiment
-from .errors import ConfigurationError, DataError, require
-from .objectives import OverlapRSS
+from ..core.data import Curve, Experiment
+from ..errors import ConfigurationError, DataError, require
+from . import OverlapRSS
 
 SmoothMode = Literal["auto", "abscissa", "progress"]
 Backend = Literal["auto", "numpy", "torch"]

@@ -1,7 +1,7 @@
 """Misfits between simulated and measured curves.
 
 Pure array functions implement the papers' equations; the :class:`Objective` classes apply them
-channel by channel to a simulated response and an :class:`~mechcalib.data.Experiment` and sum the
+channel by channel to a simulated response and an :class:`~mechcalib.core.data.Experiment` and sum the
 weighted per-channel values.
 
 * Seed 000, objective 1 (eqs. 16-20): :func:`overlap_rss` and :class:`OverlapRSS`.
@@ -31,8 +31,8 @@ from typing import Literal
 
 import numpy as np
 
-from .data import Curve, Experiment
-from .errors import ConfigurationError, DataError
+from ..core.data import Curve, Experiment
+from ..errors import ConfigurationError, DataError
 
 Pairing = Literal["auto", "abscissa", "progress"]
 
@@ -256,7 +256,7 @@ class ObjectiveRegistry(MutableMapping[str, type[Objective]]):
 OBJECTIVES: ObjectiveRegistry = ObjectiveRegistry(
     {c.name: c for c in (OverlapRSS, F1, F2, L2)},
     # Seed 000 objective 2 (neural smoother, optional torch backend) lives in its own module.
-    {"smoothed_overlap_rss": "mechcalib.smoothing:SmoothedOverlapRSS"},
+    {"smoothed_overlap_rss": "mechcalib.objectives.smoothing:SmoothedOverlapRSS"},
 )
 
 

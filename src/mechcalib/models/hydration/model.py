@@ -43,10 +43,10 @@ from typing import Any
 import numba as nb
 import numpy as np
 
-from ..data import Curve
-from ..errors import ConfigurationError
-from ..parameters import Parameter, ParameterSpace
-from ._base import Channel, Model, Response, SimulationFailure
+from ...core.data import Curve
+from ...errors import ConfigurationError
+from ...core.parameters import Parameter, ParameterSpace
+from ...core.model import Channel, Model, Response, SimulationFailure
 
 R_GAS = 8.314  # J/(mol K), the value section 4 quotes
 T_REF = 273.15 + 25.0  # K, reference temperature of eq. 9

@@ -17,9 +17,9 @@ from typing import Any, Protocol
 import numpy as np
 
 from .data import Experiment
-from .errors import ConfigurationError
-from .models._base import Model, Response, SimulationFailure
-from .objectives import Objective
+from ..errors import ConfigurationError
+from .model import Model, Response, SimulationFailure
+from ..objectives import Objective
 from .parameters import ParameterSpace
 
 OK, FAILED = "ok", "failed"

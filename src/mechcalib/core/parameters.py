@@ -15,7 +15,7 @@ from typing import Literal
 
 import numpy as np
 
-from .errors import ConfigurationError
+from ..errors import ConfigurationError
 
 Scale = Literal["linear", "log"]
 

@@ -26,7 +26,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from .errors import ConfigurationError
+from ..errors import ConfigurationError
 
 _PI = np.pi
 

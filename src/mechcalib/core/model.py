@@ -16,9 +16,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..data import Curve
+from .data import Curve
 from ..errors import ConfigurationError
-from ..parameters import ParameterSpace
+from .parameters import ParameterSpace
 
 Response = Mapping[str, Curve]
 

@@ -1,6 +1,6 @@
 """Loaders of isothermal calorimetry data for the hydration model (seed 003, section 9).
 
-Every loader returns :class:`~mechcalib.data.Experiment` objects whose channels match
+Every loader returns :class:`~mechcalib.core.data.Experiment` objects whose channels match
 :class:`~mechcalib.models.hydration.Hydration`: ``heat`` [J/g of cement] and/or ``heat_rate`` [J/(g h)]
 against time [h], with the isothermal temperature in ``conditions["T"]`` [°C].
 
@@ -24,8 +24,8 @@ from xml.etree import ElementTree
 
 import numpy as np
 
-from .data import Curve, Experiment
-from .errors import DataError
+from ...core.data import Curve, Experiment
+from ...errors import DataError
 
 SECONDS_PER_HOUR = 3600.0
 

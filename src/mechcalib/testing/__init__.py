@@ -1,0 +1,1 @@
+"""Helpers for testing optimisers and models: the global-optimisation test functions (``functions``)."""
