@@ -245,14 +245,14 @@ def strategies(args, tr, va, log) -> dict:
 
 
 def _fit_strategies(args, tr, va, sc, log) -> dict:
-    from mechcalib.surrogates import CVSettings, Dataset, InverseExpert, InversePCA
+    from mechcalib.surrogates import CurveDataset, CVSettings, InverseExpert, InversePCA
 
 
     def flat(ds):  # u(99) then r(99), standardised
         return sc.transform(ds.X).transpose(0, 2, 1).reshape(len(ds), -1)
 
     L = tr.length
-    D = Dataset(tr.unit(), flat(tr), np.arange(2 * L, dtype=float), tr.names)
+    D = CurveDataset(tr.unit(), flat(tr), np.arange(2 * L, dtype=float), tr.names)
     settings = CVSettings.quick() if args.cv == "quick" else CVSettings.paper_003()
     steps = [L + k * (L // 9) for k in range(1, 10)]  # nine samples of the force, 1-based
     out = {}

@@ -237,7 +237,7 @@ def test_save_load_round_trip(tmp_path):
     assert back.history == cal.history and back.variant == "PartsNet"
     np.testing.assert_array_equal(back.y_scaler.lower, [0.5, -1.0])
     one = back.predict(data.X[0])
-    assert one.shape == (2,) and set(back.identify(data.X[0])) == {"a", "b"}
+    assert one.shape == (2,) and set(back.identify(data.X[0]).parameters) == {"a", "b"}
     with pytest.raises(DataError, match="shape"):
         back.predict(data.X[:, :5])
     (tmp_path / "bad.pt").write_bytes(b"not a network")
@@ -356,7 +356,7 @@ def test_commands_dataset_train_identify(tmp_path):
     from mechcalib.inverse import read_sequence_csv
 
     seq, _ = read_sequence_csv(csv, ["restoring_force.x", "restoring_force.y"], length=15)
-    assert out["parameters"] == direct.identify(seq)
+    assert out["parameters"] == direct.identify(seq).parameters
     r = runner.invoke(app, ["inverse", "train", str(data), "--out", str(net), "--variant", "LSTM"])
     assert r.exit_code == 2 and "variants" in r.output
     step = tmp_path / "step.pt"

@@ -223,7 +223,7 @@ def identify_cmd(
             table, _ = read_table(measured)
             cols = list(cal.features) if all(f in table for f in cal.features) else None
         seq, used = read_sequence_csv(measured, cols, length=cal.length, progress=progress)
-        params = cal.identify(seq)
+        params = cal.identify(seq).parameters
     if as_json:
         typer.echo(json.dumps({"network": cal.variant, "columns": used, "parameters": params}))
         return

@@ -3,15 +3,17 @@
 Given simulated ``(parameters, response sequence)`` pairs, learn sequence -> parameters and then calibrate from a
 measured sequence in one forward pass.
 
-* :mod:`.data`: sequence datasets from a model (Latin hypercube) or a run store's export, scalers, splits,
-  measured sequences from CSV (numpy only);
+* :mod:`.sequences`: sequence datasets (a view of :class:`mechcalib.core.dataset.Dataset`) from a model (Latin
+  hypercube) or a run store's export, measured sequences from CSV; :mod:`.scalers`; :mod:`.data`: generation
+  through the run engine, and every name of the other two (numpy only);
 * :mod:`.metrics`: Appendix A's MSE, MAE, RMSE, MedAE, quantile loss and R², and section 4.2's adaptive
   difference, systematic error and standard error (numpy only);
 * :mod:`.gdr`: GDR-Net, the quality label γ (eqs. 1-3, numpy) and the VAE with its quality head and parameter
   weights (eqs. 4-6, torch);
 * :mod:`.network`: Encoder-Net and Decoder-Net, one configurable :class:`InverseNet` covering Table 4's eight
   networks (torch);
-* :mod:`.train`: :class:`InverseCalibrator` (training with Table 1's settings, prediction, save/load; torch).
+* :mod:`.train`: :class:`InverseCalibrator` (training with Table 1's settings, prediction, save/load; torch), a
+  :class:`mechcalib.core.identification.Method` whose ``identify`` answers an ``Identification``.
 
 The torch parts need the extra ``mechcalib[deep]``; they load on first use, so ``import mechcalib.inverse`` works
 without torch.

@@ -10,6 +10,7 @@ and then calibrates from a measured sequence in one forward pass::
     cal = InverseCalibrator.paper_001("PartsNet").fit(train, val)   # Table 1: 600 epochs, batch 40, Adam 5.6e-4
     cal.evaluate(val)                                               # Appendix A metrics on [0, 1]-scaled parameters
     cal.predict(val.X[0])                                           # (99, 2) -> (4,) physical parameters
+    cal.identify(val.X[0]).parameters                               # an Identification: {name: value}
     cal.save("partsnet.pt"); InverseCalibrator.load("partsnet.pt")
 
 Inputs are standardised per feature and the parameters scaled to ``[0, 1]`` by their search bounds (by the
@@ -32,21 +33,19 @@ import os
 import pickle
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
+from ..core.data import Curve, Experiment
+from ..core.dataset import Dataset, sequence_from_curves, train_val_split
+from ..core.identification import Identification, Method, Provenance
 from ..errors import ConfigurationError, DataError
-from .data import (
-    PAPER_LENGTH,
-    ParameterScaler,
-    SequenceDataset,
-    SequenceScaler,
-    train_val_split,
-)
+from .scalers import ParameterScaler, SequenceScaler
+from .sequences import PAPER_LENGTH, SequenceDataset
 from .metrics import METRIC_NAMES, r2_per_output, regression_metrics
 from .network import VARIANTS, InverseNet, NetConfig
 
@@ -145,8 +144,10 @@ class TrainConfig:
         return cls(**{k: v for k, v in d.items() if k in known})
 
 
-class InverseCalibrator:
-    """An inverse network with its scalers: fit on (sequence, parameters) pairs, predict parameters.
+class InverseCalibrator(Method):
+    """An inverse network with its scalers: fit on (sequence, parameters) pairs, predict parameters (a
+    :class:`~mechcalib.core.identification.Method`: :meth:`identify` answers an
+    :class:`~mechcalib.core.identification.Identification`).
 
     Args:
         net: a :class:`NetConfig` or a variant name of Table 4 (``"PartsNet"``, ``"GRU+TransE"``...; see
@@ -179,6 +180,8 @@ class InverseCalibrator:
         self.train_seconds = 0.0
         self.epochs_run = 0
         self.best_epoch: int | None = None
+        self.dataset_fingerprint: str | None = None
+        self.n_samples: int | None = None
 
     @classmethod
     def paper_001(cls, variant: str = "PartsNet", **train_overrides: Any) -> InverseCalibrator:
@@ -189,9 +192,26 @@ class InverseCalibrator:
     def variant(self) -> str:
         return self.net_config.name
 
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self.net_config.name
+
+    def describe(self) -> dict[str, Any]:
+        return {"net": self.net_config.to_dict(), "train": self.train_config.to_dict()}
+
     # -- training ------------------------------------------------------------------------------------
-    def fit(self, data: SequenceDataset, val: SequenceDataset | None = None) -> InverseCalibrator:
-        """Train on ``data`` (split off ``val_fraction`` for validation unless ``val`` is given)."""
+    def fit(self, data: Dataset, val: Dataset | None = None, *, seed: int | np.random.Generator | None = None
+            ) -> InverseCalibrator:
+        """Train on ``data`` (split off ``val_fraction`` for validation unless ``val`` is given). A dataset that is
+        not a :class:`SequenceDataset` is read as one (:meth:`SequenceDataset.of`: every response key a feature).
+        ``seed`` replaces the training configuration's seed."""
+        if seed is not None:
+            if isinstance(seed, np.random.Generator):
+                seed = int(seed.integers(0, 2**31 - 1))
+            self.train_config = replace(self.train_config, seed=int(seed))
+        self.dataset_fingerprint, self.n_samples = data.fingerprint(), len(data)  # what was given, before any split
+        data = SequenceDataset.of(data)
+        val = SequenceDataset.of(val) if val is not None else None
         tc = self.train_config
         if val is None and tc.val_fraction > 0 and len(data) >= 2:
             tr, va = train_val_split(len(data), tc.val_fraction, tc.seed)
@@ -307,13 +327,33 @@ class InverseCalibrator:
         P = self.y_scaler.inverse_transform(self._forward(self._x(X)))
         return P[0] if one else P
 
-    def identify(self, sequence: np.ndarray) -> dict[str, float]:
-        """``{parameter: value}`` for one ``(L, C)`` sequence."""
-        return {n: float(v) for n, v in zip(self.names, self.predict(np.asarray(sequence)), strict=True)}
+    def identify(self, target: Any, *, seed: Any = None) -> Identification:
+        """The parameters of one measurement in one forward pass: an ``(L, C)`` sequence in the network's feature
+        order (``(L,)`` for a one-feature network), or an :class:`~mechcalib.core.data.Experiment` (or ``{channel: Curve}``) whose channels are
+        resampled like the training data. ``.parameters`` is the ``{parameter: value}`` dict. ``seed`` is unused
+        (the pass is deterministic)."""
+        if isinstance(target, Experiment):
+            target = target.channels
+        if isinstance(target, Mapping):
+            self._need_fit()
+            curves = {k: (c.x, c.y, c.t) for k, c in target.items() if isinstance(c, Curve)}
+            missing = sorted({f[:-2] for f in self.features} - set(curves))
+            if missing:
+                raise DataError(f"the network reads the channels {sorted({f[:-2] for f in self.features})}; the "
+                                f"measurement lacks {missing}")
+            target = sequence_from_curves(curves, self.features, self.length)
+        seq = np.asarray(target, dtype=float)
+        if seq.ndim == 1 and len(self.features) == 1:  # one feature: a plain curve of length L
+            seq = seq[:, None]
+        values = self.predict(seq)
+        prov = Provenance(method=self.name, settings=self.describe(), dataset=self.dataset_fingerprint,
+                          n_samples=self.n_samples)
+        return Identification(names=self.names, values=values, loss=None, provenance=prov)
 
-    def evaluate(self, data: SequenceDataset) -> dict[str, Any]:
+    def evaluate(self, data: Dataset) -> dict[str, Any]:
         """Appendix A's metrics on ``data`` in scaled (``[0, 1]``) parameter units, ``R2_<name>`` per parameter and
         the training time ``Time`` [s]."""
+        data = SequenceDataset.of(data)
         if data.names != self.names or data.features != self.features:
             raise DataError(f"the dataset has parameters {list(data.names)} and features {list(data.features)}; "
                             f"the network {list(self.names)} and {list(self.features)}")
@@ -342,6 +382,8 @@ class InverseCalibrator:
             "train_seconds": float(self.train_seconds),
             "epochs_run": int(self.epochs_run),
             "best_epoch": self.best_epoch,
+            "dataset": self.dataset_fingerprint,
+            "n_samples": self.n_samples,
         }
 
     def save(self, path: str | os.PathLike[str]) -> Path:
@@ -370,6 +412,7 @@ class InverseCalibrator:
         cal.train_seconds = float(st.get("train_seconds", 0.0))
         cal.epochs_run = int(st.get("epochs_run", 0))
         cal.best_epoch = st.get("best_epoch")
+        cal.dataset_fingerprint, cal.n_samples = st.get("dataset"), st.get("n_samples")
         return cal
 
     @classmethod

@@ -3,7 +3,9 @@ and the identification strategies of Table 2."""
 
 from __future__ import annotations
 
-from .doe import Dataset, lhs_md, md_discrepancy, random_design, simulate_dataset
+from ..core.dataset import Dataset
+from ..core.identification import Identification, Method, Provenance
+from .doe import CurveDataset, as_curves, lhs_md, md_discrepancy, random_design, simulate_dataset
 from .mlp import (
     MLP,
     CVSettings,
@@ -21,7 +23,6 @@ from .strategies import (
     ErrorF,
     ForwardComplex,
     ForwardSplit,
-    Identification,
     InverseExpert,
     InversePCA,
     Strategy,
@@ -36,6 +37,7 @@ __all__ = [
     "PAPER_STRATEGIES",
     "PCA",
     "CVSettings",
+    "CurveDataset",
     "Dataset",
     "Direct",
     "ErrorF",
@@ -44,7 +46,10 @@ __all__ = [
     "Identification",
     "InverseExpert",
     "InversePCA",
+    "Method",
+    "Provenance",
     "Strategy",
+    "as_curves",
     "curve_on_grid",
     "fit_mlp",
     "fit_mlp_product",

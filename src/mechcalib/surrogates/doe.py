@@ -6,19 +6,20 @@
   ``scipy.stats.qmc.discrepancy(method="MD")``: swapping two entries of one column keeps the Latin
   property, and a swap is kept when it lowers the discrepancy.
 * :func:`random_design`: uniform random points (the 50 test simulations of section 6).
-* :class:`Dataset`: standardised parameters and responses on a common grid, the ``(p_i, α_i)`` pairs
-  every strategy of Table 2 is fitted on; :func:`simulate_dataset` builds one from a model.
+* :class:`CurveDataset`: standardised parameters and responses on a common grid, the ``(p_i, α_i)`` pairs
+  every strategy of Table 2 is fitted on (a view of the one :class:`~mechcalib.core.dataset.Dataset`);
+  :func:`simulate_dataset` builds one from a model.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 from scipy.stats import qmc
 
+from ..core.dataset import Dataset
 from ..errors import ConfigurationError
 from ..core.model import Model, SimulationFailure
 from ..core.parameters import ParameterSpace
@@ -69,48 +70,72 @@ def random_design(n: int, d: int, *, seed: SeedLike = None) -> np.ndarray:
     return np.random.default_rng(seed).random((int(n), int(d)))
 
 
-@dataclass
-class Dataset:
-    """Simulations on a common grid.
+class CurveDataset(Dataset):
+    """A :class:`~mechcalib.core.dataset.Dataset` of one channel on a common grid, read as the ``(p_i, y_i)`` pairs
+    of the strategies: a view with the names of section 5.
 
-    Attributes:
+    Args:
         P: ``(n, d)`` standardised parameters (unit-cube coordinates of ``space``).
         Y: ``(n, m)`` responses (for hydration: α at the grid times).
         t: ``(m,)`` grid (abscissa of the responses).
         names: the ``d`` parameter names.
-        space: the parameter space mapping ``P`` to physical values (optional).
-        meta: free information (model name, channel, conditions).
+        space: the parameter space mapping ``P`` to physical values (optional; without it the parameters are
+            ``P``).
+        meta: free information (model name, ``channel``, conditions).
+        theta: ``(n, d)`` physical values when known (default: ``P`` mapped by ``space``).
     """
 
-    P: np.ndarray
-    Y: np.ndarray
-    t: np.ndarray
-    names: tuple[str, ...] = ()
-    space: ParameterSpace | None = None
-    meta: dict[str, Any] = field(default_factory=dict)
+    def __init__(
+        self,
+        P: np.ndarray,
+        Y: np.ndarray,
+        t: np.ndarray,
+        names: Sequence[str] = (),
+        space: ParameterSpace | None = None,
+        meta: Mapping[str, Any] | None = None,
+        *,
+        theta: np.ndarray | None = None,
+    ) -> None:
+        P = np.atleast_2d(np.asarray(P, dtype=float))
+        Y = np.atleast_2d(np.asarray(Y, dtype=float))
+        t = np.asarray(t, dtype=float)
+        if P.shape[0] != Y.shape[0]:
+            raise ConfigurationError(f"P and Y need the same number of rows, got {P.shape[0]} and {Y.shape[0]}")
+        if Y.shape[1] != t.size:
+            raise ConfigurationError(f"Y has {Y.shape[1]} columns but the grid t has {t.size} points")
+        meta = dict(meta or {})
+        ch = str(meta.setdefault("channel", "y"))
+        if theta is None:
+            theta = space.from_unit(P) if space is not None else P
+        super().__init__(theta, {ch: Y}, names=names or None, abscissa={ch: t}, space=space, unit=P, meta=meta)
 
-    def __post_init__(self) -> None:
-        self.P = np.atleast_2d(np.asarray(self.P, dtype=float))
-        self.Y = np.atleast_2d(np.asarray(self.Y, dtype=float))
-        self.t = np.asarray(self.t, dtype=float)
-        if self.P.shape[0] != self.Y.shape[0]:
-            raise ConfigurationError(f"P and Y need the same number of rows, got {self.P.shape[0]} and {self.Y.shape[0]}")
-        if self.Y.shape[1] != self.t.size:
-            raise ConfigurationError(f"Y has {self.Y.shape[1]} columns but the grid t has {self.t.size} points")
-        if not self.names:
-            self.names = tuple(f"p{i + 1}" for i in range(self.P.shape[1]))
+    @property
+    def P(self) -> np.ndarray:
+        return self.unit()
 
-    def __len__(self) -> int:
-        return int(self.P.shape[0])
+    @property
+    def Y(self) -> np.ndarray:
+        return self.curves()
 
-    def subset(self, idx: np.ndarray) -> Dataset:
-        return Dataset(self.P[idx], self.Y[idx], self.t, self.names, self.space, dict(self.meta))
+    @property
+    def t(self) -> np.ndarray:
+        return self.grid()
 
     def physical(self) -> np.ndarray:
         """``(n, d)`` physical parameter values (needs ``space``)."""
         if self.space is None:
             raise ConfigurationError("this dataset has no parameter space; pass space= when building it")
-        return self.space.from_unit(self.P)
+        return self.theta
+
+
+def as_curves(data: Dataset, channel: str | None = None) -> CurveDataset:
+    """``data`` as the strategies read it: one channel (default: the only one, or ``meta["channel"]``) on its grid,
+    the parameters in unit-cube coordinates (:meth:`Dataset.unit`)."""
+    if isinstance(data, CurveDataset) and (channel is None or channel == data.meta.get("channel")):
+        return data
+    ch = data._key(channel)
+    return CurveDataset(data.unit(), data.curves(ch), data.grid(ch), data.names, data.space,
+                        {**data.meta, "channel": ch}, theta=data.theta)
 
 
 def simulate_dataset(
@@ -120,7 +145,7 @@ def simulate_dataset(
     channel: str,
     space: ParameterSpace | None = None,
     conditions: Mapping[str, Any] | None = None,
-) -> Dataset:
+) -> CurveDataset:
     """Simulate unit-cube points ``U`` ``(n, dim)`` of ``space`` (default: the model's) and collect one
     channel on the model's grid. A failed simulation is an error (a design point must have a response)."""
     space = space or model.space
@@ -132,5 +157,5 @@ def simulate_dataset(
             raise ConfigurationError(f"design point {i} ({space.as_dict(theta[i])}) failed: {s.message}")
         rows.append(s[channel].y)
     t = sims[0][channel].x
-    return Dataset(np.asarray(U, dtype=float), np.vstack(rows), t, space.free_names, space,
+    return CurveDataset(np.asarray(U, dtype=float), np.vstack(rows), t, space.free_names, space,
                    {"model": model.name, "channel": channel, "conditions": dict(conditions or {})})

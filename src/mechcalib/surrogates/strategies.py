@@ -1,8 +1,10 @@
 """Calibration strategies of seed 003 (Table 2, sections 3, 6, 8, 9) as reusable objects.
 
-Every strategy is fitted once on a :class:`~mechcalib.surrogates.doe.Dataset` of ``(p_i, y_i)`` pairs
-(standardised parameters, responses on a common grid) and then identifies standardised parameters from
-any new curve given on that grid. Nothing here is specific to hydration: any model with curve outputs
+Every strategy is a :class:`~mechcalib.core.identification.Method`: fitted once on a
+:class:`~mechcalib.core.dataset.Dataset` of ``(p_i, y_i)`` pairs (standardised parameters, one channel's responses
+on a common grid; :class:`~mechcalib.surrogates.doe.CurveDataset` is that view), it then identifies the parameters
+of any new curve on that grid, answering an :class:`~mechcalib.core.identification.Identification` (unit-cube
+coordinates ``p`` and physical values). Nothing here is specific to hydration: any model with curve outputs
 gives such a dataset through :func:`~mechcalib.surrogates.doe.simulate_dataset`.
 
 =====================  ===========================  ======================================================
@@ -25,15 +27,17 @@ outside the training range (the networks then extrapolate) and parameters outsid
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
 
 from ..calibrate import Termination, calibrate, minimize
 from ..core.data import Curve, Experiment
+from ..core.dataset import Dataset
+from ..core.identification import Identification, Method, Provenance
 from ..errors import ConfigurationError
 from ..core.model import Model
 from ..objectives import F1, F2
@@ -41,7 +45,8 @@ from ..optimizers._base import Optimizer
 from ..optimizers.grade import GRADE
 from ..core.parameters import ParameterSpace
 from ..core.problem import FunctionProblem, Problem
-from .doe import Dataset
+from .doe import CurveDataset, as_curves
+from .measures import curve_on_grid, relative_errors, response_error  # noqa: F401 - importable from here too
 from .mlp import MLP, CVSettings, fit_mlp_product, fit_mlps
 from .sensitivity import PCA
 
@@ -65,77 +70,8 @@ PAPER_STEPS: dict[str, tuple[int, ...]] = {
 
 
 # ------------------------------------------------------------------------------------------------------
-# Results and error measures
+# Local polish and notes (the error measures are in .measures)
 # ------------------------------------------------------------------------------------------------------
-@dataclass
-class Identification:
-    """Parameters identified from one curve.
-
-    Attributes:
-        p: ``(d,)`` standardised parameters (inverse strategies may leave ``[0, 1]``).
-        outside: True when the curve lies outside the training domain (the result extrapolates).
-        notes: what lies outside, in words.
-        loss: the minimised value (eq. 14, a predicted F, or F1/F2), ``None`` for inverse strategies.
-        n_evals: evaluations spent by the optimiser (0 for inverse strategies).
-    """
-
-    p: np.ndarray
-    outside: bool = False
-    notes: list[str] = field(default_factory=list)
-    loss: float | None = None
-    n_evals: int = 0
-
-    def params(self, space: ParameterSpace) -> dict[str, float]:
-        """Physical values of the identified parameters (fixed ones inserted)."""
-        return space.as_dict(space.full_from_unit(self.p)[0])
-
-
-def relative_errors(true: np.ndarray, pred: np.ndarray, train: np.ndarray) -> np.ndarray:
-    """Eq. 15: ``Σ_i |x_ij - x̂_ij| / (|D| (max_train x_j - min_train x_j))`` per column ``j``.
-
-    Args:
-        true, pred: ``(n, q)`` true and identified values (parameters, or responses for ``ε̂(α)``).
-        train: ``(N, q)`` the training values that give each column's range.
-
-    Returns:
-        ``(q,)`` errors (fractions; NaN for a column whose training range is zero).
-    """
-    true, pred, train = (np.atleast_2d(np.asarray(a, dtype=float)) for a in (true, pred, train))
-    span = np.ptp(train, axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(span > 0, np.mean(np.abs(true - pred), axis=0) / span, np.nan)
-
-
-def response_error(true: np.ndarray, pred: np.ndarray, train: np.ndarray, *, min_span: float = 0.01) -> float:
-    """``ε̂(α)``: eq. 15 applied to every response component and averaged over the components (section 8).
-
-    Components whose training range is below ``min_span`` times the largest range are left out: on a grid
-    that starts in the dormant period their range is ~1e-4, and dividing by it would let errors of 1e-4 in
-    α dominate the average. ``min_span=0`` averages over every component with a non-zero range.
-    """
-    train = np.atleast_2d(np.asarray(train, dtype=float))
-    span = np.ptp(train, axis=0)
-    keep = span > min_span * span.max() if span.max() > 0 else span > 0
-    if not keep.any():
-        return float("nan")
-    t = np.atleast_2d(np.asarray(true, dtype=float))[:, keep]
-    p = np.atleast_2d(np.asarray(pred, dtype=float))[:, keep]
-    return float(np.nanmean(relative_errors(t, p, train[:, keep])))
-
-
-def curve_on_grid(t: np.ndarray, y: np.ndarray, grid: np.ndarray, *, origin: float | None = 0.0) -> np.ndarray:
-    """A measured curve on a strategy's grid (section 9): linear interpolation, the last measured value held
-    after the last measurement, and (with ``origin``) the point ``(origin, 0)`` added before the first
-    measurement so that the curve starts from zero at the onset."""
-    t = np.asarray(t, dtype=float)
-    y = np.asarray(y, dtype=float)
-    order = np.argsort(t, kind="stable")
-    t, y = t[order], y[order]
-    if origin is not None and t[0] > origin:
-        t, y = np.concatenate([[origin], t]), np.concatenate([[0.0], y])
-    return np.interp(np.asarray(grid, dtype=float), t, y, left=0.0 if origin is not None else y[0], right=y[-1])
-
-
 def polish_box(
     fn: Callable[[np.ndarray], np.ndarray], x: np.ndarray, f: float, n: int, max_evals: int
 ) -> tuple[np.ndarray, float, int]:
@@ -183,8 +119,8 @@ def _outside_notes(values: np.ndarray, lo: np.ndarray, hi: np.ndarray, labels: S
 # ------------------------------------------------------------------------------------------------------
 # Base classes
 # ------------------------------------------------------------------------------------------------------
-class Strategy(ABC):
-    """Fit on a dataset, identify parameters from new curves.
+class Strategy(Method):
+    """Fit on a dataset, identify parameters from new curves (a :class:`~mechcalib.core.identification.Method`).
 
     Args:
         settings: cross-validation and training constants (default Table 3).
@@ -198,16 +134,20 @@ class Strategy(ABC):
         self.settings = settings or CVSettings.paper_003()
         self.domain_tol = float(domain_tol)
         self.networks: list[MLP] = []
-        self.data: Dataset | None = None
+        self.data: CurveDataset | None = None
+        self._fingerprint: str | None = None
 
     @abstractmethod
     def fit(self, data: Dataset, *, seed: SeedLike = None, networks: Sequence[MLP] | None = None) -> Strategy:
-        """Train the strategy's networks on ``data`` (or take ``networks`` trained before on the same data,
-        e.g. restored with :meth:`MLP.from_dict`, instead of training)."""
+        """Train the strategy's networks on ``data`` (a :class:`~mechcalib.core.dataset.Dataset` of one channel, or
+        the channel in ``meta["channel"]``), or take ``networks`` trained before on the same data, e.g. restored
+        with :meth:`MLP.from_dict`, instead of training."""
 
     @abstractmethod
     def identify(self, y: np.ndarray, *, seed: SeedLike = None) -> Identification:
-        """Identify standardised parameters from one curve ``y`` ``(m,)`` on the training grid."""
+        """Identify standardised parameters from one curve: ``y`` ``(m,)`` on the training grid, a
+        :class:`~mechcalib.core.data.Curve` (interpolated onto the grid) or an
+        :class:`~mechcalib.core.data.Experiment` holding the training channel."""
 
     def identify_many(self, Y: np.ndarray, *, seed: SeedLike = None) -> tuple[np.ndarray, list[Identification]]:
         """``(n, m)`` curves -> ``(n, d)`` identified parameters and the per-curve results."""
@@ -215,13 +155,39 @@ class Strategy(ABC):
         res = [self.identify(y, seed=rng) for y in np.atleast_2d(Y)]
         return np.vstack([r.p for r in res]), res
 
-    def _need_fit(self) -> Dataset:
+    def _need_fit(self) -> CurveDataset:
         if self.data is None:
             raise ConfigurationError(f"strategy {self.name!r} is not fitted: call fit(dataset) first")
         return self.data
 
-    def _check_curve(self, y: np.ndarray) -> np.ndarray:
+    def _use(self, data: Dataset) -> CurveDataset:
+        """Keep the training data (as curves on one grid) and its fingerprint."""
+        self.data = as_curves(data)
+        self._fingerprint = None
+        return self.data
+
+    def describe(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"domain_tol": self.domain_tol, "cv": asdict(self.settings)}
+        for k in ("steps", "step", "kind", "n_components", "max_evals", "polish", "objective", "channel"):
+            if hasattr(self, k):
+                out[k] = getattr(self, k)
+        return out
+
+    def _result(self, p: np.ndarray, notes: list[str], loss: float | None = None, n_evals: int = 0) -> Identification:
+        """The identification of unit-cube coordinates ``p``: physical values through the training data's space."""
         data = self._need_fit()
+        if self._fingerprint is None:
+            self._fingerprint = data.fingerprint()
+        prov = Provenance(method=self.name, settings=self.describe(), dataset=self._fingerprint, n_samples=len(data))
+        return Identification(names=data.names, values=data.from_unit(p[None])[0], loss=loss, provenance=prov,
+                              unit=p, outside=bool(notes), notes=notes, n_evals=n_evals)
+
+    def _check_curve(self, y: np.ndarray | Curve | Experiment) -> np.ndarray:
+        data = self._need_fit()
+        if isinstance(y, Experiment):
+            y = y[data.meta.get("channel", "y")]
+        if isinstance(y, Curve):
+            y = curve_on_grid(y.x, y.y, data.t, origin=None)
         y = np.asarray(y, dtype=float).ravel()
         if y.size != data.t.size:
             raise ConfigurationError(
@@ -282,9 +248,10 @@ class ForwardSplit(_OptimisingStrategy):
         return np.asarray(self.steps) - 1
 
     def fit(self, data: Dataset, *, seed: SeedLike = None, networks: Sequence[MLP] | None = None) -> ForwardSplit:
+        data = as_curves(data)
         if self.idx.min() < 0 or self.idx.max() >= data.t.size:
             raise ConfigurationError(f"steps must lie in 1..{data.t.size}, got {min(self.steps)}..{max(self.steps)}")
-        self.data = data
+        data = self._use(data)
         self.networks = _given(networks, len(self.steps), self.name) or fit_mlps(
             data.P, data.Y[:, self.idx], self.settings, seed=seed)
         self._lo, self._hi = data.Y[:, self.idx].min(axis=0), data.Y[:, self.idx].max(axis=0)
@@ -301,10 +268,11 @@ class ForwardSplit(_OptimisingStrategy):
         p, loss, n = self._optimise(lambda P: np.sum((self.predict(P) - a) ** 2, axis=1), data.P.shape[1], seed)  # eq. 14
         notes = _outside_notes(a, self._lo, self._hi, [f"y_{k}" for k in self.steps], self.domain_tol)
         notes += _boundary_notes(p, data.names)
-        return Identification(p, bool(notes), notes, loss, n)
+        return self._result(p, notes, loss, n)
 
     def network_rows(self, test: Dataset | None = None) -> list[dict[str, Any]]:
         data = self._need_fit()
+        test = as_curves(test) if test is not None else None
         rows = []
         for k, i, net in zip(self.steps, self.idx, self.networks, strict=True):
             rows.append({
@@ -337,7 +305,7 @@ class ForwardComplex(_OptimisingStrategy):
         return np.arange(0, self._need_fit().t.size, self.step)
 
     def fit(self, data: Dataset, *, seed: SeedLike = None, networks: Sequence[MLP] | None = None) -> ForwardComplex:
-        self.data = data
+        data = self._use(data)
         # the samples are the product (simulation i, step k): trained on that structure (fit_mlp_product)
         lt = np.log(data.t[self.idx])[:, None]
         self.networks = _given(networks, 1, self.name) or [
@@ -355,10 +323,11 @@ class ForwardComplex(_OptimisingStrategy):
         p, loss, n = self._optimise(lambda P: np.sum((self.predict(P) - a) ** 2, axis=1), data.P.shape[1], seed)
         notes = _outside_notes(a, self._lo, self._hi, [f"y_{k + 1}" for k in self.idx], self.domain_tol)
         notes += _boundary_notes(p, data.names)
-        return Identification(p, bool(notes), notes, loss, n)
+        return self._result(p, notes, loss, n)
 
     def network_rows(self, test: Dataset | None = None) -> list[dict[str, Any]]:
         data = self._need_fit()
+        test = as_curves(test) if test is not None else None
         net = self.networks[0]
 
         def err(ds: Dataset) -> float:
@@ -385,7 +354,7 @@ class ErrorF(_OptimisingStrategy):
 
     def fit(self, data: Dataset, *, seed: SeedLike = None, networks: Sequence[MLP] | None = None) -> ErrorF:
         """Keeps the training set; the network is trained per curve in :meth:`identify`."""
-        self.data = data
+        data = self._use(data)
         self._lo, self._hi = data.Y.min(axis=0), data.Y.max(axis=0)
         return self
 
@@ -404,7 +373,7 @@ class ErrorF(_OptimisingStrategy):
         y = self._check_curve(y)
         notes = _outside_notes(y, self._lo, self._hi, [f"y_{k + 1}" for k in range(y.size)], self.domain_tol)
         notes += _boundary_notes(p, data.names)
-        return Identification(p, bool(notes), notes, loss, n)
+        return self._result(p, notes, loss, n)
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -423,7 +392,7 @@ class _InverseStrategy(Strategy):
         """Prepare feature extraction from the training data (PCA)."""
 
     def fit(self, data: Dataset, *, seed: SeedLike = None, networks: Sequence[MLP] | None = None) -> _InverseStrategy:
-        self.data = data
+        data = self._use(data)
         self._fit_inputs(data)
         X = self.features(data.Y)
         self._lo, self._hi = X.min(axis=0), X.max(axis=0)
@@ -441,7 +410,7 @@ class _InverseStrategy(Strategy):
         p = np.array([net.predict(x[None, :])[0] for net in self.networks])
         notes = _outside_notes(x, self._lo, self._hi, self.input_labels, self.domain_tol)
         notes += [f"{n} = {v:.3f} outside [0, 1]" for n, v in zip(data.names, p, strict=True) if v < 0 or v > 1]
-        return Identification(p, bool(notes), notes)
+        return self._result(p, notes)
 
     def identify_many(self, Y: np.ndarray, *, seed: SeedLike = None) -> tuple[np.ndarray, list[Identification]]:
         res = [self.identify(y) for y in np.atleast_2d(Y)]
@@ -449,6 +418,7 @@ class _InverseStrategy(Strategy):
 
     def network_rows(self, test: Dataset | None = None) -> list[dict[str, Any]]:
         data = self._need_fit()
+        test = as_curves(test) if test is not None else None
         X = self.features(data.Y)
         Xt = self.features(test.Y) if test is not None else None
         label = f"{len(self.input_labels)} values: " + ", ".join(self.input_labels[:3]) + ", ..."
@@ -535,7 +505,7 @@ class Direct(Strategy):
         self.last_result = None
 
     def fit(self, data: Dataset, *, seed: SeedLike = None, networks: Sequence[MLP] | None = None) -> Direct:
-        self.data = data  # only the grid is used
+        self._use(data)  # only the grid is used
         return self
 
     def identify_curve(self, curve: Curve, *, seed: SeedLike = None, conditions: dict[str, Any] | None = None) -> Identification:
@@ -574,7 +544,15 @@ class Direct(Strategy):
 
             p, f, n = polish_box(unit_loss, p, f, n, self.polish)
         notes = _boundary_notes(p, self.space.free_names)
-        return Identification(p, bool(notes), notes, f, n)
+        return self._result(p, notes, f, n)
+
+    def _result(self, p: np.ndarray, notes: list[str], loss: float | None = None, n_evals: int = 0) -> Identification:
+        """Through the searched space (``fit`` is optional: :meth:`identify_curve` needs no dataset)."""
+        prov = Provenance(method=self.name, settings=self.describe(),
+                          dataset=self.data.fingerprint() if self.data is not None else None,
+                          n_samples=len(self.data) if self.data is not None else None)
+        return Identification(names=self.space.free_names, values=self.space.from_unit(p[None])[0], loss=loss,
+                              provenance=prov, unit=p, outside=bool(notes), notes=notes, n_evals=n_evals)
 
     def identify(self, y: np.ndarray, *, seed: SeedLike = None) -> Identification:
         data = self._need_fit()
