@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..core.dataset import (
+    Dataset,
     SeedLike,
     expand_features,
     resample_on_progress,
@@ -225,28 +226,20 @@ def dataset_from_store(
     length: int = PAPER_LENGTH,
 ) -> SequenceDataset:
     """The sequence dataset of a stored dataset run (or of any run that kept its responses): its successful
-    evaluations in run order, with the bounds of its free parameters; ``meta["failed"]`` counts the failed
-    ones."""
+    evaluations in run order, with the bounds of its free parameters (:meth:`Dataset.from_store` in the sequence
+    layout); ``meta["failed"]`` counts the failed ones."""
     from ..storage import RunStore
 
     own = not isinstance(store, RunStore)
     st = RunStore(store, readonly=True) if own else store
     try:
         info = st.run(run)
-        data = st.dataset(run)
+        ds = SequenceDataset.of(Dataset.from_store(st, run, features=features, length=int(length)))
         n_failed = st.n_evaluations(info.id) - st.n_evaluations(info.id, status="ok")
     finally:
         if own:
             st.close()
-    free = [p for p in info.space if p.get("fixed") is None]
-    arrays = dict(data)
-    arrays["lower"] = np.array([p["lower"] for p in free], dtype=float)
-    arrays["upper"] = np.array([p["upper"] for p in free], dtype=float)
-    ds = from_arrays(arrays, features=features, length=length, source=f"{st.path}:{run}")
-    ds.meta.update({"run": run, "failed": int(n_failed)})
-    cfg = info.config or {}
-    if cfg.get("kind") == "dataset":
-        ds.meta.update({"model": cfg.get("model"), "conditions": cfg.get("conditions", {})})
+    ds.meta.update({"failed": int(n_failed)})
     return ds
 
 
