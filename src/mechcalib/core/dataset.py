@@ -160,7 +160,8 @@ class _Export:
             x, y, t = (self.get(f"{e}/{ch}/{a}", row) for a in "xyt")
             if x is None or y is None:
                 continue
-            out[self.key(e, ch)] = (np.asarray(x, float), np.asarray(y, float), None if t is None else np.asarray(t, float))
+            tt = None if t is None else np.asarray(t, float)
+            out[self.key(e, ch)] = (np.asarray(x, float), np.asarray(y, float), tt)
         return out
 
     def common(self, source: str) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
@@ -297,7 +298,8 @@ class Dataset:
             channel = self.meta.get("channel") if self.meta.get("channel") in self.responses else None
         if channel is None:
             if len(self.responses) != 1:
-                raise ConfigurationError(f"the dataset has the responses {list(self.responses)}; name one (channel=...)")
+                raise ConfigurationError(
+                    f"the dataset has the responses {list(self.responses)}; name one (channel=...)")
             return next(iter(self.responses))
         if channel not in self.responses:
             raise ConfigurationError(f"no response {channel!r}; the dataset has {list(self.responses)}")

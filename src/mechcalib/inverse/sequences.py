@@ -81,7 +81,10 @@ class SequenceDataset(Dataset):
     @classmethod
     def of(cls, data: Dataset, features: Sequence[str] | None = None) -> SequenceDataset:
         """Any dataset as sequences: the named response keys (default: all, which must have one length) as
-        features; a key that is a whole channel becomes ``"<key>.y"``."""
+        features; a key that is a whole channel becomes ``"<key>.y"``. Such curves are taken on their grid as they
+        are, while :meth:`InverseCalibrator.identify` resamples an ``Experiment`` to ``L`` points equally spaced in
+        its progress coordinate: the two agree on a uniform grid; on another grid, identify from the array on the
+        grid."""
         if isinstance(data, SequenceDataset) and features is None:
             return data
         keys = list(features) if features else list(data.keys)

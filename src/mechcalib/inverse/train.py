@@ -329,9 +329,9 @@ class InverseCalibrator(Method):
 
     def identify(self, target: Any, *, seed: Any = None) -> Identification:
         """The parameters of one measurement in one forward pass: an ``(L, C)`` sequence in the network's feature
-        order (``(L,)`` for a one-feature network), or an :class:`~mechcalib.core.data.Experiment` (or ``{channel: Curve}``) whose channels are
-        resampled like the training data. ``.parameters`` is the ``{parameter: value}`` dict. ``seed`` is unused
-        (the pass is deterministic)."""
+        order (``(L,)`` for a one-feature network), or an :class:`~mechcalib.core.data.Experiment` (or
+        ``{channel: Curve}``) whose channels are resampled like the training data. ``.parameters`` is the
+        ``{parameter: value}`` dict. ``seed`` is unused (the pass is deterministic)."""
         if isinstance(target, Experiment):
             target = target.channels
         if isinstance(target, Mapping):
