@@ -181,11 +181,22 @@ def test_first_step_trust_ranks_by_first_losses():
     np.testing.assert_array_equal(opt._C, better)
 
 
-def test_tbpso_reuses_pso_state_handling():
-    assert issubclass(TBPSO, PSO)
-    # only the velocity (eq. 15) and the trust state differ; bests, move and walls are PSO's
+def test_tbpso_shares_the_swarm_machinery_with_pso():
+    from mechcalib.optimizers.pso import SwarmOptimizer
+
+    assert issubclass(TBPSO, SwarmOptimizer) and issubclass(PSO, SwarmOptimizer)
+    assert not issubclass(TBPSO, PSO)
+    # only the velocity (eq. 15) and the trust state differ; bests, move and walls are shared
     assert TBPSO._tell is PSO._tell and TBPSO._ask is PSO._ask
     assert TBPSO._velocity is not PSO._velocity
+
+
+def test_tbpso_settings_do_not_depend_on_attribute_order():
+    # the constriction check reads phi3; it runs after every weight is set, whatever the order
+    with pytest.raises(ConfigurationError, match="phi1 \\+ phi2 \\+ phi3"):
+        TBPSO(phi1=0.5, phi2=0.5, phi3=0.5, constriction=True)
+    opt = TBPSO(phi1=1.0, phi2=1.0, phi3=2.0, constriction=True)
+    assert opt.K == pytest.approx(1.0) and opt.copy().settings() == opt.settings()
 
 
 # -- trust growth ----------------------------------------------------------------------------------------

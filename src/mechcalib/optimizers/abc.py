@@ -268,6 +268,7 @@ class ABC(Optimizer):
         self.local_step = check_choice(self.name, "local_step", local_step, ("one", "all", "vector"))
         self.scouts = check_choice(self.name, "scouts", scouts, ("one", "all"))
         self.boundary = check_choice(self.name, "boundary", boundary, ("clip", "reflect"))
+        self._cycle = 0  # cycles completed; ``setup`` resets it
 
     # -- presets ----------------------------------------------------------------------------------------
     @classmethod
@@ -290,7 +291,7 @@ class ABC(Optimizer):
 
     @property
     def converged(self) -> bool:
-        return self.max_cycles is not None and getattr(self, "_cycle", 0) >= self.max_cycles
+        return self.max_cycles is not None and self._cycle >= self.max_cycles
 
     def _init_state(self) -> None:
         sn = self.n_sources

@@ -21,6 +21,7 @@ state handling.
 from __future__ import annotations
 
 import math
+from abc import abstractmethod
 from typing import Any
 
 import numpy as np
@@ -155,68 +156,35 @@ def move(X: np.ndarray, V: np.ndarray, rule: str = "clip") -> tuple[np.ndarray, 
 
 
 # -- optimiser ----------------------------------------------------------------------------------------
-class PSO(Optimizer):
-    """Global-best particle swarm (seed 000 eqs. 1-10); one ask is the whole swarm.
-
-    The loop: the initial swarm is uniform in the unit cube; after each batch the personal bests and the
-    global best (eq. 3) are updated, then every particle's velocity (eqs. 1/4/9/10 with fresh
-    per-dimension ``R1``, ``R2``) and position (eq. 2) are updated and the new swarm is the next ask.
-
-    Args:
-        swarm_size: particles, i.e. evaluations per batch (seed 000 section 4: 10).
-        phi1, phi2: cognitive and social weights (seed 000: 2 and 2, so ``phi = 4`` and eq. 8 gives K = 1).
-        inertia: ``"none"`` (w = 1), ``"constant"`` (``w_const``), ``"linear"`` (eq. 6) or
-            ``"nonlinear"`` (decreasing power law, see :func:`inertia_weight`).
-        w_max, w_min: start and end of the linear/nonlinear schedules (seed 000: 0.8 and 0.4).
-        w_const: the weight of ``inertia="constant"`` (eq. 4; seed 000 quotes Shi and Eberhart's range
-            0.9-1.2).
-        w_exponent: the exponent ``n`` of the nonlinear schedule (seed 000 gives no value).
-        constriction: multiply the update by Clerc's ``K`` (eq. 8) computed from ``phi = phi1 + phi2``
-            (eqs. 9-10); needs ``phi >= 4``.
-        max_iter: ``k_max`` of the inertia schedules, the number of velocity updates over which ``w``
-            goes from ``w_max`` to ``w_min`` (later updates keep ``w_min``). The matching budget is
-            ``swarm_size * (max_iter + 1)`` evaluations (the initial swarm plus ``max_iter`` moves,
-            made with ``w(0) ... w(max_iter - 1)``): give :func:`~mechcalib.calibrate` that
-            ``max_evals`` (e.g. 510 for ``paper_000``), or set ``max_iter`` from the budget you have.
-        init_velocity: initial velocities are uniform in ``[-init_velocity, init_velocity]`` (fraction of
-            each range); the default 0 starts every particle at rest, so the first move is pure
-            attraction and no particle is thrown against a wall before it has been evaluated.
-        v_max: velocity clamp, a fraction of each parameter's range (``None``: no clamp; seed 000 does
-            not say whether it used one). The default 0.5 keeps a step within half the range: the
-            paper's weights (``phi = 4``, w from 0.8 to 0.4) never satisfy eq. 5 (``w > phi/2 - 1 = 1``).
-            Measured with ``paper_000`` weights, 2000 evaluations, 20 seeds, on shifted sphere,
-            Rosenbrock, Rastrigin, Ackley and Griewank in 2, 5 and 10 dimensions: the median best value
-            with 0.5 was lower or equal in 13 of 15 cases, e.g. 10-D sphere 8.2e-5 vs 2.9e-4, 10-D
-            Rastrigin 13.9 vs 27.7, 10-D Ackley 0.146 vs 0.731 without a clamp.
-        boundary: what happens at the cube's walls: ``"clip"`` (put on the wall, that velocity component
-            set to zero; the default) or ``"reflect"`` (folded back, velocity component reversed).
-        seed: random seed or generator.
+class SwarmOptimizer(Optimizer):
+    """What every global-best swarm of this package shares (:class:`PSO`, :class:`~.tbpso.TBPSO`): the
+    settings of the swarm, the inertia schedule, the constriction check, personal and global bests, the
+    velocity clamp and the walls. A subclass sets its weights, calls :meth:`_check_constriction` at the end
+    of its constructor, and implements :meth:`_phi_total` and :meth:`_velocity`.
 
     State (after ``setup``): ``_X`` positions, ``_V`` velocities, ``_P`` personal bests (``(n, dim)``),
     ``_fP`` their losses (``(n,)``), ``_g`` index of the global best, ``_k`` velocity updates done.
     """
 
-    name = "pso"
-    presets = ("paper_000", "original", "constricted")
-
     def __init__(
         self,
         *,
-        swarm_size: int = 10,
-        phi1: float = 2.0,
-        phi2: float = 2.0,
-        inertia: str = "linear",
-        w_max: float = 0.8,
-        w_min: float = 0.4,
-        w_const: float = 0.9,
-        w_exponent: float = 1.2,
-        constriction: bool = False,
-        max_iter: int = 100,
-        init_velocity: float = 0.0,
-        v_max: float | None = 0.5,
-        boundary: str = "clip",
-        seed: SeedLike = None,
+        swarm_size: int,
+        phi1: float,
+        phi2: float,
+        inertia: str,
+        w_max: float,
+        w_min: float,
+        w_const: float,
+        w_exponent: float,
+        constriction: bool,
+        max_iter: int,
+        init_velocity: float,
+        v_max: float | None,
+        boundary: str,
+        seed: SeedLike,
     ) -> None:
+        # A subclass sets its own weights after this call, then runs _check_constriction().
         super().__init__(seed=seed)
         n = self.name
         self.swarm_size = check_positive_int(n, "swarm_size", swarm_size)
@@ -234,38 +202,8 @@ class PSO(Optimizer):
         self.init_velocity = check_range(n, "init_velocity", init_velocity, 0.0, 1.0)
         self.v_max = None if v_max is None else check_range(n, "v_max", v_max, 0.0, 1.0, lo_open=True)
         self.boundary = check_choice(n, "boundary", boundary, BOUNDARY_RULES)
-        self._check_constriction()
-
-    # -- presets --------------------------------------------------------------------------------------
-    @classmethod
-    def paper_000(cls, *, seed: SeedLike = None, **overrides: Any) -> PSO:
-        """Seed 000 section 4: 10 particles, phi1 = phi2 = 2, linear inertia 0.8 -> 0.4, 50 iterations
-        (budget ``10 * 51`` evaluations with the initial swarm)."""
-        s: dict[str, Any] = dict(swarm_size=10, phi1=2.0, phi2=2.0, inertia="linear", w_max=0.8, w_min=0.4,
-                                 constriction=False, max_iter=50)
-        s.update(overrides)
-        return cls(**s, seed=seed)
-
-    @classmethod
-    def original(cls, *, seed: SeedLike = None, **overrides: Any) -> PSO:
-        """Eq. 1, Kennedy and Eberhart's original rule (no inertia, phi1 = phi2 = 2); it relies on the
-        velocity clamp (``v_max``) to stay bounded."""
-        s: dict[str, Any] = dict(phi1=2.0, phi2=2.0, inertia="none", constriction=False)
-        s.update(overrides)
-        return cls(**s, seed=seed)
-
-    @classmethod
-    def constricted(cls, *, seed: SeedLike = None, **overrides: Any) -> PSO:
-        """Eq. 9, Clerc's constriction with phi1 = phi2 = 2.05 (phi = 4.1, K ~ 0.7298), no inertia."""
-        s: dict[str, Any] = dict(phi1=2.05, phi2=2.05, inertia="none", constriction=True)
-        s.update(overrides)
-        return cls(**s, seed=seed)
 
     # -- helpers --------------------------------------------------------------------------------------
-    def _phi_total(self) -> tuple[float, str]:
-        """``phi`` of eq. 8 and how it is made up (for messages)."""
-        return self.phi1 + self.phi2, "phi1 + phi2"
-
     def _check_constriction(self) -> None:
         if not self.constriction:
             return
@@ -311,6 +249,110 @@ class PSO(Optimizer):
         V = self._velocity(f)
         self._X, self._V = move(self._X, clamp_velocity(V, self.v_max), self.boundary)
         self._k += 1
+
+    @abstractmethod
+    def _phi_total(self) -> tuple[float, str]:
+        """``phi`` of eq. 8 and how it is made up (for messages)."""
+
+    @abstractmethod
+    def _velocity(self, f: np.ndarray) -> np.ndarray:
+        """New velocities ``(n, dim)``; ``f`` are the losses of the current swarm. Bests are updated."""
+
+
+class PSO(SwarmOptimizer):
+    """Global-best particle swarm (seed 000 eqs. 1-10); one ask is the whole swarm.
+
+    The loop: the initial swarm is uniform in the unit cube; after each batch the personal bests and the
+    global best (eq. 3) are updated, then every particle's velocity (eqs. 1/4/9/10 with fresh
+    per-dimension ``R1``, ``R2``) and position (eq. 2) are updated and the new swarm is the next ask.
+
+    Args:
+        swarm_size: particles, i.e. evaluations per batch (seed 000 section 4: 10).
+        phi1, phi2: cognitive and social weights (seed 000: 2 and 2, so ``phi = 4`` and eq. 8 gives K = 1).
+        inertia: ``"none"`` (w = 1), ``"constant"`` (``w_const``), ``"linear"`` (eq. 6) or
+            ``"nonlinear"`` (decreasing power law, see :func:`inertia_weight`).
+        w_max, w_min: start and end of the linear/nonlinear schedules (seed 000: 0.8 and 0.4).
+        w_const: the weight of ``inertia="constant"`` (eq. 4; seed 000 quotes Shi and Eberhart's range
+            0.9-1.2).
+        w_exponent: the exponent ``n`` of the nonlinear schedule (seed 000 gives no value).
+        constriction: multiply the update by Clerc's ``K`` (eq. 8) computed from ``phi = phi1 + phi2``
+            (eqs. 9-10); needs ``phi >= 4``.
+        max_iter: ``k_max`` of the inertia schedules, the number of velocity updates over which ``w``
+            goes from ``w_max`` to ``w_min`` (later updates keep ``w_min``). The matching budget is
+            ``swarm_size * (max_iter + 1)`` evaluations (the initial swarm plus ``max_iter`` moves,
+            made with ``w(0) ... w(max_iter - 1)``): give :func:`~mechcalib.calibrate` that
+            ``max_evals`` (e.g. 510 for ``paper_000``), or set ``max_iter`` from the budget you have.
+        init_velocity: initial velocities are uniform in ``[-init_velocity, init_velocity]`` (fraction of
+            each range); the default 0 starts every particle at rest, so the first move is pure
+            attraction and no particle is thrown against a wall before it has been evaluated.
+        v_max: velocity clamp, a fraction of each parameter's range (``None``: no clamp; seed 000 does
+            not say whether it used one). The default 0.5 keeps a step within half the range: the
+            paper's weights (``phi = 4``, w from 0.8 to 0.4) never satisfy eq. 5 (``w > phi/2 - 1 = 1``).
+            The clamp helps the paper's weights on the project's test functions (``docs/optimizers.md``).
+        boundary: what happens at the cube's walls: ``"clip"`` (put on the wall, that velocity component
+            set to zero; the default) or ``"reflect"`` (folded back, velocity component reversed).
+        seed: random seed or generator.
+
+    State (after ``setup``): ``_X`` positions, ``_V`` velocities, ``_P`` personal bests (``(n, dim)``),
+    ``_fP`` their losses (``(n,)``), ``_g`` index of the global best, ``_k`` velocity updates done.
+    """
+
+    name = "pso"
+    presets = ("paper_000", "original", "constricted")
+
+    def __init__(
+        self,
+        *,
+        swarm_size: int = 10,
+        phi1: float = 2.0,
+        phi2: float = 2.0,
+        inertia: str = "linear",
+        w_max: float = 0.8,
+        w_min: float = 0.4,
+        w_const: float = 0.9,
+        w_exponent: float = 1.2,
+        constriction: bool = False,
+        max_iter: int = 100,
+        init_velocity: float = 0.0,
+        v_max: float | None = 0.5,
+        boundary: str = "clip",
+        seed: SeedLike = None,
+    ) -> None:
+        super().__init__(
+            swarm_size=swarm_size, phi1=phi1, phi2=phi2, inertia=inertia, w_max=w_max, w_min=w_min,
+            w_const=w_const, w_exponent=w_exponent, constriction=constriction, max_iter=max_iter,
+            init_velocity=init_velocity, v_max=v_max, boundary=boundary, seed=seed,
+        )
+        self._check_constriction()
+
+    # -- presets --------------------------------------------------------------------------------------
+    @classmethod
+    def paper_000(cls, *, seed: SeedLike = None, **overrides: Any) -> PSO:
+        """Seed 000 section 4: 10 particles, phi1 = phi2 = 2, linear inertia 0.8 -> 0.4, 50 iterations
+        (budget ``10 * 51`` evaluations with the initial swarm)."""
+        s: dict[str, Any] = dict(swarm_size=10, phi1=2.0, phi2=2.0, inertia="linear", w_max=0.8, w_min=0.4,
+                                 constriction=False, max_iter=50)
+        s.update(overrides)
+        return cls(**s, seed=seed)
+
+    @classmethod
+    def original(cls, *, seed: SeedLike = None, **overrides: Any) -> PSO:
+        """Eq. 1, Kennedy and Eberhart's original rule (no inertia, phi1 = phi2 = 2); it relies on the
+        velocity clamp (``v_max``) to stay bounded."""
+        s: dict[str, Any] = dict(phi1=2.0, phi2=2.0, inertia="none", constriction=False)
+        s.update(overrides)
+        return cls(**s, seed=seed)
+
+    @classmethod
+    def constricted(cls, *, seed: SeedLike = None, **overrides: Any) -> PSO:
+        """Eq. 9, Clerc's constriction with phi1 = phi2 = 2.05 (phi = 4.1, K ~ 0.7298), no inertia."""
+        s: dict[str, Any] = dict(phi1=2.05, phi2=2.05, inertia="none", constriction=True)
+        s.update(overrides)
+        return cls(**s, seed=seed)
+
+    def _phi_total(self) -> tuple[float, str]:
+        """``phi`` of eq. 8 and how it is made up (for messages)."""
+        return self.phi1 + self.phi2, "phi1 + phi2"
 
     def _velocity(self, f: np.ndarray) -> np.ndarray:
         """New velocities ``(n, dim)`` from the current state; ``f`` are the losses of the current swarm
