@@ -20,7 +20,8 @@ import numpy as np
 from ..errors import ConfigurationError
 from ..execution._base import DETERMINISTIC_STATUSES, Outcome
 from .codec import cache_keys, decode_response, dumps, encode_response, problem_fingerprint, versions
-from .sqlite import EvaluationRecord, RunStore
+from .base import Store
+from .records import EvaluationRecord
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +56,7 @@ class RunSession:
     """Created by :func:`mechcalib.calibrate` when it is given a store; see its docstring for the rules.
 
     Args:
-        store: the run store.
+        store: the run store (any :class:`~mechcalib.storage.base.Store`).
         problem, optimizer, termination: those of the calibration (the optimiser is not set up yet: an
             unseeded optimiser receives a drawn seed, recorded so that the run can resume exactly).
         evaluator: the evaluator's ``describe()`` record.
@@ -68,7 +69,7 @@ class RunSession:
 
     def __init__(
         self,
-        store: RunStore,
+        store: Store,
         problem: Any,
         optimizer: Any,
         termination: Any,
