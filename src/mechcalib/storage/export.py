@@ -138,7 +138,7 @@ def _stack_responses(out: dict[str, np.ndarray], flat: list[dict[str, Any]]) -> 
         arrs = [f.get(p) for f in flat]
         shapes = {a.shape for a in arrs if a is not None}
         if len(shapes) == 1 and all(a is not None for a in arrs):
-            out[f"response/{p}"] = np.stack(arrs)
+            out[f"response/{p}"] = np.stack([a for a in arrs if a is not None])
             continue
         vecs = [np.ravel(a) if a is not None else np.empty(0) for a in arrs]
         m = max(v.size for v in vecs)
@@ -155,5 +155,6 @@ def export_dataset(
     """Write :func:`dataset` to a ``.npz`` file (``numpy.load(path)`` reads it back); returns its path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(path, **dataset(store, run, include_failed=include_failed, unique=unique))
+    data = dataset(store, run, include_failed=include_failed, unique=unique)
+    np.savez_compressed(path, **data)  # type: ignore[arg-type]  # numpy's stub takes **kwds for allow_pickle
     return path if path.suffix == ".npz" else path.with_name(path.name + ".npz")

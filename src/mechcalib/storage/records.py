@@ -9,7 +9,7 @@ import os
 import socket
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -17,7 +17,7 @@ import numpy as np
 
 def now() -> str:
     """The current time as the store writes it: ISO 8601, UTC, milliseconds."""
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def alive(host: str | None, pid: int | None) -> bool | None:
