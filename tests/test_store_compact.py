@@ -24,7 +24,7 @@ from mechcalib.runs import (
     write_report,
 )
 from mechcalib.storage import RunStore
-from mechcalib.storage.sqlite import ACTIVE_GAP_S
+from mechcalib.storage.compaction import ACTIVE_GAP_S
 
 N_EVALS = 300
 

@@ -21,6 +21,7 @@ from .errors import ConfigurationError
 from .execution._base import Evaluator, FunctionEvaluator, Outcome, outcomes_to_batch
 from .optimizers._base import Optimizer
 from .core.problem import EvaluationBatch, ProblemLike
+from .storage.base import Store
 from .storage.session import RunSession
 from .storage.sqlite import RunStore
 
@@ -177,7 +178,7 @@ def calibrate(
     n_alternatives: int = 5,
     alternative_distance: float = 0.02,
     evaluator: Evaluator | str | None = None,
-    store: RunStore | str | os.PathLike[str] | None = None,
+    store: Store | str | os.PathLike[str] | None = None,
     run_name: str | None = None,
     config: Mapping[str, Any] | None = None,
     resume: bool | str = True,
@@ -203,9 +204,10 @@ def calibrate(
         evaluator: where simulations run: an :class:`~mechcalib.execution.Evaluator` (kept open for
             reuse; close it yourself) or a name ``"serial"``, ``"pool"``, ``"dask"`` (built with default
             options and closed at the end). Default: ``problem.evaluate`` on whole batches, in-process.
-        store: a :class:`~mechcalib.storage.RunStore` (or a path to one) that records the run: every
-            evaluation committed as it arrives, an optimiser checkpoint after every ``checkpoint_every``
-            told batches, the run's settings and ``config``.
+        store: a :class:`~mechcalib.storage.RunStore` (or a path to one; any
+            :class:`~mechcalib.storage.Store`, e.g. a :class:`~mechcalib.storage.MemoryStore`) that records
+            the run: every evaluation committed as it arrives, an optimiser checkpoint after every
+            ``checkpoint_every`` told batches, the run's settings and ``config``.
         run_name: the run's name in the store. A new name starts a run; the name of a stored run resumes
             it (see ``resume``). Default: a generated name (``Result.run_name``).
         config: the caller's configuration (JSON-compatible), stored with the run.
@@ -243,7 +245,7 @@ def calibrate(
     elif evaluator is None:
         evaluator = FunctionEvaluator(evaluate or problem.evaluate)
     own_store = False
-    if store is not None and not isinstance(store, RunStore):
+    if store is not None and not isinstance(store, Store):
         store, own_store = RunStore(store), True
     session: RunSession | None = None
     counts = {"live": 0, "cache": 0, "replay": 0}

@@ -41,8 +41,9 @@ from .calibrate import Result, calibrate
 from .config import ConfigFileError, RunConfig, load_config
 from .errors import ConfigurationError, MissingExtraError
 from .execution import Evaluator, make_evaluator
-from .storage import RunStore
+from .storage import RunStore, Store
 from .storage.codec import to_jsonable
+from .storage.export import evaluation_columns
 
 log = logging.getLogger(__name__)
 
@@ -139,7 +140,7 @@ def _manifest(out_dir: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def _run_name(store: RunStore, out_dir: Path, run: str | None) -> str:
+def _run_name(store: Store, out_dir: Path, run: str | None) -> str:
     """The run to act on: ``run``, else the one named in ``run.json``, else the store's latest."""
     if run is not None:
         store.run(run)  # raises with the list of runs
@@ -222,7 +223,7 @@ def _progress_hook(progress: ProgressHook | None, total: int | None, done: int, 
 # ------------------------------------------------------------------------------------------------------
 # Run, resume
 # ------------------------------------------------------------------------------------------------------
-def result_summary(result: Result, cfg: RunConfig, store: RunStore, evaluator: Evaluator, *, wall: float) -> dict[str, Any]:
+def result_summary(result: Result, cfg: RunConfig, store: Store, evaluator: Evaluator, *, wall: float) -> dict[str, Any]:
     """The ``result.json`` content.
 
     Keys: ``run_name``, ``status``, ``name`` (the configuration's), ``model``, ``optimizer``, ``settings``,
@@ -504,31 +505,6 @@ def _parquet_engine() -> None:
         )
 
 
-def _evaluation_columns(store: RunStore, run: str) -> dict[str, list]:
-    """The columns of :meth:`RunStore.export_csv` as typed lists (of a compacted run: its kept rows)."""
-    info = store.run(run)
-    names = info.free_names
-    recs = store.evaluations(info.id)
-    cols: dict[str, list] = {"idx": [r.idx for r in recs], "batch": [r.batch for r in recs], "pos": [r.pos for r in recs]}
-    for n in names:
-        cols[n] = [float(r.params[n]) for r in recs]
-    for j, n in enumerate(names):
-        cols[f"u_{n}"] = [float(r.u[j]) for r in recs]
-    cols |= {
-        "loss": [r.loss for r in recs],
-        "raw_loss": [r.raw_loss for r in recs],
-        "status": [r.status for r in recs],
-        "error": [r.error or "" for r in recs],
-        "started": [r.started for r in recs],
-        "finished": [r.finished for r in recs],
-        "seconds": [r.seconds for r in recs],
-        "worker": [r.worker or "" for r in recs],
-        "source": [r.source for r in recs],
-        "cached_from": [r.cached_from for r in recs],
-    }
-    return cols
-
-
 def export_run(
     out_dir: str | os.PathLike[str],
     *,
@@ -567,7 +543,7 @@ def export_run(
         else:
             import pandas as pd
 
-            cols = _evaluation_columns(store, name)
+            cols = evaluation_columns(store, name)
             table.parent.mkdir(parents=True, exist_ok=True)
             pd.DataFrame(cols).to_parquet(table, index=False)
             rows = len(cols["idx"])

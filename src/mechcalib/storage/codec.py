@@ -72,7 +72,7 @@ def encode_response(resp: Any, level: int = 6) -> bytes | None:
 
     walk(resp, "")
     buf = io.BytesIO()
-    np.savez(buf, __meta__=np.array(json.dumps(meta)), **arrays)
+    np.savez(buf, __meta__=np.array(json.dumps(meta)), **arrays)  # type: ignore[arg-type]  # numpy stub
     return zlib.compress(buf.getvalue(), level)
 
 

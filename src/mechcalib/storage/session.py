@@ -19,8 +19,9 @@ import numpy as np
 
 from ..errors import ConfigurationError
 from ..execution._base import DETERMINISTIC_STATUSES, Outcome
+from .base import Store
 from .codec import cache_keys, decode_response, dumps, encode_response, problem_fingerprint, versions
-from .sqlite import EvaluationRecord, RunStore
+from .records import EvaluationRecord
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +56,7 @@ class RunSession:
     """Created by :func:`mechcalib.calibrate` when it is given a store; see its docstring for the rules.
 
     Args:
-        store: the run store.
+        store: the run store (any :class:`~mechcalib.storage.base.Store`).
         problem, optimizer, termination: those of the calibration (the optimiser is not set up yet: an
             unseeded optimiser receives a drawn seed, recorded so that the run can resume exactly).
         evaluator: the evaluator's ``describe()`` record.
@@ -68,7 +69,7 @@ class RunSession:
 
     def __init__(
         self,
-        store: RunStore,
+        store: Store,
         problem: Any,
         optimizer: Any,
         termination: Any,
@@ -171,9 +172,11 @@ class RunSession:
         if not self.resumed or self.resume_mode == "replay":
             return
         for b, n, blob in self.store.iter_checkpoints(self.run_id):
-            recs = [self.replay.get(i) for i in range(n)]
-            if any(r is None for r in recs) or (n and recs[-1].batch != b - 1):
+            if any(i not in self.replay for i in range(n)):
                 continue  # the evaluations it covers are not all stored
+            recs = [self.replay[i] for i in range(n)]
+            if n and recs[-1].batch != b - 1:
+                continue
             nxt = self.replay.get(n)
             if nxt is not None and nxt.batch != b:
                 continue
@@ -182,7 +185,7 @@ class RunSession:
             except Exception as exc:  # e.g. the optimiser's code changed: fall back to replay
                 log.warning("checkpoint at batch %d of run %r cannot be loaded (%s); replaying", b, self.run_name, exc)
                 continue
-            yield b, n, state, recs  # type: ignore[misc]
+            yield b, n, state, recs
 
     def replayed(self, rec: EvaluationRecord, x: np.ndarray, batch: int, pos: int, index: int) -> Outcome:
         """The stored outcome of evaluation ``rec.idx``, after checking the optimiser asked the same point."""

@@ -1,0 +1,196 @@
+"""What a store holds, as Python values: a run's record, an evaluation, a compaction's summary, and the
+conversions of stored rows into them (shared by the SQLite and the in-memory store)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import socket
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+
+def now() -> str:
+    """The current time as the store writes it: ISO 8601, UTC, milliseconds."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def alive(host: str | None, pid: int | None) -> bool | None:
+    """Whether the writer process still runs (``None``: it ran on another host, cannot tell)."""
+    if pid is None:
+        return False
+    if host != socket.gethostname():
+        return None
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def nan(v: float | None) -> float:
+    """A stored REAL (NULL for NaN) -> float."""
+    return math.nan if v is None else float(v)
+
+
+@dataclass
+class RunInfo:
+    """A run's record. ``status`` reads ``"interrupted"`` for a run marked running whose writer process
+    (on this host) is gone, e.g. killed. ``n_evals``, ``n_failed`` and ``best_loss`` are the run's totals,
+    also after :meth:`RunStore.compact_run` (``compacted``; ``n_dropped`` evaluation rows were dropped)."""
+
+    id: int
+    name: str
+    status: str
+    stop_reason: str | None
+    error: str | None
+    optimizer: str | None
+    settings: dict[str, Any]
+    seed: Any
+    termination: dict[str, Any]
+    evaluator: dict[str, Any]
+    space: list[dict[str, Any]]
+    fingerprint: str | None
+    config: dict[str, Any] | None
+    versions: dict[str, str]
+    host: str | None
+    pid: int | None
+    n_batches: int
+    created: str
+    updated: str
+    n_evals: int = 0
+    n_failed: int = 0
+    best_loss: float = math.inf
+    compacted: bool = False
+    n_dropped: int = 0
+
+    @property
+    def free_names(self) -> list[str]:
+        return [p["name"] for p in self.space if p.get("fixed") is None]
+
+
+@dataclass
+class EvaluationRecord:
+    """One stored evaluation (see :mod:`mechcalib.storage.schema` for the fields)."""
+
+    id: int
+    run_id: int
+    idx: int
+    batch: int
+    pos: int
+    key: str
+    params: dict[str, float]
+    u: np.ndarray
+    loss: float
+    raw_loss: float
+    status: str
+    error: str | None
+    started: float
+    finished: float
+    worker: str | None
+    source: str
+    cached_from: int | None
+    response: Any = field(default=None, repr=False)
+
+    @property
+    def x(self) -> np.ndarray:
+        """The free parameter values ``(dim,)`` in the space's order."""
+        return np.array(list(self.params.values()), dtype=float)
+
+    @property
+    def seconds(self) -> float:
+        return self.finished - self.started
+
+
+@dataclass
+class CompactionSummary:
+    """What :meth:`RunStore.compact_run` did to one run.
+
+    ``n_evals``/``n_ok``/``n_failed``: the run's totals (as before compaction); ``n_kept``: evaluation rows
+    stored now; ``n_dropped``: rows dropped from the run in all (``dropped_now`` by this call);
+    ``checkpoints_dropped``: by this call; ``seconds``, ``first_started``, ``last_finished``,
+    ``active_seconds``: as :meth:`RunStore.timing`; ``created``: when the run was first compacted.
+    """
+
+    run: str
+    run_id: int
+    n_evals: int
+    n_ok: int
+    n_failed: int
+    n_kept: int
+    n_dropped: int
+    dropped_now: int
+    checkpoints_dropped: int
+    seconds: float
+    first_started: float
+    last_finished: float
+    active_seconds: float
+    created: str
+
+
+def run_info(r: Sequence[Any]) -> RunInfo:
+    """A run's record from its stored row: the ``runs`` columns (``id`` ... ``updated``, the JSON ones as
+    text) followed by ``n_evals``, ``n_failed``, the lowest loss (``None``: no loss), ``compacted`` and
+    ``n_dropped`` (:func:`mechcalib.storage.schema.run_sql`)."""
+    js = [json.loads(v) if v is not None else None for v in r[6:14]]
+    info = RunInfo(
+        id=r[0],
+        name=r[1],
+        status=r[2],
+        stop_reason=r[3],
+        error=r[4],
+        optimizer=r[5],
+        settings=js[0] or {},
+        seed=js[1],
+        termination=js[2] or {},
+        evaluator=js[3] or {},
+        space=js[4] or [],
+        fingerprint=js[5],
+        config=js[6],
+        versions=js[7] or {},
+        host=r[14],
+        pid=r[15],
+        n_batches=r[16],
+        created=r[17],
+        updated=r[18],
+        n_evals=r[19],
+        n_failed=r[20],
+        best_loss=nan(r[21]) if r[21] is not None else math.inf,
+        compacted=bool(r[22]),
+        n_dropped=int(r[23]),
+    )
+    if info.status == "running" and alive(info.host, info.pid) is False:
+        info.status = "interrupted"
+    return info
+
+
+def evaluation_record(r: Sequence[Any], response: Any = None) -> EvaluationRecord:
+    """An evaluation from its stored row (:data:`mechcalib.storage.schema.EVAL_COLS`; ``params``/``u`` as
+    JSON text, NULL REALs as ``None``) and its decoded response."""
+    return EvaluationRecord(
+        id=r[0],
+        run_id=r[1],
+        idx=r[2],
+        batch=r[3],
+        pos=r[4],
+        key=r[5],
+        params=json.loads(r[6]),
+        u=np.array(json.loads(r[7]), dtype=float),
+        loss=nan(r[8]),
+        raw_loss=nan(r[9]),
+        status=r[10],
+        error=r[11],
+        started=nan(r[12]),
+        finished=nan(r[13]),
+        worker=r[14],
+        source=r[15],
+        cached_from=r[16],
+        response=response,
+    )
