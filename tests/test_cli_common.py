@@ -8,6 +8,7 @@ import itertools
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import typer
@@ -22,6 +23,7 @@ from mechcalib.cli.common import (
     VALUE_KINDS,
     errors,
     fail,
+    finish_generation,
     parse_assignments,
 )
 from mechcalib.config import load_config
@@ -152,6 +154,34 @@ def test_fail_prints_and_exits(capsys):
     with pytest.raises(typer.Exit) as info:
         fail("the simulation failed", EXIT_FAILED)
     assert info.value.exit_code == EXIT_FAILED and EXIT_OK == 0
+
+
+def _generation(complete: bool):
+    return SimpleNamespace(dataset=None, complete=complete, done=3 if complete else 1, n=3)
+
+
+def test_a_generation_without_a_successful_simulation(tmp_path, capsys):
+    # still going (a budget stopped it): nothing written, success; ended with every set failed: status 1
+    assert finish_generation(_generation(False), tmp_path / "d.npz") is None
+    with pytest.raises(typer.Exit) as info:
+        finish_generation(_generation(True), tmp_path / "d.npz")
+    assert info.value.exit_code == EXIT_FAILED and not (tmp_path / "d.npz").exists()
+    assert capsys.readouterr().out.count("no successful simulation yet") == 2
+
+
+def test_a_run_without_a_successful_evaluation_exits_with_1(tmp_path, capsys):
+    from mechcalib.cli.run import _print_result
+
+    summary = {"run_name": "r", "status": "finished", "stop_reason": "max_evals", "best_loss": None,
+               "n_evaluations": 4, "n_failed": 4, "n_simulated": 4, "best": {}}
+    rec = SimpleNamespace(summary=summary, result_path=tmp_path / "result.json", out_dir=tmp_path, plots=[])
+    with pytest.raises(typer.Exit) as info:
+        _print_result(rec, quiet=True)
+    captured = capsys.readouterr()
+    assert info.value.exit_code == EXIT_FAILED and "best loss - after 4 evaluations (4 failed" in captured.out
+    assert "no evaluation of the run succeeded" in captured.err
+    _print_result(SimpleNamespace(**{**vars(rec), "summary": {**summary, "best_loss": 0.5, "n_failed": 0}}), True)
+    assert "best loss 0.5 after 4 evaluations" in capsys.readouterr().out
 
 
 # -- no import cycle --------------------------------------------------------------------------------------------
