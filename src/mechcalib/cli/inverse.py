@@ -13,72 +13,20 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import typer
 
-inverse_app = typer.Typer(
+from .common import dataset_progress, echo_generation, errors, finish_generation, parse_assignments
+
+app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     help="Deep inverse calibration (seed 001): learn sequence -> parameters, identify from a measured sequence.",
 )
 
 
-@contextmanager
-def _errors() -> Iterator[None]:
-    """Package errors as one line on stderr with exit status 2 (usage, data, missing extra)."""
-    from .errors import MechcalibError
-
-    try:
-        yield
-    except MechcalibError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
-    except OSError as exc:
-        typer.echo(f"error: {type(exc).__name__}: {exc}", err=True)
-        raise typer.Exit(1) from None
-
-
-def _parse_options(items: list[str]) -> dict[str, object]:
-    """``["specimen=paper", "seed=1"]`` -> ``{"specimen": "paper", "seed": 1}`` (int, float or text)."""
-    out: dict[str, object] = {}
-    for item in items:
-        name, sep, text = item.partition("=")
-        name, text = name.strip(), text.strip()
-        if not sep or not name or not text:
-            raise typer.BadParameter(f"expected NAME=VALUE, got {item!r}", param_hint="--option")
-        value: object = text
-        for conv in (int, float):
-            try:
-                value = conv(text)
-                break
-            except ValueError:
-                continue
-        out[name] = value
-    return out
-
-
-def dataset_progress(quiet: bool, n: int | None = None):
-    """The per-simulation progress line of a dataset generation (``None`` when quiet)."""
-    if quiet:
-        return None
-
-    def progress(idx: int, batch: int, o) -> None:
-        if o.source == "live":
-            what = "ok" if o.ok else f"{o.status}: {o.error}"
-            typer.echo(f"set {idx + 1}{f'/{n}' if n else ''}: {what} ({o.seconds:.1f} s, {o.worker})")
-
-    return progress
-
-
-def echo_generation(g, store) -> None:
-    typer.echo(f"run {g.run_name!r} in {store}: {g.done} of {g.n} sets stored ({g.simulated} simulated now, "
-               f"{g.done - g.simulated} read back), {g.failed} failed")
-
-
-@inverse_app.command("dataset")
+@app.command("dataset")
 def dataset_cmd(
     model: str = typer.Argument(..., help="Built-in model (see `mechcalib models`)."),
     out: Path = typer.Option(..., "--out", "-o", help="Dataset file (.npz) to write."),
@@ -108,8 +56,7 @@ def dataset_cmd(
     (a sampling run of the `lhs` optimiser whose loss is 0): stored as they finish, in parallel with --workers,
     failed sets recorded and left out, and resumed by running the same command again.
     """
-    from .cli import _parse_assignments
-    from .models import MODELS, get_model
+    from ..models import MODELS, get_model
 
     if model not in MODELS:
         raise typer.BadParameter(f"unknown model {model!r}; valid names are {sorted(MODELS)}", param_hint="MODEL")
@@ -119,15 +66,16 @@ def dataset_cmd(
         if extra:
             raise typer.BadParameter(f"{', '.join(extra)} need(s) --store FILE.sqlite (the run engine)",
                                      param_hint="--store")
-    opts = _parse_options(option)
-    with _errors():
+    opts = parse_assignments(option, "--option", "auto")
+    with errors(None if store is None else f"{store} --out {out}"):
         try:
             m = get_model(model, **opts)
         except TypeError as exc:
             raise typer.BadParameter(f"model {model!r} does not take these options: {exc}", param_hint="--option") from None
-        conds = _parse_assignments(condition, "--condition", "condition", sorted(m.default_conditions), integers=True)
+        conds = parse_assignments(condition, "--condition", dict.fromkeys(sorted(m.default_conditions), "number"),
+                                  what="condition")
         if store is None:
-            from .inverse.data import from_model
+            from ..inverse.data import from_model
 
             ds = from_model(m, n, features=feature or None, length=length, conditions=conds, seed=seed)
             path = ds.save_npz(out)
@@ -135,23 +83,16 @@ def dataset_cmd(
                        f"({', '.join(ds.features)}); parameters {', '.join(ds.names)}; {ds.meta['failed']} failed "
                        "simulation(s) dropped")
             return
-        from .inverse.data import generate_dataset
+        from ..inverse.data import generate_dataset
 
         g = generate_dataset(m, n, store, run_name=run_name, seed=seed, workers=workers, budget=budget,
                              timeout=timeout, features=feature or None, length=length, conditions=conds,
                              on_evaluation=dataset_progress(quiet, n), model_options=opts)
         echo_generation(g, store)
-        if g.dataset is None:
-            typer.echo("no successful simulation yet: no dataset written")
-            return
-        path = g.dataset.save_npz(out)
-    ds = g.dataset
-    state = "complete" if g.complete else f"partial ({g.done} of {g.n}; run the same command to continue)"
-    typer.echo(f"wrote {path}: {len(ds)} sequences of {ds.length} x {len(ds.features)} ({', '.join(ds.features)}); "
-               f"parameters {', '.join(ds.names)}; {state}")
+        finish_generation(g, out)
 
 
-@inverse_app.command("train")
+@app.command("train")
 def train_cmd(
     data: Path = typer.Argument(..., help="Dataset export (.npz)."),
     out: Path = typer.Option(..., "--out", "-o", help="Network file to write (.pt)."),
@@ -177,14 +118,14 @@ def train_cmd(
                                   "share one shape, e.g. the EEPA triaxial dataset)."),
 ) -> None:
     """Train a network on a dataset export; print the validation metrics of Appendix A and save it."""
-    with _errors():
-        from .inverse.data import from_npz
-        from .inverse.network import VARIANTS
+    with errors():
+        from ..inverse.data import from_npz
+        from ..inverse.network import VARIANTS
 
         if variant not in VARIANTS:
             raise typer.BadParameter(f"unknown network {variant!r}; the variants are {list(VARIANTS)}",
                                      param_hint="--variant")
-        from .inverse.train import InverseCalibrator, TrainConfig
+        from ..inverse.train import InverseCalibrator, TrainConfig
 
         ds = from_npz(data, features=feature or None, length=length, targets=target or None)
         tc = TrainConfig.paper_001(epochs=epochs, batch_size=batch_size, lr=lr, val_fraction=val_fraction,
@@ -201,7 +142,7 @@ def train_cmd(
     typer.echo(f"wrote {path}")
 
 
-@inverse_app.command("identify")
+@app.command("identify")
 def identify_cmd(
     network: Path = typer.Argument(..., help="Network file written by `mechcalib inverse train`."),
     measured: Path = typer.Argument(..., help="Measured sequence: CSV with a header row."),
@@ -211,12 +152,13 @@ def identify_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Identify the parameters of a measured sequence in one forward pass."""
-    with _errors():
-        from .core.data import read_table
-        from .inverse.data import read_sequence_csv
-        from .inverse.train import InverseCalibrator
+    with errors():
+        from ..core.data import read_table
+        from ..inverse.data import read_sequence_csv
+        from ..inverse.train import InverseCalibrator
 
         cal = InverseCalibrator.load(network)
+        cols: list[str] | None
         if columns:
             cols = [c.strip() for c in columns.split(",") if c.strip()]
         else:

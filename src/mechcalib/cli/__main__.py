@@ -1,0 +1,7 @@
+"""``python -m mechcalib.cli``: the same as the ``mechcalib`` console script."""
+
+from __future__ import annotations
+
+from . import app
+
+app()

@@ -1,0 +1,165 @@
+"""Commands about the built-in models and optimisers: ``models``, ``optimizers``, ``demo``, ``simulate``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from .common import EXIT_FAILED, console, errors, fail, parse_assignments
+
+
+def models() -> None:
+    """List the built-in models with their parameters, default bounds and presets."""
+    from rich.table import Table
+
+    from ..models import MODELS, get_model
+
+    for name in MODELS:
+        m = get_model(name)
+        t = Table(title=f"{name}: {m.description}", title_justify="left")
+        for col in ("parameter", "unit", "lower", "upper", "scale", *m.presets):
+            t.add_column(col)
+        for p in m.space:
+            presets = (f"{m.presets[k].get(p.name, float('nan')):g}" for k in m.presets)
+            t.add_row(p.name, p.unit, f"{p.lower:g}", f"{p.upper:g}", p.scale, *presets)
+        console.print(t)
+        console.print("channels: " + ", ".join(f"{c.name} ({c.y_name} vs {c.x_name})" for c in m.channels))
+
+
+def optimizers() -> None:
+    """List the optimisers with their default settings and presets."""
+    from rich.table import Table
+
+    from ..optimizers import OPTIMIZERS, get_optimizer, presets_of
+
+    t = Table()
+    for col in ("name", "class", "presets", "settings"):
+        t.add_column(col)
+    for name in OPTIMIZERS:
+        try:
+            cls = get_optimizer(name)
+        except (ImportError, AttributeError):  # an optimiser whose optional extra is not installed
+            continue
+        s = {k: v for k, v in cls().settings().items() if k != "seed"}
+        t.add_row(name, cls.__name__, ", ".join(presets_of(cls)), ", ".join(f"{k}={v}" for k, v in s.items()))
+    console.print(t)
+
+
+def demo(
+    optimizer: str = typer.Option("tbpso", help="Optimiser registry name (see `mechcalib optimizers`)."),
+    evals: int = typer.Option(400, help="Evaluation budget."),
+    noise: float = typer.Option(0.02, help="Measurement noise level of seed 002 eq. 36 added to the synthetic data."),
+    seed: int = typer.Option(0, help="Seed of the noise and of the optimiser."),
+    out: Path = typer.Option(None, help="Folder for a plot of the fit (PNG)."),
+) -> None:
+    """Calibrate the built-in Duffing oscillator against noisy synthetic data with known parameters."""
+    import numpy as np
+    from rich.table import Table
+
+    from .. import OverlapRSS, Problem, calibrate, experiment_from_model
+    from ..models import get_model
+    from ..optimizers import make_optimizer
+
+    model = get_model("duffing")
+    truth = model.preset("default")
+    exp = experiment_from_model(model, truth, noise=noise, seed=seed, name="synthetic Duffing")
+    problem = Problem(model, exp, OverlapRSS())
+    with errors():
+        opt = make_optimizer(optimizer, seed=seed)
+    console.print(f"calibrating [bold]{model.name}[/] {list(model.space.free_names)} with [bold]{opt.name}[/], "
+                  f"{evals} evaluations")
+    res = calibrate(problem, opt, max_evals=evals)
+    console.print(f"best loss {res.best_loss:.4g} after {res.n_evals} evaluations ({res.seconds:.1f} s)")
+    t = Table()
+    for col in ("parameter", "true", "identified", "error %"):
+        t.add_column(col)
+    for k, v in res.best_params.items():
+        t.add_row(k, f"{truth[k]:.4g}", f"{v:.4g}", f"{100 * abs(v - truth[k]) / abs(truth[k]):.2f}")
+    console.print(t)
+    if out is not None:
+        from ..reporting import plot_fit
+
+        out.mkdir(parents=True, exist_ok=True)
+        path = plot_fit(problem, np.asarray(res.best_x), out / "demo_fit.png")
+        console.print(f"plot written to {path}")
+
+
+def write_response_csv(response: Any, path: Path, comment: str | None = None) -> list[tuple[Path, dict[str, tuple[str, ...]]]]:
+    """Write simulated channels as CSV with a header row; returns ``[(file, channel mapping)]``.
+
+    Layout: one column group per channel, ``<channel>.x [x unit]``, ``<channel>.y [y unit]`` and, when the
+    curve has a progress coordinate, ``<channel>.t``. Values are written with ``repr`` (exact round trip).
+    ``Experiment.from_csv(file, mapping)`` reads the curves back. Channels of unequal length cannot share
+    rows: each then goes to its own file ``<stem>.<channel><suffix>`` in the same layout.
+    """
+    chans = dict(response)
+    lengths = {len(c) for c in chans.values()}
+    groups = [chans] if len(lengths) == 1 else [{k: c} for k, c in chans.items()]
+    written = []
+    for group in groups:
+        target = path if len(groups) == 1 else path.with_name(f"{path.stem}.{next(iter(group))}{path.suffix or '.csv'}")
+        header, columns, mapping = [], [], {}
+        for ch, c in group.items():
+            names = [f"{ch}.x", f"{ch}.y"] + ([f"{ch}.t"] if c.t is not None else [])
+            header += [f"{ch}.x [{c.x_unit}]" if c.x_unit else f"{ch}.x", f"{ch}.y [{c.y_unit}]" if c.y_unit else f"{ch}.y"]
+            columns += [c.x, c.y]
+            if c.t is not None:
+                header.append(f"{ch}.t")
+                columns.append(c.t)
+            mapping[ch] = tuple(names)
+        lines = [f"# {comment}"] if comment else []
+        lines.append(",".join(header))
+        lines += [",".join(repr(float(v)) for v in row) for row in zip(*columns, strict=True)]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text("\n".join(lines) + "\n")
+        written.append((target, mapping))
+    return written
+
+
+def simulate(
+    model: str = typer.Argument(..., help="Built-in model (see `mechcalib models`)."),
+    preset: str = typer.Option("default", "--preset", help="Parameter preset the --set values override."),
+    set_: list[str] = typer.Option([], "--set", help="Parameter value NAME=VALUE (repeatable)."),
+    condition: list[str] = typer.Option([], "--condition", help="Model condition NAME=VALUE (repeatable)."),
+    out: Path = typer.Option(..., "--out", "-o", help="CSV file to write."),
+) -> None:
+    """Run one simulation of a built-in model and write its channels as CSV.
+
+    Columns per channel: <channel>.x and <channel>.y, each with its unit in brackets, and <channel>.t when the
+    channel has a progress coordinate. Experiment.from_csv(FILE, {channel: ("<channel>.x", "<channel>.y",
+    "<channel>.t")}) reads it back.
+    """
+    from ..errors import ConfigurationError
+    from ..models import MODELS, SimulationFailure, get_model
+
+    if model not in MODELS:
+        raise typer.BadParameter(f"unknown model {model!r}; valid names are {sorted(MODELS)}", param_hint="MODEL")
+    m = get_model(model)
+    if preset not in m.presets:
+        raise typer.BadParameter(f"model {model!r} has no preset {preset!r}; presets are {sorted(m.presets)}",
+                                 param_hint="--preset")
+    values = parse_assignments(set_, "--set", dict.fromkeys(m.space.names, "float"), what="parameter")
+    conds = parse_assignments(condition, "--condition", dict.fromkeys(sorted(m.default_conditions), "number"),
+                              what="condition")
+    try:
+        theta = m.full_vector(values, preset)
+        (resp,) = m.simulate(theta[None, :], conds)
+    except ConfigurationError as exc:  # the model's check of its conditions
+        raise typer.BadParameter(str(exc), param_hint="--condition") from None
+    if isinstance(resp, SimulationFailure):
+        fail(f"the simulation failed: {resp.message}", EXIT_FAILED)
+    params = ", ".join(f"{k}={v!r}" for k, v in zip(m.space.names, map(float, theta), strict=True))
+    cond_text = ", ".join(f"{k}={v!r}" for k, v in m.conditions(conds).items())
+    with errors():
+        files = write_response_csv(resp, out, comment=f"mechcalib simulate {model}: preset {preset}; {params}; "
+                                   f"conditions {cond_text}")
+    for path, mapping in files:
+        typer.echo(f"wrote {path} (channels {', '.join(f'{k}={list(v)}' for k, v in mapping.items())})")
+
+
+def register(app: typer.Typer) -> None:
+    """Add this group's commands to the top-level application."""
+    for command in (models, optimizers, demo, simulate):
+        app.command()(command)

@@ -1,0 +1,281 @@
+"""Commands about runs kept in a folder (see :mod:`mechcalib.runs`): ``check``, ``run``, ``resume``, ``show``,
+``export``, ``report``, ``compact``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from .common import (
+    EXIT_FAILED,
+    ProgressBar,
+    console,
+    dataset_progress,
+    echo_generation,
+    echo_plain,
+    errors,
+    fail,
+    finish_generation,
+    is_quiet,
+)
+
+_ONE_EVALUATOR = "give either --workers (a local process pool) or --scheduler (a dask cluster), not both"
+
+
+def check(config: Path = typer.Argument(..., help="Run configuration (TOML).")) -> None:
+    """Validate a run configuration: build its problem, optimiser and budget, and summarise them."""
+    from rich.table import Table
+
+    from ..config import load_config
+
+    with errors():
+        cfg = load_config(config)
+        problem = cfg.build_problem()
+        opt = cfg.build_optimizer()
+        term = cfg.build_termination()
+    t = Table(title=f"{cfg.name}: model {problem.model.name}, {problem.space.dim} free parameter(s)", title_justify="left")
+    for col in ("parameter", "unit", "lower", "upper", "scale", "fixed"):
+        t.add_column(col)
+    for p in problem.space:
+        fixed = "" if p.fixed is None else f"{p.fixed:g}"
+        t.add_row(p.name, p.unit, f"{p.lower:g}", f"{p.upper:g}", p.scale, fixed)
+    console.print(t)
+    for e in problem.experiments:
+        chans = ", ".join(f"{k} ({len(c)} points)" for k, c in e.channels.items())
+        echo_plain(f"experiment {e.name!r} (weight {e.weight:g}): {chans}")
+    echo_plain(f"objective {problem.objective.name}; optimizer {opt.name} {opt.settings()}")
+    rules = {k: v for k, v in vars(term).items() if v is not None and not (k == "min_delta" and v == 0)}
+    echo_plain(f"budget {rules}; evaluator {cfg.evaluator.kind}; seed {cfg.seed}")
+
+
+def _print_result(rec: Any, quiet: bool) -> None:
+    """The result line (and, unless quiet, the best parameters and files written); status 1 when the run
+    ended without one successful evaluation."""
+    s = rec.summary
+    loss = "-" if s["best_loss"] is None else f"{s['best_loss']:.6g}"
+    line = (f"run {s['run_name']!r} {s['status']} ({s['stop_reason']}): best loss {loss} after {s['n_evaluations']} "
+            f"evaluations ({s['n_failed']} failed; {s['n_simulated']} simulated now)")
+    if quiet:
+        typer.echo(f"{line}; {rec.result_path}")
+    else:
+        echo_plain(line)
+        if s["best"]:
+            _print_best(s["best"])
+        echo_plain(f"wrote {rec.result_path} and {rec.out_dir / 'store.sqlite'}")
+        for p in rec.plots:
+            echo_plain(f"wrote {p}")
+    if s["best_loss"] is None:
+        fail("no evaluation of the run succeeded; `mechcalib show DIR` lists the failures", EXIT_FAILED)
+
+
+def _print_best(best: dict[str, float]) -> None:
+    from rich.table import Table
+
+    t = Table()
+    t.add_column("parameter")
+    t.add_column("best")
+    for k, v in best.items():
+        t.add_row(k, f"{v:.6g}")
+    console.print(t)
+
+
+def run(
+    ctx: typer.Context,
+    config: Path = typer.Argument(..., help="Run configuration (TOML)."),
+    out: Path = typer.Option(None, "--out", "-o", help="Run folder (created; default <output.directory>/<name>)."),
+    workers: int = typer.Option(None, "--workers", min=1, help="Evaluate in a local process pool of N workers."),
+    scheduler: str = typer.Option(None, "--scheduler", help="Evaluate on the dask cluster of this scheduler address."),
+    budget: int = typer.Option(None, "--budget", min=1, help="Maximum number of evaluations (overrides budget.max_evals)."),
+    seed: int = typer.Option(None, "--seed", min=0, help="Optimiser seed (overrides seed)."),
+    plots: bool = typer.Option(None, "--plots/--no-plots", help="Write the report plots at the end (default: output.plots)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar; print only the result line."),
+) -> None:
+    """Run a calibration; store every evaluation in OUT/store.sqlite and the result in OUT/result.json."""
+    from ..runs import run_config
+
+    if workers is not None and scheduler is not None:
+        fail(_ONE_EVALUATOR)
+    q = is_quiet(ctx, quiet)
+    with errors(out), ProgressBar("run", q) as bar:
+        rec = run_config(config, out, workers=workers, scheduler=scheduler, budget=budget, seed=seed, progress=bar,
+                         plots=plots)
+    _print_result(rec, q)
+
+
+def resume(
+    ctx: typer.Context,
+    directory: Path = typer.Argument(..., metavar="DIR", help="Run folder written by `mechcalib run`, or the run "
+                                     "store (SQLite file) of `mechcalib inverse dataset --store`."),
+    budget: int = typer.Option(None, "--budget", min=1, help="New maximum number of evaluations (the total)."),
+    workers: int = typer.Option(None, "--workers", min=1, help="Evaluate in a local process pool of N workers."),
+    scheduler: str = typer.Option(None, "--scheduler", help="Evaluate on the dask cluster of this scheduler address."),
+    config: Path = typer.Option(None, "--config", help="Configuration file to use instead of the stored one."),
+    run_name: str = typer.Option(None, "--run", help="Run name in the store (default: the folder's run)."),
+    plots: bool = typer.Option(None, "--plots/--no-plots", help="Write the report plots at the end (default: output.plots)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar; print only the result line."),
+    out: Path = typer.Option(None, "--out", "-o", help="For a dataset run: the dataset file (.npz) to write."),
+    timeout: float = typer.Option(None, "--timeout", min=0.0, help="For a dataset run: seconds per simulation."),
+) -> None:
+    """Continue a run (interrupted, killed or finished) without simulating a stored evaluation again, and
+    rewrite DIR/result.json. --budget extends it. Given a store file instead, continue its dataset run and
+    write the dataset to --out."""
+    from ..runs import resume_run
+
+    if directory.is_file():
+        return _resume_dataset(directory, run_name, out, workers, budget, timeout, is_quiet(ctx, quiet))
+    if out is not None or timeout is not None:
+        fail("--out and --timeout apply to a dataset run (DIR a store file)")
+    if workers is not None and scheduler is not None:
+        fail(_ONE_EVALUATOR)
+    q = is_quiet(ctx, quiet)
+    with errors(directory), ProgressBar("resume", q) as bar:
+        rec = resume_run(directory, budget=budget, workers=workers, scheduler=scheduler, run=run_name, config=config,
+                         progress=bar, plots=plots)
+    _print_result(rec, q)
+
+
+def _resume_dataset(store: Path, run: str | None, out: Path | None, workers: int | None, budget: int | None,
+                    timeout: float | None, quiet: bool) -> None:
+    from ..inverse.data import resume_dataset
+
+    if out is None:
+        fail("a dataset run needs --out FILE.npz for the dataset")
+    with errors(f"{store} --out {out}"):
+        g = resume_dataset(store, run, workers=workers, budget=budget, timeout=timeout,
+                           on_evaluation=dataset_progress(quiet))
+        echo_generation(g, store)
+        finish_generation(g, out)
+
+
+def show(
+    directory: Path = typer.Argument(..., metavar="DIR", help="Run folder."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object (for scripts)."),
+    run_name: str = typer.Option(None, "--run", help="Run name in the store (default: the folder's run)."),
+) -> None:
+    """Status, evaluations done, failures and best parameters so far (also while the run is going on)."""
+    from ..runs import run_summary
+
+    with errors():
+        s = run_summary(directory, run=run_name)
+    if as_json:
+        typer.echo(json.dumps(s, allow_nan=False))
+        return
+    budget = s["budget"].get("max_evals") if s["budget"] else None
+    done = f"{s['n_evaluations']}" + (f" / {budget}" if budget else "")
+    reason = f" ({s['stop_reason']})" if s["stop_reason"] else ""
+    lines = [
+        f"run {s['run_name']!r}: {s['status']}{reason}; optimizer {s['optimizer']}, seed {s['seed']}",
+        f"evaluations: {done}; failed: {s['n_failed']}"
+        + (f" ({', '.join(f'{k} {v}' for k, v in s['failures'].items())})" if s["failures"] else ""),
+        f"best loss: {'-' if s['best_loss'] is None else format(s['best_loss'], '.6g')}"
+        + (f" (evaluation {s['best_index']})" if s["best_index"] is not None else ""),
+    ]
+    if s["error"]:
+        lines.append(f"error: {s['error']}")
+    for ln in lines:
+        echo_plain(ln)
+    if s["best"]:
+        _print_best(s["best"])
+    for f in s["recent_failures"]:
+        echo_plain(f"failed evaluation {f['idx']} ({f['status']}): {f['error']}")
+
+
+def export(
+    directory: Path = typer.Argument(..., metavar="DIR", help="Run folder."),
+    fmt: str = typer.Option("csv", "--format", help="Table format: csv or parquet (needs pandas and pyarrow)."),
+    out: Path = typer.Option(None, "--out", "-o", help="Table file (default DIR/evaluations.csv or .parquet)."),
+    dataset: Path = typer.Option(None, "--dataset", help="Also write parameters, losses and responses as .npz."),
+    include_failed: bool = typer.Option(False, "--include-failed", help="Keep failed evaluations in the dataset."),
+    run_name: str = typer.Option(None, "--run", help="Run name in the store (default: the folder's run)."),
+) -> None:
+    """Write a run's evaluations as a table, and a dataset for surrogate training."""
+    from ..runs import export_run
+
+    if fmt not in ("csv", "parquet"):
+        raise typer.BadParameter(f"expected csv or parquet, got {fmt!r}", param_hint="--format")
+    with errors():
+        res = export_run(directory, path=out, fmt=fmt, dataset=dataset, include_failed=include_failed, run=run_name)
+    typer.echo(f"wrote {res['table']} ({res['rows']} evaluations)")
+    if res["dataset"] is not None:
+        typer.echo(f"wrote {res['dataset']} ({res['dataset_rows']} parameter sets, {len(res['responses'])} response arrays)")
+        if not res["responses"]:
+            typer.echo("note: the run kept no responses; set output.keep_responses = true in the configuration to "
+                       "include them", err=True)
+
+
+def report(
+    directory: Path = typer.Argument(..., metavar="DIR", help="Run folder."),
+    run_name: str = typer.Option(None, "--run", help="Run name in the store (default: the folder's run)."),
+) -> None:
+    """Write DIR/convergence.png and DIR/fit_<experiment>.png (best fit against each experiment)."""
+    from ..runs import write_report
+
+    with errors():
+        paths = write_report(directory, run=run_name)
+    for p in paths:
+        typer.echo(f"wrote {p}")
+
+
+def _file_bytes(path: Path) -> int:
+    """Size of an SQLite file with its write-ahead log."""
+    return sum(p.stat().st_size for p in (path, path.with_name(path.name + "-wal")) if p.is_file())
+
+
+def compact(
+    store: Path = typer.Argument(..., metavar="STORE", help="Run store file (or a run folder holding store.sqlite)."),
+    run_names: list[str] = typer.Option([], "--run", help="Run to compact (repeatable); it must be finished or failed."),
+    all_finished: bool = typer.Option(False, "--all-finished", help="Compact every run whose status is finished."),
+    keep_checkpoints: int = typer.Option(1, "--keep-checkpoints", min=0, help="Latest optimiser checkpoints to keep per run."),
+    vacuum: bool = typer.Option(False, "--vacuum", help="Rebuild the file afterwards so that it shrinks."),
+) -> None:
+    """Shrink finished runs to their record, failures and improving evaluations (counts, best, best-so-far
+    trace and timings stay exact; a compacted run can no longer be resumed). Without --vacuum the freed
+    space is reused by later runs but the file keeps its size."""
+    from rich.table import Table
+
+    from ..errors import ConfigurationError
+    from ..runs import STORE_FILE
+    from ..storage import RunStore
+
+    path = store / STORE_FILE if store.is_dir() else store
+    if not path.is_file():
+        fail(f"no run store at {str(path)!r}; give a store file or a run folder")
+    if not run_names and not all_finished:
+        raise typer.BadParameter("give --run NAME (repeatable) or --all-finished", param_hint="--run")
+    with errors():
+        with RunStore(path) as st:
+            names = list(dict.fromkeys(run_names))
+            for name in names:  # an unknown or unfinished run fails before anything is dropped
+                status = st.run(name).status
+                if status not in ("finished", "failed"):
+                    raise ConfigurationError(
+                        f"--run {name!r}: the run in {path} is {status}; only a finished or failed run can be "
+                        "compacted: finish or resume it first"
+                    )
+            if all_finished:
+                names += [r.name for r in st.runs() if r.status == "finished" and r.name not in names]
+            if not names:
+                raise ConfigurationError(f"{path} holds no finished run to compact")
+            before = _file_bytes(path)
+            t = Table()
+            for col in ("run", "status", "evaluations", "kept", "dropped", "checkpoints dropped"):
+                t.add_column(col)
+            for name in names:
+                s = st.compact_run(name, keep_checkpoints=keep_checkpoints)
+                t.add_row(s.run, st.status(name), str(s.n_evals), str(s.n_kept), str(s.n_dropped),
+                          str(s.checkpoints_dropped))
+            if vacuum:
+                st.vacuum()
+        after = _file_bytes(path)
+    console.print(t)
+    note = "" if vacuum else " (run with --vacuum to shrink the file)"
+    echo_plain(f"{path}: {before / 2**20:.2f} MiB before, {after / 2**20:.2f} MiB after{note}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add this group's commands to the top-level application."""
+    for command in (check, run, resume, show, export, report, compact):
+        app.command()(command)
