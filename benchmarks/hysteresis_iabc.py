@@ -34,7 +34,11 @@ Run store
     with checkpoints every 25 batches; a run that is finished is skipped, any other one resumes where it
     stopped (stored evaluations are replayed, not simulated again). Responses are not kept. A run that
     finishes is compacted (``RunStore.compact_run``: its improvements and failures stay, the totals, the
-    best-so-far trace and the timing are exact), so the store stays small enough to commit.
+    best-so-far trace and the timing are exact). The finished study's store (25 MiB) is not in the repository:
+    each report written from a store also writes ``hysteresis.summary.json.gz`` (per run the totals, the best
+    point, the timing and the best-so-far curve's steps), and the report, the plots and ``--identifiability``
+    read that summary when the store is absent, with the same tables and figures (benchmarks/README.md gives
+    the cost of recomputing the store).
 
     python benchmarks/hysteresis_iabc.py                          # all cases, 5 seeds (peers: 1), then report
     python benchmarks/hysteresis_iabc.py --models boucwen --noise 0 --seeds 1-3 --workers 2
@@ -45,7 +49,8 @@ Run store
     python benchmarks/hysteresis_iabc.py --identifiability        # flat directions of the noise-free objectives
     python benchmarks/hysteresis_iabc.py --compact                # compact finished runs, VACUUM (no writer)
 
-Outputs (beside the store, named after it): ``benchmarks/results/hysteresis.md`` (tables, from the store), ``hysteresis.sqlite`` (the store),
+Outputs (beside the store, named after it): ``benchmarks/results/hysteresis.md`` (tables, from the store or its
+summary), ``hysteresis.sqlite`` (the store), ``hysteresis.summary.json.gz`` (the summary),
 ``hysteresis.fig17.png``, ``hysteresis.fig20.png``, ``hysteresis.sdof.png`` (convergence),
 ``hysteresis.speed.json`` (the speed figures the report quotes) and ``hysteresis.identifiability.json``
 (``--identifiability``: the Gauss-Newton analysis of the noise-free SDOF objectives).
