@@ -13,8 +13,9 @@ Every evaluation goes through the run store ``benchmarks/results/arch.sqlite`` (
 ``{geometry}-obj{k}-{method}-run{r:02d}``): an interrupted study resumes where it stopped, finished runs are
 skipped, and the report is regenerated from the store alone. Each report written from the store also writes
 ``arch.summary.json`` (per run the totals, the best set and the best-so-far curve's steps, and the run log's load
-averages); ``report`` reads it when the store is absent, with the same tables and figures. The store is not in
-the repository, the summary is (the study is to be rerun with a corrected model).
+averages; a new store's report replaces it); ``report`` reads it when the store is absent, with the same tables
+and figures. The store is not in the repository, the summary is (the study is to be rerun with a corrected
+model).
 
     python benchmarks/arch_calibration.py run --objectives 1 --runs 3          # the first pass
     python benchmarks/arch_calibration.py run --runs 10 --hours 8              # the rest (resumable)

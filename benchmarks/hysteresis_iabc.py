@@ -38,7 +38,8 @@ Run store
     each report written from a store also writes ``hysteresis.summary.json.gz`` (per run the totals, the best
     point, the timing and the best-so-far curve's steps), and the report, the plots and ``--identifiability``
     read that summary when the store is absent, with the same tables and figures (benchmarks/README.md gives
-    the cost of recomputing the store).
+    the cost of recomputing the store). With both present, a run of the store replaces the summary's run of the
+    same name and the others are kept; delete the summary to start a study from nothing.
 
     python benchmarks/hysteresis_iabc.py                          # all cases, 5 seeds (peers: 1), then report
     python benchmarks/hysteresis_iabc.py --models boucwen --noise 0 --seeds 1-3 --workers 2
@@ -424,13 +425,14 @@ class RunSummary:
 
 
 def load_runs(store_path: Path) -> dict[str, RunSummary]:
-    """Every benchmark run, read from the store when it is present (through its totals, best-so-far trace and
-    timing, exact for compacted runs too, see :meth:`RunStore.compact_run`), else from the summary beside it
-    (:func:`write_summary`), which holds the same figures."""
+    """Every benchmark run of the summary beside the store (:func:`write_summary`) and of the store, a run in
+    both read from the store (through its totals, best-so-far trace and timing, exact for compacted runs too,
+    see :meth:`RunStore.compact_run`). So a store that holds only some runs (a partial rerun, ``--speed``'s
+    run) extends the summary instead of replacing it; delete the summary to report the store alone."""
+    summary = outputs(store_path, SUMMARY_SUFFIX)
+    out: dict[str, RunSummary] = read_summary(summary) if summary.exists() else {}
     if not store_path.exists():
-        summary = outputs(store_path, SUMMARY_SUFFIX)
-        return read_summary(summary) if summary.exists() else {}
-    out: dict[str, RunSummary] = {}
+        return out
     with RunStore(store_path, readonly=True) as st:
         for info in st.runs():
             parts = info.name.split("/")
@@ -764,12 +766,15 @@ def write_report(store_path: Path, budget: int, jobs_full: list[Job], command: s
     n_complete = sum(complete(r, budget) for r in runs.values())
     summary = outputs(store_path, SUMMARY_SUFFIX)
     if store_path.exists():
+        merged = summary.exists()
         write_summary(runs, summary)
         size = store_path.stat().st_size / 2**20
         wal = store_path.with_name(store_path.name + "-wal")
         size_wal = wal.stat().st_size / 2**20 if wal.exists() else 0.0
         source = (f"the run store `{store_path.name}` ({size:.1f} MiB"
-                  + (f" + {size_wal:.1f} MiB WAL" if size_wal else "") + f"; {len(runs)} runs, {n_complete} complete)")
+                  + (f" + {size_wal:.1f} MiB WAL" if size_wal else "")
+                  + (f") and the runs of `{summary.name}` it lacks (" if merged else "; ")
+                  + f"{len(runs)} runs, {n_complete} complete)")
     else:
         source = (f"`{summary.name}`, the summary of its run store `{store_path.name}` ({len(runs)} runs, "
                   f"{n_complete} complete; the store is not in the repository, benchmarks/README.md says how to "
