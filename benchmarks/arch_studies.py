@@ -1,7 +1,7 @@
 """Sensitivity studies of the masonry-arch DEM (seed 000 sections 2.3-2.4) and its checks against the
 limit analysis. Each function returns plain rows (dicts) and optionally writes a PNG.
 
-Run them all (on demand, not in the test suite; a few minutes on one core):
+Run them all (on demand, not in the test suite):
 
     python benchmarks/arch_studies.py                       # writes benchmarks/results/arch.studies/
     python benchmarks/arch_studies.py OUTDIR
