@@ -11,7 +11,11 @@ Run ``r`` (1-10) of every method uses seed ``r``, so PSO and TBPSO runs of the s
 
 Every evaluation goes through the run store ``benchmarks/results/arch.sqlite`` (run name
 ``{geometry}-obj{k}-{method}-run{r:02d}``): an interrupted study resumes where it stopped, finished runs are
-skipped, and the report is regenerated from the store alone.
+skipped, and the report is regenerated from the store alone. Each report written from the store also writes
+``arch.summary.json`` (per run the totals, the best set and the best-so-far curve's steps, and the run log's load
+averages; a new store's report replaces it); ``report`` reads it when the store is absent, with the same tables
+and figures. The store is not in the repository, the summary is (the study is to be rerun with a corrected
+model).
 
     python benchmarks/arch_calibration.py run --objectives 1 --runs 3          # the first pass
     python benchmarks/arch_calibration.py run --runs 10 --hours 8              # the rest (resumable)
@@ -40,6 +44,7 @@ from mechcalib.models.masonry.arch import PULATSU, MasonryArch
 from mechcalib.models.masonry.reference import reference_experiment, reference_path
 from mechcalib.objectives import OverlapRSS
 from mechcalib.optimizers import GA, PSO, TBPSO
+from mechcalib.reporting import save_png
 from mechcalib.core.problem import _simulate_isolated
 from mechcalib.objectives.smoothing import SmoothedOverlapRSS
 from mechcalib.storage import RunStore, problem_fingerprint
@@ -191,37 +196,49 @@ def cmd_run(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------------------------
 @dataclass
 class RunData:
+    """What the report reads of one stored run: its totals, its best set and its best-so-far curve as the
+    steps where it falls (every other evaluation only repeats the best so far, so the curve, the best loss and
+    the best after any number of batches follow exactly from the steps)."""
+
     name: str
     geom: str
     k: int
     method: str
     r: int
     complete: bool
-    losses: np.ndarray  # (n,) in evaluation order (+inf for failures)
-    params: list[dict[str, float]]
-    batch: np.ndarray
+    n_evals: int
+    steps: np.ndarray  # evaluation indices where the best loss so far falls (the first evaluation included)
+    step_losses: np.ndarray  # the best loss so far from each step on (+inf while only failures were seen)
+    step_batches: np.ndarray  # the batch of each step
+    best_params: dict[str, float]  # the parameters at the last step (the run's best)
     seconds: float  # evaluation time, summed over batches
     n_live: int  # evaluations simulated by the run (the others came from the cache or a resumed session)
 
     @property
-    def best_index(self) -> int:
-        return int(np.argmin(self.losses))
-
-    @property
     def best(self) -> float:
-        return float(self.losses[self.best_index])
-
-    @property
-    def best_params(self) -> dict[str, float]:
-        return self.params[self.best_index]
+        return float(self.step_losses[-1])
 
     def best_after(self, n_batches: int) -> float:
-        sel = self.batch < n_batches
-        return float(np.min(self.losses[sel])) if sel.any() else math.inf
+        sel = self.step_batches < n_batches
+        return float(np.min(self.step_losses[sel])) if sel.any() else math.inf
 
     def curve(self) -> tuple[np.ndarray, np.ndarray]:
         """Best loss so far against the number of evaluations."""
-        return np.arange(1, self.losses.size + 1), np.minimum.accumulate(self.losses)
+        f = np.full(self.n_evals, np.inf)
+        f[self.steps] = self.step_losses
+        return np.arange(1, self.n_evals + 1), np.minimum.accumulate(f)
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "geometry": self.geom, "objective": self.k, "method": self.method, "run": self.r,
+                "complete": self.complete, "n_evals": self.n_evals, "steps": self.steps.tolist(),
+                "step_losses": [float(v) for v in self.step_losses], "step_batches": self.step_batches.tolist(),
+                "best_params": self.best_params, "seconds": self.seconds, "n_live": self.n_live}
+
+    @classmethod
+    def from_json(cls, d: dict) -> RunData:
+        return cls(d["name"], d["geometry"], d["objective"], d["method"], d["run"], d["complete"], d["n_evals"],
+                   np.array(d["steps"], dtype=np.int64), np.array(d["step_losses"], dtype=float),
+                   np.array(d["step_batches"], dtype=np.int64), d["best_params"], d["seconds"], d["n_live"])
 
 
 def load_runs(store: RunStore) -> list[RunData]:
@@ -234,6 +251,8 @@ def load_runs(store: RunStore) -> list[RunData]:
         if not recs:
             continue
         losses = np.array([x.loss if x.status == "ok" else math.inf for x in recs], float)
+        run_min = np.minimum.accumulate(losses)
+        steps = np.flatnonzero(np.r_[True, run_min[1:] < run_min[:-1]])
         batch = np.array([x.batch for x in recs])
         sec = 0.0
         for b in np.unique(batch):
@@ -242,9 +261,27 @@ def load_runs(store: RunStore) -> list[RunData]:
                 sec += max(x.finished for x in g) - min(x.started for x in g)
         method = c["method"]
         done = info.status == "finished" and len(recs) >= EVALS[method]
-        out.append(RunData(info.name, c["geometry"], int(c["objective"]), method, int(c["run"]), done, losses,
-                           [x.params for x in recs], batch, sec, sum(x.source == "live" for x in recs)))
+        out.append(RunData(info.name, c["geometry"], int(c["objective"]), method, int(c["run"]), done, len(recs),
+                           steps, run_min[steps], batch[steps], recs[int(steps[-1])].params, sec,
+                           sum(x.source == "live" for x in recs)))
     return out
+
+
+# The study's store (15 MiB) is not in the repository; this summary of it is, and the report reads it when the
+# store is absent. The study is to be rerun with a corrected model (a new store from `run`).
+SUMMARY_FORMAT = "arch_calibration summary 1"
+
+
+def write_summary(runs: list[RunData], loads: list[float], path: Path) -> None:
+    """The runs as the report reads them and the load averages of the run log, one run per line."""
+    lines = [json.dumps(x.to_json()) for x in runs]
+    path.write_text('{"format": ' + json.dumps(SUMMARY_FORMAT) + ', "loads": ' + json.dumps(loads)
+                    + ', "runs": [\n' + ",\n".join(lines) + "\n]}\n")
+
+
+def read_summary(path: Path) -> tuple[list[RunData], list[float]]:
+    d = json.loads(path.read_text())
+    return [RunData.from_json(x) for x in d["runs"]], d["loads"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -286,7 +323,7 @@ def summary_table(runs: list[RunData]) -> str:
                 at20 = f"{np.median(a):.1f}"
             sec = sum(x.seconds for x in sel)
             live = sum(x.n_live for x in sel)
-            n = sum(x.losses.size for x in sel)
+            n = sum(x.n_evals for x in sel)
             rows.append([str(t), geom, str(k), f"{process} {iters}", str(len(sel)), f"{np.median(f):.1f}",
                          f"{f.min():.1f}", f"{f.max():.1f}", at20, f"{live / n:.0%}", f"{sec / max(live, 1):.3f}",
                          f"{sec / len(sel):.0f}"])
@@ -374,7 +411,7 @@ def plot_convergence(runs: list[RunData], path: Path) -> None:
     for ax in axes[1]:
         ax.set_xlabel("evaluations (simulations)")
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    save_png(fig, path, dpi=100)
     plt.close(fig)
 
 
@@ -413,7 +450,7 @@ def plot_fits(runs: list[RunData], path: Path) -> dict:
         for m, s in zip(best, sims[1:], strict=True):
             modes[(geom, k, m)] = compact_mode(s.mode_end) if hasattr(s, "mode_end") else str(s)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    save_png(fig, path, dpi=100)
     plt.close(fig)
     return modes
 
@@ -445,7 +482,7 @@ def plot_params(runs: list[RunData], path: Path) -> None:
     fig.suptitle("best set of each finished run (the model at 10 mm/s, so kn is pulled below the reference's 4 GPa/m)",
                  fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    save_png(fig, path, dpi=100)
     plt.close(fig)
 
 
@@ -474,7 +511,7 @@ def plot_smoothing(path: Path) -> None:
             ax.grid(alpha=0.3)
             ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    save_png(fig, path, dpi=100)
     plt.close(fig)
 
 
@@ -517,7 +554,7 @@ def fig26(runs: list[RunData], path: Path) -> list[list[str]]:
             ax.grid(alpha=0.3)
             ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    save_png(fig, path, dpi=100)
     plt.close(fig)
     return rows
 
@@ -534,18 +571,18 @@ def projection(runs: list[RunData]) -> tuple[str, float]:
         for m in METHODS:
             sel = [x for x in tab if x.method == m]
             if sel:
-                spe, src = sum(x.seconds for x in sel) / sum(x.losses.size for x in sel), "measured"
+                spe, src = sum(x.seconds for x in sel) / sum(x.n_evals for x in sel), "measured"
             elif tab:
                 per_sim = sum(x.seconds for x in tab) / sum(x.n_live for x in tab)
                 other = [x for x in timed if x.method == m]
-                share = sum(x.n_live for x in other) / sum(x.losses.size for x in other) if other else 1.0
+                share = sum(x.n_live for x in other) / sum(x.n_evals for x in other) if other else 1.0
                 spe, src = per_sim * share, f"{per_sim:.2f} s / simulation x {share:.0%} simulated"
             else:
                 spe, src = float("nan"), ""
             left = 0
             for r in range(1, 11):
                 done = [x for x in runs if x.geom == geom and x.k == k and x.method == m and x.r == r]
-                left += EVALS[m] - (min(done[0].losses.size, EVALS[m]) if done else 0)
+                left += EVALS[m] - (min(done[0].n_evals, EVALS[m]) if done else 0)
             hours = left * spe / 3600
             total += hours if math.isfinite(hours) else 0.0
             rows.append([str(t), geom, str(k), f"{METHODS[m][0]} {METHODS[m][1]}", str(left),
@@ -556,8 +593,26 @@ def projection(runs: list[RunData]) -> tuple[str, float]:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    with RunStore(args.store, readonly=True) as store:
-        runs = load_runs(store)
+    summary_path = args.store.with_suffix(".summary.json")
+    if args.store.exists():
+        with RunStore(args.store, readonly=True) as store:
+            runs = load_runs(store)
+        log_path = args.store.with_suffix(".runs.jsonl")
+        log = [json.loads(ln) for ln in log_path.read_text().splitlines()] if log_path.exists() else []
+        loads = [x["loadavg_end"][0] for x in log] + [x["loadavg_start"][0] for x in log]
+        runs.sort(key=lambda x: x.name)
+        write_summary(runs, loads, summary_path)
+        source = f"the run store `{args.store.name}`"
+        again = ("Resume or extend the study with `python benchmarks/arch_calibration.py run --runs 10` (finished "
+                 "runs are skipped, interrupted ones resume).")
+    elif summary_path.exists():
+        runs, loads = read_summary(summary_path)
+        source = f"`{summary_path.name}`, the summary of its run store `{args.store.name}`"
+        again = ("The store is not in the repository: `python benchmarks/arch_calibration.py run --runs 10` "
+                 "computes the study afresh (benchmarks/README.md gives the cost).")
+    else:
+        raise SystemExit(f"report: neither the run store {args.store} nor its summary {summary_path} exists; "
+                         "run `python benchmarks/arch_calibration.py run` first")
     runs.sort(key=lambda x: x.name)
     fin = [x for x in runs if x.complete]
     out = args.out
@@ -567,14 +622,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     f26 = fig26(runs, out.with_suffix(".fig26.png"))
     plot_smoothing(out.with_suffix(".smoothing.png"))
     proj, hours = projection(runs)
-    log_path = args.store.with_suffix(".runs.jsonl")
-    log = [json.loads(ln) for ln in log_path.read_text().splitlines()] if log_path.exists() else []
-    loads = [x["loadavg_end"][0] for x in log] + [x["loadavg_start"][0] for x in log]
     intro = (
-        f"Generated by `python benchmarks/arch_calibration.py report` from the run store `{args.store.name}` "
-        f"({len(fin)} finished runs of the 320 of the full study, {sum(x.losses.size for x in runs)} evaluations "
-        "stored). Resume or extend the study with `python benchmarks/arch_calibration.py run --runs 10` (finished "
-        "runs are skipped, interrupted ones resume)."
+        f"Generated by `python benchmarks/arch_calibration.py report` from {source} "
+        f"({len(fin)} finished runs of the 320 of the full study, {sum(x.n_evals for x in runs)} evaluations "
+        f"stored). {again}"
     )
     setup = (
         "**Set-up.** The model (`masonry_arch`, 2D rigid-block DEM) at 10 mm/s to 12 mm is fitted to the shipped "

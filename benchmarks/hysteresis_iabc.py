@@ -34,7 +34,12 @@ Run store
     with checkpoints every 25 batches; a run that is finished is skipped, any other one resumes where it
     stopped (stored evaluations are replayed, not simulated again). Responses are not kept. A run that
     finishes is compacted (``RunStore.compact_run``: its improvements and failures stay, the totals, the
-    best-so-far trace and the timing are exact), so the store stays small enough to commit.
+    best-so-far trace and the timing are exact). The finished study's store (25 MiB) is not in the repository:
+    each report written from a store also writes ``hysteresis.summary.json.gz`` (per run the totals, the best
+    point, the timing and the best-so-far curve's steps), and the report, the plots and ``--identifiability``
+    read that summary when the store is absent, with the same tables and figures (benchmarks/README.md gives
+    the cost of recomputing the store). With both present, a run of the store replaces the summary's run of the
+    same name and the others are kept; delete the summary to start a study from nothing.
 
     python benchmarks/hysteresis_iabc.py                          # all cases, 5 seeds (peers: 1), then report
     python benchmarks/hysteresis_iabc.py --models boucwen --noise 0 --seeds 1-3 --workers 2
@@ -45,7 +50,8 @@ Run store
     python benchmarks/hysteresis_iabc.py --identifiability        # flat directions of the noise-free objectives
     python benchmarks/hysteresis_iabc.py --compact                # compact finished runs, VACUUM (no writer)
 
-Outputs (beside the store, named after it): ``benchmarks/results/hysteresis.md`` (tables, from the store), ``hysteresis.sqlite`` (the store),
+Outputs (beside the store, named after it): ``benchmarks/results/hysteresis.md`` (tables, from the store or its
+summary), ``hysteresis.sqlite`` (the store), ``hysteresis.summary.json.gz`` (the summary),
 ``hysteresis.fig17.png``, ``hysteresis.fig20.png``, ``hysteresis.sdof.png`` (convergence),
 ``hysteresis.speed.json`` (the speed figures the report quotes) and ``hysteresis.identifiability.json``
 (``--identifiability``: the Gauss-Newton analysis of the noise-free SDOF objectives).
@@ -54,6 +60,7 @@ Outputs (beside the store, named after it): ``benchmarks/results/hysteresis.md``
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import math
 import os
@@ -74,6 +81,7 @@ import mechcalib as mc
 from mechcalib.execution import SerialEvaluator
 from mechcalib.models import get_model
 from mechcalib.optimizers import ABC, IABC, PSO, TBPSO, TSA
+from mechcalib.reporting import save_png
 from mechcalib.optimizers._base import (
     Optimizer,
     SeedLike,
@@ -417,9 +425,12 @@ class RunSummary:
 
 
 def load_runs(store_path: Path) -> dict[str, RunSummary]:
-    """Every benchmark run of the store, read through the store's totals, best-so-far trace and timing (exact
-    for compacted runs too, see :meth:`RunStore.compact_run`)."""
-    out: dict[str, RunSummary] = {}
+    """Every benchmark run of the summary beside the store (:func:`write_summary`) and of the store, a run in
+    both read from the store (through its totals, best-so-far trace and timing, exact for compacted runs too,
+    see :meth:`RunStore.compact_run`). So a store that holds only some runs (a partial rerun, ``--speed``'s
+    run) extends the summary instead of replacing it; delete the summary to report the store alone."""
+    summary = outputs(store_path, SUMMARY_SUFFIX)
+    out: dict[str, RunSummary] = read_summary(summary) if summary.exists() else {}
     if not store_path.exists():
         return out
     with RunStore(store_path, readonly=True) as st:
@@ -436,6 +447,39 @@ def load_runs(store_path: Path) -> dict[str, RunSummary]:
                 info.n_evals, best.loss if best is not None else math.inf,
                 np.array([best.params[n] for n in names]) if best is not None else np.full(len(names), np.nan),
                 curve, float(t["seconds"]), float(t["active_seconds"]))
+    return out
+
+
+# The store of the finished study (25 MiB) is not in the repository; this summary of it is, and the report reads
+# it when the store is absent. gzip: the best-so-far curves' steps are 55 000 exact floats (1.4 MB as text).
+SUMMARY_SUFFIX = ".summary.json.gz"
+
+
+def write_summary(runs: dict[str, RunSummary], path: Path) -> None:
+    """What the report, the plots and ``--identifiability`` read of each run: totals, best point, timing, and
+    the best-so-far curve as its steps (index and value where it changes; exact floats, so that the curve
+    rebuilt by :func:`read_summary` equals the store's)."""
+    rows = {}
+    for name, r in sorted(runs.items()):
+        steps = np.flatnonzero(np.r_[True, r.curve[1:] != r.curve[:-1]]) if r.curve.size else np.zeros(0, int)
+        rows[name] = {"status": r.status, "stop_reason": r.stop_reason, "n_evals": r.n_evals,
+                      "best_loss": float(r.best_loss), "best": [float(v) for v in r.best],
+                      "seconds": r.seconds, "span": r.span, "curve_size": int(r.curve.size),
+                      "curve_steps": steps.tolist(), "curve_values": [float(v) for v in r.curve[steps]]}
+    text = json.dumps({"format": "hysteresis_iabc summary 1", "runs": rows}, separators=(",", ":"))
+    path.write_bytes(gzip.compress(text.encode(), compresslevel=9, mtime=0))
+
+
+def read_summary(path: Path) -> dict[str, RunSummary]:
+    rows = json.loads(gzip.decompress(path.read_bytes()))["runs"]
+    out: dict[str, RunSummary] = {}
+    for name, d in rows.items():
+        case, alg, seed = name.rsplit("/", 2)
+        f = np.full(d["curve_size"], np.inf)
+        f[np.asarray(d["curve_steps"], dtype=np.int64)] = d["curve_values"]
+        out[name] = RunSummary(name, case, alg, int(seed[1:]), d["status"], d["stop_reason"], d["n_evals"],
+                               d["best_loss"], np.array(d["best"], dtype=float),
+                               np.minimum.accumulate(f) if f.size else f, d["seconds"], d["span"])
     return out
 
 
@@ -609,7 +653,7 @@ def convergence_plots(runs: dict[str, RunSummary], budget: int, store_path: Path
     fig, ax = plt.subplots(figsize=(6, 4))
     if panel(ax, "pinching/n05", "pinching model, 5 % noise (cf. Fig. 17)"):
         fig.tight_layout()
-        fig.savefig(outputs(store_path, ".fig17.png"), dpi=110)
+        save_png(fig, outputs(store_path, ".fig17.png"), dpi=110)
         made.append(outputs(store_path, ".fig17.png").name)
     plt.close(fig)
     fig, axs = plt.subplots(1, 2, figsize=(11, 4))
@@ -617,7 +661,7 @@ def convergence_plots(runs: dict[str, RunSummary], budget: int, store_path: Path
     b = panel(axs[1], "frame/M2", "frame, accelerations, no noise (M2)")
     if a or b:
         fig.tight_layout()
-        fig.savefig(outputs(store_path, ".fig20.png"), dpi=110)
+        save_png(fig, outputs(store_path, ".fig20.png"), dpi=110)
         made.append(outputs(store_path, ".fig20.png").name)
     plt.close(fig)
     fig, axs = plt.subplots(3, 5, figsize=(20, 10))
@@ -627,7 +671,7 @@ def convergence_plots(runs: dict[str, RunSummary], budget: int, store_path: Path
             any_ |= panel(axs[i, j], case_id(m, n), f"{TITLE[m]}, {n} % noise")
     if any_:
         fig.tight_layout()
-        fig.savefig(outputs(store_path, ".sdof.png"), dpi=80)
+        save_png(fig, outputs(store_path, ".sdof.png"), dpi=80)
         made.append(outputs(store_path, ".sdof.png").name)
     plt.close(fig)
     return made
@@ -719,15 +763,26 @@ def speed_section(speed: Path) -> list[str]:
 def write_report(store_path: Path, budget: int, jobs_full: list[Job], command: str | None) -> None:
     runs = load_runs(store_path)
     plots = convergence_plots(runs, budget, store_path) if runs else []
-    size = store_path.stat().st_size / 2**20 if store_path.exists() else 0.0
-    wal = store_path.with_name(store_path.name + "-wal")
-    size_wal = wal.stat().st_size / 2**20 if wal.exists() else 0.0
     n_complete = sum(complete(r, budget) for r in runs.values())
+    summary = outputs(store_path, SUMMARY_SUFFIX)
+    if store_path.exists():
+        merged = summary.exists()
+        write_summary(runs, summary)
+        size = store_path.stat().st_size / 2**20
+        wal = store_path.with_name(store_path.name + "-wal")
+        size_wal = wal.stat().st_size / 2**20 if wal.exists() else 0.0
+        source = (f"the run store `{store_path.name}` ({size:.1f} MiB"
+                  + (f" + {size_wal:.1f} MiB WAL" if size_wal else "")
+                  + (f") and the runs of `{summary.name}` it lacks (" if merged else "; ")
+                  + f"{len(runs)} runs, {n_complete} complete)")
+    else:
+        source = (f"`{summary.name}`, the summary of its run store `{store_path.name}` ({len(runs)} runs, "
+                  f"{n_complete} complete; the store is not in the repository, benchmarks/README.md says how to "
+                  "recompute it)")
     L = [
         "# Hysteretic parameter identification with I-ABC (seed 002)", "",
         (f"Generated {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by `python benchmarks/hysteresis_iabc.py` from "
-         f"the run store `{store_path.name}` ({size:.1f} MiB" + (f" + {size_wal:.1f} MiB WAL" if size_wal else "")
-         + f"; {len(runs)} runs, {n_complete} complete). Python {platform.python_version()}, "
+         f"{source}. Python {platform.python_version()}, "
          f"{os.cpu_count()} CPUs. The module docstring of the script states the cases, objective, algorithms and "
          "settings."), "",
         (f"Every run: {budget} evaluations (seed 002's group size 50 x 500 cycles; I-ABC stops at its 500th cycle "

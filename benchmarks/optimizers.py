@@ -7,13 +7,14 @@ functions of :mod:`mechcalib.testing.functions` with a fixed evaluation budget.
 
 A run succeeds when the best value so far comes within ``1e-4`` of the known minimum (``f - fglob <
 1e-4``); the evaluation at which that first happens is recorded. Every run is appended to a JSON-lines
-file as it finishes, so an interrupted benchmark resumes where it stopped; the markdown table and the
-CSV of raw results are rewritten from that file at the end.
+file (``optimizers.jsonl``, a log not kept in the repository) as it finishes, so an interrupted benchmark
+resumes where it stopped; the markdown table and the CSV of raw results (``optimizers.csv``, kept) are
+rewritten at the end from the CSV's runs and the log's.
 
     python benchmarks/optimizers.py                       # the full benchmark (about 30 min on 2 cores)
     python benchmarks/optimizers.py --functions Sphere:5,Rastrigin:2 --optimizers pso,iabc,scipy-de \
         --seeds 5 --out /tmp/bench                        # a quick subset
-    python benchmarks/optimizers.py --report-only         # rewrite the table and CSV from the JSON lines
+    python benchmarks/optimizers.py --report-only         # rewrite the table and CSV from the recorded runs
 
 Not part of the test suite (CI never runs it).
 """
@@ -343,19 +344,37 @@ def run_one(job: tuple[str, int, str, int, int]) -> dict:
     return rec
 
 
-def load_records(path: Path) -> list[dict]:
-    if not path.exists():
-        return []
-    out = []
-    for line in path.read_text().splitlines():
-        line = line.strip()
-        if not line:
-            continue
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:  # a line cut by an interruption
-            continue
-    return out
+def _csv_record(row: dict[str, str]) -> dict:
+    """A row of ``optimizers.csv`` back as the record ``run_one`` made (``csv`` writes floats with ``repr``,
+    so the values are exact)."""
+    return {"function": row["function"], "dim": int(row["dim"]), "optimizer": row["optimizer"],
+            "seed": int(row["seed"]), "budget": int(row["budget"]), "n_evals": int(row["n_evals"]),
+            "best": float(row["best"]), "error": float(row["error"]), "success": row["success"] == "True",
+            "evals_to_success": int(row["evals_to_success"]) if row["evals_to_success"] else None,
+            "seconds": float(row["seconds"]), "failure": row["failure"] or None}
+
+
+def load_records(out: Path) -> list[dict]:
+    """The recorded runs: ``optimizers.csv`` (the results file, in the repository) and the runs appended to
+    ``optimizers.jsonl`` since (the resume log, not in the repository), the log's record winning."""
+    recs: dict[tuple, dict] = {}
+    if (out / "optimizers.csv").exists():
+        with open(out / "optimizers.csv", newline="") as fh:
+            for row in csv.DictReader(fh):
+                r = _csv_record(row)
+                recs[_key(r)] = r
+    path = out / "optimizers.jsonl"
+    if path.exists():
+        for line in path.read_text().splitlines():
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                r = json.loads(line)
+            except json.JSONDecodeError:  # a line cut by an interruption
+                continue
+            recs[_key(r)] = r
+    return list(recs.values())
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -522,7 +541,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--fresh", action="store_true", help="ignore (and overwrite) earlier runs in --out")
     p.add_argument("--redo", help="comma-separated labels whose earlier runs are discarded and run again")
     p.add_argument("--report-only", action="store_true",
-                   help="run nothing: rewrite optimizers.md and optimizers.csv from the runs in optimizers.jsonl")
+                   help="run nothing: rewrite optimizers.md and optimizers.csv from the recorded runs")
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
 
@@ -549,9 +568,9 @@ def main(argv: list[str] | None = None) -> int:
     jsonl = a.out / "optimizers.jsonl"
     if a.fresh and jsonl.exists():
         jsonl.unlink()
-    records = load_records(jsonl)
+    records = [] if a.fresh else load_records(a.out)
     if a.report_only and not records:
-        p.error(f"--report-only: no recorded runs in {jsonl}")
+        p.error(f"--report-only: no recorded runs in {a.out / 'optimizers.csv'} or {jsonl}")
     if a.redo:
         redo = {x.strip() for x in a.redo.split(",")}
         records = [r for r in records if r["optimizer"] not in redo]

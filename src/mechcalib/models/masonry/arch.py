@@ -45,7 +45,7 @@ from ...errors import ConfigurationError
 from ...core.parameters import Parameter, ParameterSpace
 from ...core.model import Channel, Model, Response, SimulationFailure
 from . import dem
-from .failure import FailureMode, failure_mode, plot_deformed
+from .failure import FailureMode, failure_mode
 from .geometry import GRANITE_DENSITY, LAYOUTS, ArchGeometry, birhane_arch
 
 PULATSU = {"kn": 4.0e9, "ks": 1.6e9, "phi": 30.5}
@@ -201,5 +201,7 @@ class MasonryArch(Model):
         hinges and sliding joints (seed 000 Figs. 3, 16)."""
         pos = run.pos_peak if state == "peak" else run.pos_end
         mode = run.mode_peak if state == "peak" else run.mode_end
+        from ...reporting import plot_deformed  # plotting lives in the reporting layer; imported on use
+
         return plot_deformed(self.assembly, self.centroids, pos, pos_ref=run.pos_eq, mode=mode, scale=scale,
                              sub_blocks=self.contacts == "pulatsu", path=path, title=title, ax=ax)

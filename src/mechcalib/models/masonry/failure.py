@@ -1,4 +1,5 @@
-"""Failure mode of a DEM state: which joints open (rotational hinges) and slide, and a deformed-shape plot.
+"""Failure mode of a DEM state: which joints open (rotational hinges) and slide (the deformed-shape plot is
+:func:`mechcalib.reporting.plot_deformed`).
 
 For every joint the two end points of the face are followed on both blocks between a reference state
 (the self-weight equilibrium) and a later state (the peak or the end of loading):
@@ -21,9 +22,7 @@ in a spread hinge. The raw openings and slips are kept in :class:`JointState` fo
 from __future__ import annotations
 
 import math
-import textwrap
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -147,50 +146,6 @@ def block_polygons(assembly: Assembly, centroids: np.ndarray, pos: np.ndarray, s
     return out
 
 
-def plot_deformed(assembly: Assembly, centroids: np.ndarray, pos: np.ndarray, *, pos_ref: np.ndarray | None = None,
-                  mode: FailureMode | None = None, scale: float = 5.0, sub_blocks: bool = False,
-                  title: str = "", path: str | Path | None = None, ax=None):
-    """Deformed assembly coloured by the displacement magnitude of each block's centroid [mm] (from
-    ``pos_ref``), displacements amplified ``scale`` times; hinges of ``mode`` as red dots at their pivots,
-    sliding joints as blue lines (seed 000 Figs. 3, 16). Saves a PNG to ``path`` if given; returns the
-    figure."""
-    import matplotlib
-
-    if ax is None:
-        matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-    from matplotlib.collections import PolyCollection
-
-    nb = len(assembly.blocks)
-    ref = np.column_stack([centroids, np.zeros(nb)]) if pos_ref is None else pos_ref
-    disp = np.hypot(pos[:, 0] - ref[:, 0], pos[:, 1] - ref[:, 1]) * 1e3
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(9, 4.5))
-    else:
-        fig = ax.figure
-    polys, vals = [], []
-    for b, group in enumerate(block_polygons(assembly, centroids, pos, scale, ref, sub_blocks)):
-        for p in group:
-            polys.append(p * 1e3)
-            vals.append(disp[b])
-    pc = PolyCollection(polys, array=np.array(vals), cmap="viridis", edgecolors="k", linewidths=0.5)
-    ax.add_collection(pc)
-    fig.colorbar(pc, ax=ax, label="displacement [mm]", shrink=0.8)
-    amp = ref + scale * (pos - ref)
-    if mode is not None:
-        for jt, st in zip(assembly.joints, mode.joints, strict=True):
-            ends = [_world(amp, centroids, jt.a, np.asarray(p, float)) * 1e3 for p in (jt.p0, jt.p1)]
-            if st.sliding:
-                ax.plot([ends[0][0], ends[1][0]], [ends[0][1], ends[1][1]], color="tab:blue", lw=3, alpha=0.8)
-            if st.hinge and st.hinge != "separated":
-                p = ends[list(jt.tags).index(st.hinge)]
-                ax.plot(*p, "o", color="tab:red", ms=8, mec="k")
-    ax.set_aspect("equal")
-    ax.autoscale_view()
-    ax.set_xlabel("x [mm]")
-    ax.set_ylabel("y [mm]")
-    ax.set_title("\n".join(textwrap.wrap(title or f"deformed shape (displacements x{scale:g}); red: hinges, "
-                                          "blue: sliding", 90)), fontsize=9)
-    if path is not None:
-        fig.savefig(path, dpi=120, bbox_inches="tight")
-    return fig
+def joint_end_points(pos: np.ndarray, centroids: np.ndarray, joint) -> list[np.ndarray]:
+    """World positions [m] of the two end points of ``joint``'s face, on its block ``a``, in state ``pos``."""
+    return [_world(pos, centroids, joint.a, np.asarray(p, float)) for p in (joint.p0, joint.p1)]

@@ -1,7 +1,12 @@
 """Sensitivity studies of the masonry-arch DEM (seed 000 sections 2.3-2.4) and its checks against the
 limit analysis. Each function returns plain rows (dicts) and optionally writes a PNG.
 
-Run them all: ``python -m mechcalib.models.masonry.studies OUTDIR`` (about a minute on one core).
+Run them all (on demand, not in the test suite):
+
+    python benchmarks/arch_studies.py                       # writes benchmarks/results/arch.studies/
+    python benchmarks/arch_studies.py OUTDIR
+
+``OUTDIR/studies.md`` gets every table, the PNGs go beside it (docs/masonry.md quotes them).
 """
 
 from __future__ import annotations
@@ -14,12 +19,14 @@ from pathlib import Path
 
 import numpy as np
 
-from ...core.data import Experiment
-from ...objectives import OverlapRSS
-from ...core.model import SimulationFailure
-from . import dem
-from .arch import MEASURED_PEAK_KN, PULATSU, MasonryArch
-from .limit import hinge_mechanisms, static_collapse
+from mechcalib.core.data import Experiment
+from mechcalib.core.model import SimulationFailure
+from mechcalib.models.masonry import dem
+from mechcalib.models.masonry.arch import MEASURED_PEAK_KN, PULATSU, MasonryArch
+from mechcalib.models.masonry.limit import hinge_mechanisms, static_collapse
+from mechcalib.objectives import OverlapRSS
+
+RESULTS = Path(__file__).resolve().parent / "results"
 
 PULATSU_THETA = np.array([[PULATSU["kn"], PULATSU["ks"], PULATSU["phi"]]])
 
@@ -227,7 +234,7 @@ def _table(rows: list[dict]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    out = Path(argv[0] if argv else "arch_studies")
+    out = Path(argv[0]) if argv else RESULTS / "arch.studies"
     out.mkdir(parents=True, exist_ok=True)
     parts = []
     limit, conv = limit_convergence()
