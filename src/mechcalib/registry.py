@@ -46,7 +46,9 @@ def import_target(target: str, *, kind: str = "object", base: type | None = None
     except ModuleNotFoundError as exc:
         if exc.name is not None and module_name != exc.name and not module_name.startswith(exc.name + "."):
             # the module exists but one of its own imports is missing: that error is the user's to see
-            raise ConfigurationError(f"the {kind} target {target!r}: importing module {module_name!r} failed: {exc}") from exc
+            raise ConfigurationError(
+                f"the {kind} target {target!r}: importing module {module_name!r} failed: {exc}"
+            ) from exc
         raise ConfigurationError(
             f"the {kind} target {target!r}: no module named {module_name!r}; install the package that provides it "
             "or put its folder on the Python path (PYTHONPATH)"
@@ -62,8 +64,7 @@ def import_target(target: str, *, kind: str = "object", base: type | None = None
         except AttributeError:
             public = sorted(n for n in dir(module) if not n.startswith("_"))
             raise ConfigurationError(
-                f"the {kind} target {target!r}: module {module_name!r} has no attribute {attr!r}; "
-                f"it defines {public}"
+                f"the {kind} target {target!r}: module {module_name!r} has no attribute {attr!r}; it defines {public}"
             ) from None
     _check_base(obj, base, kind, f"the {kind} target {target!r}")
     return obj
@@ -73,7 +74,11 @@ def _check_base(obj: Any, base: type | None, kind: str, what: str) -> None:
     if base is None:
         return
     if not (isinstance(obj, type) and issubclass(obj, base)):
-        got = f"class {obj.__module__}.{obj.__qualname__}" if isinstance(obj, type) else f"{obj!r} (a {type(obj).__name__})"
+        got = (
+            f"class {obj.__module__}.{obj.__qualname__}"
+            if isinstance(obj, type)
+            else f"{obj!r} (a {type(obj).__name__})"
+        )
         raise ConfigurationError(
             f"{what} must be a subclass of {base.__module__}.{base.__qualname__}, got {got}; "
             f"a {kind} class derives from {base.__qualname__}"
@@ -134,7 +139,9 @@ class Registry(Generic[T]):
     def unregister(self, name: str) -> None:
         key = self._key(name)
         if key not in self._entries:
-            raise UnknownNameError(f"no {self.kind} {name!r} is registered; registered names are {sorted(self._entries)}")
+            raise UnknownNameError(
+                f"no {self.kind} {name!r} is registered; registered names are {sorted(self._entries)}"
+            )
         del self._entries[key]
 
     def refresh(self) -> None:
@@ -149,8 +156,11 @@ class Registry(Generic[T]):
             for ep in entry_points(group=self.group) if self.group else ():
                 key = self._key(ep.name)
                 if key in self._entries:
-                    warnings.warn(f"{_origin(ep)} declares the {self.kind} {ep.name!r}, which is already a built-in "
-                                  f"name; the built-in one is kept (rename the entry point)", stacklevel=3)
+                    warnings.warn(
+                        f"{_origin(ep)} declares the {self.kind} {ep.name!r}, which is already a built-in "
+                        f"name; the built-in one is kept (rename the entry point)",
+                        stacklevel=3,
+                    )
                     continue
                 found.setdefault(key, ep)
             self._plugins = found

@@ -31,7 +31,7 @@ from typing import Literal
 import numpy as np
 
 from ..core.data import Curve, Experiment
-from ..errors import ConfigurationError, DataError
+from ..errors import DataError, SettingError
 from ..registry import Registry
 
 Pairing = Literal["auto", "abscissa", "progress"]
@@ -148,7 +148,8 @@ class Objective:
     def __post_init__(self) -> None:
         for k, w in dict(self.weights).items():
             if not np.isfinite(w) or w < 0:
-                raise ConfigurationError(f"channel weight for {k!r} must be finite and >= 0, got {w!r}")
+                raise SettingError("", "weights", "finite weights >= 0", w,
+                                   message=f"channel weight for {k!r} must be finite and >= 0, got {w!r}")
 
     def channel_misfit(self, sim: Curve, exp: Curve) -> float:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -182,9 +183,10 @@ class OverlapRSS(Objective):
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.n_points < 2:
-            raise ConfigurationError(f"n_points must be >= 2, got {self.n_points!r}")
+            raise SettingError("", "n_points", "an integer >= 2", self.n_points,
+                               message=f"n_points must be >= 2, got {self.n_points!r}")
         if self.pairing not in ("auto", "abscissa", "progress"):
-            raise ConfigurationError(f"pairing must be 'auto', 'abscissa' or 'progress', got {self.pairing!r}")
+            raise SettingError("", "pairing", "'auto', 'abscissa' or 'progress'", self.pairing)
 
     def channel_misfit(self, sim: Curve, exp: Curve) -> float:
         monotonic = _increasing(exp.x, exp.y) is not None and _increasing(sim.x, sim.y) is not None
