@@ -473,7 +473,7 @@ def _resolve(registry: Registry, name: str, key: str, issues: list[ConfigIssue])
     return None
 
 
-def _keyword_fields(cls: type, *, kinds: tuple) -> dict[str, tuple[Any, Any]]:
+def _keyword_fields(cls: Any, *, kinds: tuple) -> dict[str, tuple[Any, Any]]:
     """``{name: (type hint, default or ...)}`` of the constructor's keyword arguments (not ``self``, ``seed``)."""
     sig = inspect.signature(cls.__init__)
     try:
