@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -57,8 +58,13 @@ def one_issue(tmp_path: Path, text: str, **files: str) -> ConfigIssue:
 
 
 # -- examples -----------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("path", sorted(EXAMPLES.rglob("*.toml")), ids=lambda p: str(p.relative_to(EXAMPLES)))
-def test_every_example_builds_problem_optimizer_and_termination(path):
+RUN_CONFIGS = sorted(p for p in EXAMPLES.rglob("*.toml") if p.name != "pyproject.toml")  # not a package's metadata
+
+
+@pytest.mark.parametrize("path", RUN_CONFIGS, ids=lambda p: str(p.relative_to(EXAMPLES)))
+def test_every_example_builds_problem_optimizer_and_termination(path, monkeypatch):
+    if path.parent.name == "plugin_model":  # a third-party model package: its source is importable once installed
+        monkeypatch.syspath_prepend(str(path.parent / "src"))
     cfg = load_config(path)
     problem = cfg.build_problem()
     opt = cfg.build_optimizer()
@@ -354,3 +360,159 @@ def test_external_errors_carry_key_paths(tmp_path):
         issue = one_issue(tmp_path, "[model.external]\n" + body + "\n" + head)
         assert issue.key == key, (body, issue)
         assert found in issue.found, (body, issue)
+
+
+# -- user models: a "package.module:Class" target, and an entry point ----------------------------------------
+USER_MODEL = '''
+import numpy as np
+
+from mechcalib.core.data import Curve
+from mechcalib.core.model import Channel, Model
+from mechcalib.core.parameters import Parameter, ParameterSpace
+from mechcalib.errors import SettingError
+
+
+class Ramp(Model):
+    name = "ramp"
+
+    def __init__(self, *, scale=1.0):
+        if not scale > 0:
+            raise SettingError(self.name, "scale", "a number > 0", scale)
+        self.scale = scale
+        self.space = ParameterSpace([Parameter("a", 0.0, 2.0), Parameter("b", -1.0, 1.0)])
+        self.channels = (Channel("y", "x", "y"),)
+        self.presets = {"default": {"a": 0.5, "b": 0.2}}
+        self.default_conditions = {"n": 20}
+
+    def simulate(self, theta, conditions=None):
+        theta = self.check_theta(theta)
+        x = np.linspace(0.0, 1.0, int(self.conditions(conditions)["n"]))
+        y = self.scale * theta[:, :1] * x + theta[:, 1:2]
+        return [{"y": Curve(x, y[i])} for i in range(theta.shape[0])]
+
+
+class NotAModel:
+    pass
+'''
+
+USER_RUN = """\
+seed = 2
+{model}
+[[experiments]]
+kind = "synthetic"
+values = {{ a = 1.2 }}
+[objective]
+name = "f1"
+[optimizer]
+name = "de"
+settings = {{ pop_size = 6 }}
+[budget]
+max_evals = 18
+[output]
+plots = false
+"""
+
+
+@pytest.fixture
+def user_module(tmp_path, monkeypatch) -> str:
+    """``user_ramp.py`` in a folder on ``sys.path``, as a user's own module would be."""
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "user_ramp.py").write_text(USER_MODEL)
+    monkeypatch.syspath_prepend(str(code))
+    monkeypatch.delitem(sys.modules, "user_ramp", raising=False)
+    return "user_ramp"
+
+
+def _cli_run(config: Path, out: Path) -> dict:
+    from typer.testing import CliRunner
+
+    from mechcalib.cli import app
+    from mechcalib.runs import RESULT_FILE
+
+    r = CliRunner().invoke(app, ["run", str(config), "--out", str(out), "--quiet"])
+    assert r.exit_code == 0, r.output
+    return json.loads((out / RESULT_FILE).read_text())
+
+
+def test_user_model_by_target_is_calibrated_by_mechcalib_run(tmp_path, user_module):
+    model = f'[model]\nname = "{user_module}:Ramp"\noptions = {{ scale = 2.0 }}'
+    cfg_path = write(tmp_path, USER_RUN.format(model=model), name="ramp.toml")
+    cfg = load_config(cfg_path)
+    m = cfg.build_model()
+    assert type(m).__name__ == "Ramp" and m.scale == 2.0
+    # the short top-level form names the same class
+    short = load_config(write(tmp_path, USER_RUN.format(model=f'model = "{user_module}:Ramp"'), name="short.toml"))
+    assert short.model.name == f"{user_module}:Ramp" and type(short.build_model()) is type(m)
+    res = _cli_run(cfg_path, tmp_path / "out")
+    assert res["status"] == "finished" and res["n_evaluations"] == 18 and set(res["best"]) == {"a", "b"}
+    assert res["model"] == f"{user_module}:Ramp"
+    assert RunConfig.from_dict(cfg.to_dict()).to_dict() == cfg.to_dict()
+
+
+def test_user_targets_report_their_errors_on_the_key(tmp_path, user_module):
+    cases = [
+        ('name = "no_such_user_module:Ramp"', "model.name", "an importable model class", "no module named"),
+        (f'name = "{user_module}:Rmap"', "model.name", "an importable model class", "has no attribute 'Rmap'"),
+        (f'name = "{user_module}:NotAModel"', "model.name", "an importable model class", "must be a subclass of"),
+        (f'name = "{user_module}:Ramp"\noptions = {{ scale = -1.0 }}', "model.options.scale", "a number > 0",
+         "-1.0 (a float)"),
+        (f'name = "{user_module}:Ramp"\noptions = {{ slope = 1.0 }}', "model.options", "keyword arguments", "slope"),
+    ]
+    for body, key, expected, found in cases:
+        issue = one_issue(tmp_path, USER_RUN.format(model="[model]\n" + body))
+        assert issue.key == key and expected in issue.expected and found in issue.found, (body, issue)
+
+
+def test_optimizer_and_objective_by_target_and_short_form(tmp_path):
+    # top-level keys come before the first table in TOML
+    text = 'optimizer = "mechcalib.optimizers.pso:PSO"\nobjective = "mechcalib.objectives.curves:F2"\n'
+    text += BASE.replace('[optimizer]\nname = "random"\n', "")
+    cfg = load_config(write(tmp_path, text))
+    assert cfg.build_optimizer().name == "pso" and isinstance(cfg.build_objective(), mc.F2)
+    issue = one_issue(tmp_path, BASE.replace('name = "random"', 'name = "mechcalib.models.analytic:Linear"'))
+    assert issue.key == "optimizer.name" and "must be a subclass of mechcalib.optimizers._base.Optimizer" in issue.found
+
+
+def test_setting_errors_land_on_their_key(tmp_path):
+    # SettingError fields, not the message text, place the issue
+    issue = one_issue(tmp_path, _sub('name = "random"', 'name = "abc"\nsettings = { group_size = 7 }'))
+    assert issue.key == "optimizer.settings.group_size" and "even" in issue.expected and issue.found == "7 (an integer)"
+    issue = one_issue(tmp_path, _sub('name = "random"', 'name = "tsa"\nsettings = { seed_max_fraction = 0.05 }'))
+    assert issue.key == "optimizer.settings.seed_max_fraction" and ">= seed_min_fraction" in issue.expected
+
+
+@pytest.fixture
+def plugin_distribution(tmp_path, monkeypatch):
+    """The example package examples/plugin_model 'installed': its source on the path and a dist-info folder
+    carrying the entry points its pyproject.toml declares."""
+    import tomllib
+
+    from mechcalib.models import MODELS
+
+    example = EXAMPLES / "plugin_model"
+    project = tomllib.loads((example / "pyproject.toml").read_text())["project"]
+    info = tmp_path / "site" / f"{project['name'].replace('-', '_')}-{project['version']}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {project['name']}\nVersion: {project['version']}\n")
+    lines = [f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items())
+             for group, eps in project["entry-points"].items()]
+    (info / "entry_points.txt").write_text("\n".join(lines))
+    monkeypatch.syspath_prepend(str(example / "src"))
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    MODELS.refresh()  # forget entry points read before the 'installation'
+    yield
+    MODELS.refresh()
+
+
+def test_user_model_by_entry_point_is_calibrated_by_mechcalib_run(tmp_path, plugin_distribution):
+    from mechcalib.models import MODELS
+
+    assert "damped_oscillator" in MODELS and "damped_oscillator" in MODELS.names()
+    model = '[model]\nname = "damped_oscillator"\noptions = { amplitude = 2.0 }'
+    cfg_path = write(tmp_path, USER_RUN.format(model=model).replace("a = 1.2", "omega = 7.5"), name="decay.toml")
+    res = _cli_run(cfg_path, tmp_path / "out")
+    assert res["status"] == "finished" and res["n_evaluations"] == 18 and set(res["best"]) == {"omega", "zeta"}
+    assert res["model"] == "damped_oscillator"
+    issue = one_issue(tmp_path, USER_RUN.format(model='[model]\nname = "damped_oscillator"\noptions = { amplitude = 0 }'))
+    assert issue.key == "model.options.amplitude" and issue.found == "0 (an integer)"

@@ -21,6 +21,7 @@ from mechcalib import (
     make_objective,
 )
 from mechcalib.objectives import (
+    Objective,
     ObjectiveRegistry,
     overlap_bounds,
     overlap_rss,
@@ -132,8 +133,8 @@ def test_registry_resolves_objective_two_lazily():
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
 
 
-def test_registry_is_a_mutable_mapping():
-    reg = ObjectiveRegistry({"f1": F1}, {"l2": "mechcalib.objectives:L2"})
+def test_registry_reads_and_writes_like_a_mapping():
+    reg = ObjectiveRegistry("objective", base=Objective, entries={"f1": F1, "l2": "mechcalib.objectives:L2"})
     assert list(reg) == ["f1", "l2"] and len(reg) == 2 and "l2" in reg and "x" not in reg
     assert reg["l2"] is L2 and list(reg) == ["f1", "l2"] and len(reg) == 2  # resolving does not duplicate
     reg["f2"] = F2
@@ -143,3 +144,5 @@ def test_registry_is_a_mutable_mapping():
         reg["f1"]
     with pytest.raises(KeyError):
         del reg["f1"]
+    with pytest.raises(ConfigurationError, match="must be a subclass of"):
+        reg["curve"] = Curve

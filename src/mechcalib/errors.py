@@ -14,6 +14,30 @@ class ConfigurationError(MechcalibError, ValueError):
     """
 
 
+class SettingError(ConfigurationError):
+    """One setting of a component (an optimiser, an objective, a model option) breaks its rule.
+
+    ``owner`` names the component, ``name`` the setting, ``expected`` what it must be (worded to follow
+    "expected", e.g. "an integer >= 1") and ``got`` the value received; configuration files report it on the
+    setting's own key from these fields. ``message`` replaces the default text
+    ``"owner: name must be expected, got got!r"``.
+    """
+
+    def __init__(self, owner: str, name: str, expected: str, got: object, *, message: str | None = None) -> None:
+        self.owner, self.name, self.expected, self.got = owner, name, expected, got
+        if message is None:
+            message = f"{owner + ': ' if owner else ''}{name} must be {expected}, got {got!r}"
+        self.message = message
+        super().__init__(message)
+
+    def __reduce__(self):  # pickles across worker processes despite the keyword-only message
+        return (_setting_error, (self.owner, self.name, self.expected, self.got, self.message))
+
+
+def _setting_error(owner: str, name: str, expected: str, got: object, message: str) -> SettingError:
+    return SettingError(owner, name, expected, got, message=message)
+
+
 class DataError(MechcalibError, ValueError):
     """Measured or simulated data cannot be used as given (NaN, too short, mismatched lengths...)."""
 

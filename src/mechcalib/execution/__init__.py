@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import ConfigurationError
+from ..registry import Registry
 from ._base import (
     CRASHED,
     DETERMINISTIC_STATUSES,
@@ -35,7 +35,17 @@ from ._base import (
 from .pool import PoolEvaluator
 from .serial import SerialEvaluator
 
-EVALUATORS = ("serial", "pool", "dask")
+#: The evaluator registry (names are case-insensitive); dask's module imports dask only when used.
+EVALUATORS: Registry[type[Evaluator]] = Registry(
+    "evaluator",
+    base=Evaluator,
+    case_insensitive=True,
+    entries={
+        "serial": SerialEvaluator,
+        "pool": PoolEvaluator,
+        "dask": "mechcalib.execution.dask_backend:DaskEvaluator",
+    },
+)
 
 __all__ = [
     "CRASHED",
@@ -60,22 +70,11 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name == "DaskEvaluator":  # its module imports dask lazily anyway; keep the package light
-        from .dask_backend import DaskEvaluator
-
-        return DaskEvaluator
+        return EVALUATORS.get("dask")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def make_evaluator(name: str, **options: Any) -> Evaluator:
-    """An evaluator by registry name with its keyword options, e.g.
+    """An evaluator by registry name (or ``"package.module:Class"`` target) with its keyword options, e.g.
     ``make_evaluator("pool", n_workers=4, timeout=300)``; an unknown name lists the valid ones."""
-    key = name.lower()
-    if key == "serial":
-        return SerialEvaluator(**options)
-    if key == "pool":
-        return PoolEvaluator(**options)
-    if key == "dask":
-        from .dask_backend import DaskEvaluator
-
-        return DaskEvaluator(**options)
-    raise ConfigurationError(f"unknown evaluator {name!r}; valid names are {list(EVALUATORS)}")
+    return EVALUATORS.resolve(name)(**options)

@@ -37,6 +37,7 @@ from .data import (
     train_val_split,
 )
 from .gdr import cross_correlation, gamma_label, quality_labels
+from ..registry import Registry
 from .metrics import (
     METRIC_NAMES,
     adaptive_difference,
@@ -64,8 +65,16 @@ _LAZY = {
     "train_variants": "train",
 }
 
+#: The inverse networks by name: ``partsnet`` trains any of Table 4's eight networks (its ``net`` argument takes
+#: the variant name of :data:`VARIANTS`), ``gdr`` is GDR-Net. Both need torch, which loads on lookup.
+NETWORKS: Registry[type] = Registry(
+    "inverse network",
+    entries={"partsnet": "mechcalib.inverse:InverseCalibrator", "gdr": "mechcalib.inverse.gdr:GDRNet"},
+)
+
 __all__ = [
     "METRIC_NAMES",
+    "NETWORKS",
     "PAPER_001",
     "PAPER_LENGTH",
     "VARIANTS",

@@ -1,34 +1,40 @@
-"""Built-in forward models. ``get_model(name)`` builds one by registry name."""
+"""Built-in forward models. ``get_model(name)`` builds one by registry name.
+
+:data:`MODELS` is the model :class:`~mechcalib.registry.Registry`: the built-in models below, plus those
+that installed distributions declare in the entry-point group ``mechcalib.models``. ``get_model`` and
+configuration files also take a ``"package.module:Class"`` target naming any :class:`Model` subclass.
+"""
 
 from __future__ import annotations
 
-import importlib
+from typing import Any
 
-from ..errors import ConfigurationError
 from ..core.model import Channel, Model, Response, SimulationFailure
+from ..registry import Registry
 
-_MODELS = {
-    "duffing": ("oscillator", "Duffing"),
-    "linear": ("analytic", "Linear"),
-    "masonry_arch": ("masonry.arch", "MasonryArch"),
-    "hydration": ("hydration", "Hydration"),
-    "sdof_bilinear_kinematic": ("hysteresis.sdof", "SDOFBilinearKinematic"),
-    "sdof_bilinear_equal": ("hysteresis.sdof", "SDOFBilinearEqual"),
-    "sdof_boucwen": ("hysteresis.sdof", "SDOFBoucWen"),
-    "sdof_degradation": ("hysteresis.sdof", "SDOFDegradation"),
-    "sdof_pinching": ("hysteresis.sdof", "SDOFPinching"),
-    "mdof_frame": ("hysteresis.mdof", "FrameMDOF"),
-    "eepa_triaxial": ("granular.triaxial", "EEPATriaxial"),
-}
-MODELS = tuple(_MODELS)
+MODELS: Registry[type[Model]] = Registry(
+    "model",
+    base=Model,
+    group="mechcalib.models",
+    entries={
+        "duffing": "mechcalib.models.oscillator:Duffing",
+        "linear": "mechcalib.models.analytic:Linear",
+        "masonry_arch": "mechcalib.models.masonry.arch:MasonryArch",
+        "hydration": "mechcalib.models.hydration:Hydration",
+        "sdof_bilinear_kinematic": "mechcalib.models.hysteresis.sdof:SDOFBilinearKinematic",
+        "sdof_bilinear_equal": "mechcalib.models.hysteresis.sdof:SDOFBilinearEqual",
+        "sdof_boucwen": "mechcalib.models.hysteresis.sdof:SDOFBoucWen",
+        "sdof_degradation": "mechcalib.models.hysteresis.sdof:SDOFDegradation",
+        "sdof_pinching": "mechcalib.models.hysteresis.sdof:SDOFPinching",
+        "mdof_frame": "mechcalib.models.hysteresis.mdof:FrameMDOF",
+        "eepa_triaxial": "mechcalib.models.granular.triaxial:EEPATriaxial",
+    },
+)
 
 __all__ = ["Channel", "MODELS", "Model", "Response", "SimulationFailure", "get_model"]
 
 
-def get_model(name: str, **options) -> Model:
-    """A built-in model by registry name; an unknown name lists the valid ones."""
-    try:
-        mod, cls = _MODELS[name]
-    except KeyError:
-        raise ConfigurationError(f"unknown model {name!r}; valid names are {sorted(_MODELS)}") from None
-    return getattr(importlib.import_module(f"{__name__}.{mod}"), cls)(**options)
+def get_model(name: str, **options: Any) -> Model:
+    """A model by registry name or ``"package.module:Class"`` target, built with ``options``; an unknown
+    name lists the valid ones."""
+    return MODELS.resolve(name)(**options)

@@ -24,15 +24,15 @@ the displacement error is counted in force units and the two channels stay summa
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Iterator, Mapping, MutableMapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
 
 from ..core.data import Curve, Experiment
-from ..errors import ConfigurationError, DataError
+from ..errors import DataError, SettingError
+from ..registry import Registry
 
 Pairing = Literal["auto", "abscissa", "progress"]
 
@@ -148,7 +148,8 @@ class Objective:
     def __post_init__(self) -> None:
         for k, w in dict(self.weights).items():
             if not np.isfinite(w) or w < 0:
-                raise ConfigurationError(f"channel weight for {k!r} must be finite and >= 0, got {w!r}")
+                raise SettingError("", "weights", "finite weights >= 0", w,
+                                   message=f"channel weight for {k!r} must be finite and >= 0, got {w!r}")
 
     def channel_misfit(self, sim: Curve, exp: Curve) -> float:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -182,9 +183,10 @@ class OverlapRSS(Objective):
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.n_points < 2:
-            raise ConfigurationError(f"n_points must be >= 2, got {self.n_points!r}")
+            raise SettingError("", "n_points", "an integer >= 2", self.n_points,
+                               message=f"n_points must be >= 2, got {self.n_points!r}")
         if self.pairing not in ("auto", "abscissa", "progress"):
-            raise ConfigurationError(f"pairing must be 'auto', 'abscissa' or 'progress', got {self.pairing!r}")
+            raise SettingError("", "pairing", "'auto', 'abscissa' or 'progress'", self.pairing)
 
     def channel_misfit(self, sim: Curve, exp: Curve) -> float:
         monotonic = _increasing(exp.x, exp.y) is not None and _increasing(sim.x, sim.y) is not None
@@ -220,51 +222,24 @@ class L2(F1):
     name = "l2"
 
 
-class ObjectiveRegistry(MutableMapping[str, type[Objective]]):
-    """Registry name -> objective class. Entries given as ``"module:Class"`` strings are imported on first
-    access, so that listing or checking names imports nothing heavy."""
+#: Kept for code that names the registry's type; every registry is a :class:`~mechcalib.registry.Registry`.
+ObjectiveRegistry = Registry
 
-    def __init__(self, classes: dict[str, type[Objective]], lazy: dict[str, str]) -> None:
-        self._classes, self._lazy = dict(classes), dict(lazy)
-
-    def __getitem__(self, name: str) -> type[Objective]:
-        if name not in self._classes and name in self._lazy:
-            module, attr = self._lazy[name].split(":")
-            self._classes[name] = getattr(importlib.import_module(module), attr)
-        return self._classes[name]
-
-    def __setitem__(self, name: str, cls: type[Objective]) -> None:
-        self._lazy.pop(name, None)
-        self._classes[name] = cls
-
-    def __delitem__(self, name: str) -> None:
-        if name not in self:
-            raise KeyError(name)
-        self._classes.pop(name, None)
-        self._lazy.pop(name, None)
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._classes or name in self._lazy
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(list(self._classes) + [k for k in self._lazy if k not in self._classes])
-
-    def __len__(self) -> int:
-        return len(set(self._classes) | set(self._lazy))
-
-
-OBJECTIVES: ObjectiveRegistry = ObjectiveRegistry(
-    {c.name: c for c in (OverlapRSS, F1, F2, L2)},
-    # Seed 000 objective 2 (neural smoother, optional torch backend) lives in its own module.
-    {"smoothed_overlap_rss": "mechcalib.objectives.smoothing:SmoothedOverlapRSS"},
+#: The objective registry: the built-in objectives, plus those that installed distributions declare in the
+#: entry-point group ``mechcalib.objectives``.
+OBJECTIVES: Registry[type[Objective]] = Registry(
+    "objective",
+    base=Objective,
+    group="mechcalib.objectives",
+    entries={
+        **{c.name: c for c in (OverlapRSS, F1, F2, L2)},
+        # Seed 000 objective 2 (neural smoother, optional torch backend) lives in its own module.
+        "smoothed_overlap_rss": "mechcalib.objectives.smoothing:SmoothedOverlapRSS",
+    },
 )
 
 
 def make_objective(name: str, **options) -> Objective:
-    """Build an objective by registry name; an unknown name lists the valid ones."""
-    try:
-        cls = OBJECTIVES[name]
-    except KeyError:
-        raise ConfigurationError(f"unknown objective {name!r}; valid names are {sorted(OBJECTIVES)}") from None
-    return cls(**options)
-
+    """Build an objective by registry name or ``"package.module:Class"`` target; an unknown name lists the
+    valid ones."""
+    return OBJECTIVES.resolve(name)(**options)

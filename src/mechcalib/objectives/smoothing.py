@@ -73,7 +73,7 @@ from typing import Literal
 import numpy as np
 
 from ..core.data import Curve, Experiment
-from ..errors import ConfigurationError, DataError, require
+from ..errors import DataError, SettingError, require
 from . import OverlapRSS
 
 SmoothMode = Literal["auto", "abscissa", "progress"]
@@ -220,7 +220,7 @@ def fit_numpy(
     amplified by the training (module docstring). Returns the outputs ``(B, N, n_out)`` (float64) and the
     final losses ``(B,)``."""
     if dtype not in ("float64", "float32"):
-        raise ConfigurationError(f"dtype must be 'float64' or 'float32', got {dtype!r}")
+        raise SettingError("", "dtype", "'float64' or 'float32'", dtype)
     dt = np.dtype(dtype)
     Y = np.asarray(Y, float)
     B, N, m = Y.shape
@@ -312,7 +312,7 @@ def fit_torch(
     """:func:`fit_numpy` through PyTorch autograd and ``torch.optim.Adam`` (CPU); same arguments and returns.
     ``threads`` caps torch's intra-op threads during the fit (restored afterwards)."""
     if dtype not in ("float64", "float32"):
-        raise ConfigurationError(f"dtype must be 'float64' or 'float32', got {dtype!r}")
+        raise SettingError("", "dtype", "'float64' or 'float32'", dtype)
     torch = require("torch", "deep")
     tdt = torch.float64 if dtype == "float64" else torch.float32
     old = torch.get_num_threads()
@@ -371,7 +371,7 @@ def discretise(curve: Curve, n_points: int, mode: SmoothMode = "auto") -> tuple[
     ``None`` when the curve has none). ``"abscissa"``: uniform in ``x`` from its first to its last value;
     ``"progress"``: uniform in the progress coordinate. ``"auto"``: ``"abscissa"`` when ``x`` is monotonic."""
     if mode not in ("auto", "abscissa", "progress"):
-        raise ConfigurationError(f"mode must be 'auto', 'abscissa' or 'progress', got {mode!r}")
+        raise SettingError("", "mode", "'auto', 'abscissa' or 'progress'", mode)
     x, y = curve.x, curve.y
     if mode == "abscissa" and not _monotonic(x):
         raise DataError(
@@ -429,19 +429,19 @@ class NeuralSmoother:
         for k, val, lo in (("n_layers", n_layers, 1), ("width", width, 1), ("n_points", n_points, 2), ("steps", steps, 0),
                            ("batch", batch, 1)):
             if isinstance(val, bool) or not isinstance(val, int | np.integer) or val < lo:
-                raise ConfigurationError(f"{k} must be an integer >= {lo}, got {val!r}")
+                raise SettingError("", k, f"an integer >= {lo}", val)
         if isinstance(learning_rate, bool) or not isinstance(learning_rate, int | float) or not (
             np.isfinite(learning_rate) and learning_rate > 0
         ):
-            raise ConfigurationError(f"learning_rate must be a finite number > 0, got {learning_rate!r}")
+            raise SettingError("", "learning_rate", "a finite number > 0", learning_rate)
         if mode not in ("auto", "abscissa", "progress"):
-            raise ConfigurationError(f"mode must be 'auto', 'abscissa' or 'progress', got {mode!r}")
+            raise SettingError("", "mode", "'auto', 'abscissa' or 'progress'", mode)
         if backend not in ("auto", "numpy", "torch"):
-            raise ConfigurationError(f"backend must be 'auto', 'numpy' or 'torch', got {backend!r}")
+            raise SettingError("", "backend", "'auto', 'numpy' or 'torch'", backend)
         if dtype not in ("float32", "float64"):
-            raise ConfigurationError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
+            raise SettingError("", "dtype", "'float32' or 'float64'", dtype)
         if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
-            raise ConfigurationError(f"seed must be an integer (the smoother is always seeded), got {seed!r}")
+            raise SettingError("", "seed", "an integer (the smoother is always seeded)", seed)
         if backend == "torch":
             require("torch", "deep")
         self.n_layers, self.width, self.n_points, self.steps = int(n_layers), int(width), int(n_points), int(steps)

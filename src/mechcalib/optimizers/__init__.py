@@ -20,43 +20,50 @@ Classes are imported lazily so that one algorithm's module is loaded only when u
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from ..errors import ConfigurationError
+from ..registry import Registry
 from ._base import Optimizer
 
-_CLASSES = {
-    "ga": ("ga", "GA"),
-    "pso": ("pso", "PSO"),
-    "tbpso": ("tbpso", "TBPSO"),
-    "abc": ("abc", "ABC"),
-    "iabc": ("abc", "IABC"),
-    "tsa": ("tsa", "TSA"),
-    "de": ("de", "DE"),
-    "grade": ("grade", "GRADE"),
-    "random": ("random_search", "RandomSearch"),
-    "lhs": ("random_search", "LatinHypercube"),
+#: The optimiser registry: the built-in algorithms, plus those that installed distributions declare in the
+#: entry-point group ``mechcalib.optimizers``. Names are case-insensitive.
+OPTIMIZERS: Registry[type[Optimizer]] = Registry(
+    "optimizer",
+    base=Optimizer,
+    group="mechcalib.optimizers",
+    case_insensitive=True,
+    entries={
+        "ga": "mechcalib.optimizers.ga:GA",
+        "pso": "mechcalib.optimizers.pso:PSO",
+        "tbpso": "mechcalib.optimizers.tbpso:TBPSO",
+        "abc": "mechcalib.optimizers.abc:ABC",
+        "iabc": "mechcalib.optimizers.abc:IABC",
+        "tsa": "mechcalib.optimizers.tsa:TSA",
+        "de": "mechcalib.optimizers.de:DE",
+        "grade": "mechcalib.optimizers.grade:GRADE",
+        "random": "mechcalib.optimizers.random_search:RandomSearch",
+        "lhs": "mechcalib.optimizers.random_search:LatinHypercube",
+    },
+)
+_BY_CLASS = {
+    "GA": "ga", "PSO": "pso", "TBPSO": "tbpso", "ABC": "abc", "IABC": "iabc", "TSA": "tsa", "DE": "de",
+    "GRADE": "grade", "RandomSearch": "random", "LatinHypercube": "lhs",
 }
-_BY_CLASS = {cls: mod for mod, cls in _CLASSES.values()}
 
 __all__ = ["Optimizer", "OPTIMIZERS", "get_optimizer", "make_optimizer", *_BY_CLASS]
-OPTIMIZERS = tuple(_CLASSES)
 
 
 def __getattr__(name: str) -> Any:
     if name in _BY_CLASS:
-        return getattr(importlib.import_module(f"{__name__}.{_BY_CLASS[name]}"), name)
+        return OPTIMIZERS.get(_BY_CLASS[name])
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def get_optimizer(name: str) -> type[Optimizer]:
-    """The optimiser class registered under ``name``; an unknown name lists the valid ones."""
-    try:
-        mod, cls = _CLASSES[name.lower()]
-    except KeyError:
-        raise ConfigurationError(f"unknown optimizer {name!r}; valid names are {sorted(_CLASSES)}") from None
-    return getattr(importlib.import_module(f"{__name__}.{mod}"), cls)
+    """The optimiser class registered under ``name`` (or a ``"package.module:Class"`` target); an unknown
+    name lists the valid ones."""
+    return OPTIMIZERS.resolve(name)
 
 
 def make_optimizer(name: str, preset: str | None = None, **settings: Any) -> Optimizer:

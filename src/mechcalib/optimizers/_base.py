@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, SettingError
 
 SeedLike = int | np.random.Generator | None
 
@@ -154,7 +154,7 @@ _STATE_ATTRS = {"dim", "rng", "n_asks", "n_tells", "n_evals", "best_x", "best_f"
 
 def check_positive_int(owner: str, name: str, value: Any, minimum: int = 1) -> int:
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
-        raise ConfigurationError(f"{owner}: {name} must be an integer >= {minimum}, got {value!r}")
+        raise SettingError(owner, name, f"an integer >= {minimum}", value)
     return int(value)
 
 
@@ -162,18 +162,19 @@ def check_range(owner: str, name: str, value: Any, lo: float, hi: float, *, lo_o
     try:
         v = float(value)
     except (TypeError, ValueError):
-        raise ConfigurationError(f"{owner}: {name} must be a number, got {value!r}") from None
+        raise SettingError(owner, name, "a number", value) from None
     ok = (v > lo if lo_open else v >= lo) and (v < hi if hi_open else v <= hi)
     if not ok or not np.isfinite(v) and hi != np.inf:
         lb = "(" if lo_open else "["
         ub = ")" if hi_open else "]"
-        raise ConfigurationError(f"{owner}: {name} must lie in {lb}{lo}, {hi}{ub}, got {value!r}")
+        raise SettingError(owner, name, f"a value in {lb}{lo}, {hi}{ub}", value,
+                           message=f"{owner}: {name} must lie in {lb}{lo}, {hi}{ub}, got {value!r}")
     return v
 
 
 def check_choice(owner: str, name: str, value: Any, choices: tuple) -> Any:
     if value not in choices:
-        raise ConfigurationError(f"{owner}: {name} must be one of {list(choices)}, got {value!r}")
+        raise SettingError(owner, name, f"one of {list(choices)}", value)
     return value
 
 

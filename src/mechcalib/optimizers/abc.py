@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigurationError
+from ..errors import SettingError
 from ._base import Optimizer, SeedLike, check_choice, check_positive_int, check_range, reflect
 
 # -- kernels -------------------------------------------------------------------------------------------
@@ -258,9 +258,10 @@ class ABC(Optimizer):
         super().__init__(seed=seed)
         self.group_size = check_positive_int(self.name, "group_size", group_size, minimum=4)
         if self.group_size % 2:
-            raise ConfigurationError(
-                f"{self.name}: group_size must be even (SN = group_size / 2 food sources), got {group_size!r}; "
-                f"use {self.group_size + 1}"
+            raise SettingError(
+                self.name, "group_size", "an even integer (SN = group_size / 2 food sources)", group_size,
+                message=f"{self.name}: group_size must be even (SN = group_size / 2 food sources), got {group_size!r}; "
+                f"use {self.group_size + 1}",
             )
         self.limit = None if limit is None else check_positive_int(self.name, "limit", limit)
         self.max_cycles = None if max_cycles is None else check_positive_int(self.name, "max_cycles", max_cycles)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ConfigurationError
+from ..errors import SettingError
 from ._base import Optimizer, SeedLike, check_positive_int, check_range
 
 __all__ = ["DE", "draw_donors", "rand1_mutation", "bounce_back", "binomial_crossover", "greedy_selection"]
@@ -147,13 +147,12 @@ class DE(Optimizer):
             try:
                 lo, hi = (float(v) for v in dither)
             except (TypeError, ValueError):
-                raise ConfigurationError(
-                    f"{self.name}: dither must be None or a pair (F_min, F_max), got {dither!r}"
-                ) from None
+                raise SettingError(self.name, "dither", "None or a pair (F_min, F_max)", dither) from None
             check_range(self.name, "dither[0]", lo, 0.0, 2.0, lo_open=True)
             check_range(self.name, "dither[1]", hi, 0.0, 2.0, lo_open=True)
             if hi < lo:
-                raise ConfigurationError(f"{self.name}: dither must satisfy F_min <= F_max, got {dither!r}")
+                raise SettingError(self.name, "dither", "a pair with F_min <= F_max", dither,
+                                   message=f"{self.name}: dither must satisfy F_min <= F_max, got {dither!r}")
             dither = (lo, hi)
         self.dither = dither
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, SettingError
 from ._base import Optimizer, SeedLike, check_choice, check_positive_int, check_range, reflect
 
 INERTIA_SCHEDULES = ("none", "constant", "linear", "nonlinear")
@@ -196,7 +196,7 @@ class SwarmOptimizer(Optimizer):
         self.w_const = check_range(n, "w_const", w_const, 0.0, np.inf)
         self.w_exponent = check_range(n, "w_exponent", w_exponent, 0.0, np.inf, lo_open=True)
         if not isinstance(constriction, bool | np.bool_):
-            raise ConfigurationError(f"{n}: constriction must be True or False, got {constriction!r}")
+            raise SettingError(n, "constriction", "True or False", constriction)
         self.constriction = bool(constriction)
         self.max_iter = check_positive_int(n, "max_iter", max_iter)
         self.init_velocity = check_range(n, "init_velocity", init_velocity, 0.0, 1.0)

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigurationError
+from ..errors import SettingError
 from ._base import SeedLike, check_choice, check_range
 from .pso import SwarmOptimizer, pso_velocity
 
@@ -69,7 +69,7 @@ def position_differences(X: np.ndarray, direction: str = "toward") -> np.ndarray
         return diff
     if direction == "away":
         return -diff
-    raise ConfigurationError(f"trust_direction must be one of {list(TRUST_DIRECTIONS)}, got {direction!r}")
+    raise SettingError("", "trust_direction", f"one of {list(TRUST_DIRECTIONS)}", direction)
 
 
 def trust_component(D_rel: np.ndarray, C: np.ndarray, dX: np.ndarray) -> np.ndarray:

@@ -34,7 +34,7 @@ import math
 
 import numpy as np
 
-from ..errors import ConfigurationError
+from ..errors import SettingError
 from ._base import Optimizer, SeedLike, check_positive_int, check_range
 
 __all__ = ["TSA", "seed_counts", "draw_other_trees", "tsa_seeds", "replace_by_best_seed"]
@@ -151,9 +151,11 @@ class TSA(Optimizer):
             self.name, "seed_max_fraction", seed_max_fraction, 0.0, 1.0, lo_open=True
         )
         if self.seed_max_fraction < self.seed_min_fraction:
-            raise ConfigurationError(
-                f"{self.name}: seed_max_fraction must be >= seed_min_fraction, got {seed_max_fraction!r} < "
-                f"{seed_min_fraction!r}"
+            raise SettingError(
+                self.name, "seed_max_fraction", f"a value >= seed_min_fraction ({seed_min_fraction!r})",
+                seed_max_fraction,
+                message=f"{self.name}: seed_max_fraction must be >= seed_min_fraction, got {seed_max_fraction!r} < "
+                f"{seed_min_fraction!r}",
             )
 
     @property

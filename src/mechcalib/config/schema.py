@@ -1,0 +1,380 @@
+"""The run configuration's schema: pydantic models of every section, and typed validation of keyword settings.
+
+:class:`RunSchema` validates a parsed file; :class:`~mechcalib.config.build.RunConfig` adds the building.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import types
+import typing
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal, Self, Union
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    PrivateAttr,
+    Strict,
+    Tag,
+    ValidationError,
+    ValidationInfo,
+    create_model,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
+
+from ..models import MODELS
+from .errors import ConfigFileError, ConfigIssue, _fail, _found, _issues_from_validation
+
+SCHEMA_VERSION = 1
+
+# ------------------------------------------------------------------------------------------------------
+# Schema
+# ------------------------------------------------------------------------------------------------------
+def _resolve_path(value: str, info: ValidationInfo) -> str:
+    base = (info.context or {}).get("base_dir")
+    p = Path(value).expanduser()
+    if not p.is_absolute():
+        p = (Path(base) if base is not None else Path.cwd()) / p
+    return str(p.resolve())
+
+
+Number = Annotated[float, Strict()]
+Finite = Annotated[float, Strict(), Field(allow_inf_nan=False)]
+NonNegative = Annotated[float, Strict(), Field(ge=0, allow_inf_nan=False)]
+Positive = Annotated[float, Strict(), Field(gt=0, allow_inf_nan=False)]
+PositiveInt = Annotated[int, Strict(), Field(ge=1)]
+NonNegativeInt = Annotated[int, Strict(), Field(ge=0)]
+Text = Annotated[str, Strict()]
+Flag = Annotated[bool, Strict()]
+PathStr = Annotated[str, Strict(), AfterValidator(_resolve_path)]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ParameterSpec(_Section):
+    """Overrides of one parameter; a key left out keeps the model's value."""
+
+    lower: Finite | None = None
+    upper: Finite | None = None
+    scale: Literal["linear", "log"] | None = None
+    unit: Text | None = None
+    fixed: Finite | None = None
+    description: Text | None = None
+
+
+class CsvOutputSpec(_Section):
+    file: Text
+    x: Text
+    y: Text
+    t: Text | None = None
+    x_unit: Text | None = None
+    y_unit: Text | None = None
+
+
+class ExternalSpec(_Section):
+    name: Text = "external"
+    command: list[Text] = Field(min_length=1)
+    templates: dict[str, PathStr] = {}
+    files: list[PathStr] = []
+    outputs: dict[str, CsvOutputSpec] = {}
+    parser: Text | None = None
+    channels: list[Text] | None = None
+    timeout: Positive | None = None
+    workdir_root: PathStr | None = None
+    keep: Literal["all", "failed", "none"] = "failed"
+    max_workers: PositiveInt = 1
+    conditions: dict[str, Finite] = {}
+    presets: dict[str, dict[str, Finite]] = {}
+    env: dict[str, Text] = {}
+
+    @field_validator("parser")
+    @classmethod
+    def _resolve_parser(cls, v: str | None, info: ValidationInfo) -> str | None:
+        if v is None:
+            return v
+        target, sep, func = v.rpartition(":")
+        if not sep or not func or not target:
+            raise _fail("'package.module:function' or 'path/to/file.py:function'", _found(v))
+        if target.endswith(".py"):
+            target = _resolve_path(target, info)
+        return f"{target}:{func}"
+
+    @field_validator("command", mode="before")
+    @classmethod
+    def _no_shell_string(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            raise _fail("an array of arguments such as [\"{python}\", \"sim.py\"] (a shell string is not accepted)", _found(v))
+        return v
+
+
+class ModelSection(_Section):
+    name: Text | None = None
+    preset: Text = "default"
+    options: dict[str, Any] = {}
+    external: ExternalSpec | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> ModelSection:
+        if (self.name is None) == (self.external is None):
+            found = "both `name` and `external`" if self.name is not None else "neither `name` nor `external`"
+            raise _fail(f"either `name` (a model, one of {sorted(MODELS)}, or a 'package.module:Class' target) "
+                        "or an `external` table", found)
+        if self.external is not None and self.options:
+            raise _fail("no `options` with an external model (its settings go in `model.external`)",
+                        _found(self.options), ("options",))
+        return self
+
+
+def _channel_shorthand(v: Any) -> Any:
+    if isinstance(v, list | tuple):
+        if len(v) not in (2, 3) or not all(isinstance(c, str) for c in v):
+            raise _fail("[x column, y column] or [x column, y column, t column], or a table", _found(v))
+        return dict(zip(("x", "y", "t"), v))
+    return v
+
+
+class ChannelSpec(_Section):
+    x: Text | None = None
+    y: Text | None = None
+    t: Text | None = None
+    x_unit: Text | None = None
+    y_unit: Text | None = None
+    x_scale: Finite = 1.0
+    y_scale: Finite = 1.0
+    t_scale: Finite = 1.0
+    weight: NonNegative | None = None
+
+
+ChannelEntry = Annotated[ChannelSpec, BeforeValidator(_channel_shorthand)]
+
+
+class FileExperiment(_Section):
+    kind: Literal["file"] = "file"
+    path: PathStr
+    name: Text | None = None
+    format: Literal["csv", "json"] | None = None
+    delimiter: Text | None = None
+    channels: dict[str, ChannelEntry] | None = None
+    conditions: dict[str, Any] = {}
+    weight: NonNegative | None = None
+
+    @property
+    def file_format(self) -> str:
+        return self.format or ("json" if self.path.lower().endswith(".json") else "csv")
+
+
+class SyntheticExperiment(_Section):
+    kind: Literal["synthetic"]
+    name: Text | None = None
+    preset: Text | None = None
+    values: dict[str, Finite] = {}
+    noise: NonNegative = 0.0
+    seed: NonNegativeInt | None = 0
+    conditions: dict[str, Any] = {}
+    channels: list[Text] | None = None
+    weights: dict[str, NonNegative] = {}
+    weight: NonNegative = 1.0
+
+
+def _experiment_kind(v: Any) -> str | None:
+    if isinstance(v, Mapping):
+        return v.get("kind", "file")
+    return getattr(v, "kind", None)
+
+
+ExperimentSpec = Annotated[
+    Union[Annotated[FileExperiment, Tag("file")], Annotated[SyntheticExperiment, Tag("synthetic")]],  # noqa: UP007
+    Discriminator(_experiment_kind),
+]
+
+
+class ObjectiveSection(_Section):
+    name: Text = "overlap_rss"
+    options: dict[str, Any] = {}
+
+
+class OptimizerSection(_Section):
+    name: Text
+    preset: Text | None = None
+    settings: dict[str, Any] = {}
+
+
+class BudgetSection(_Section):
+    max_evals: PositiveInt | None = None
+    max_iters: PositiveInt | None = None
+    target: Finite | None = None
+    patience: PositiveInt | None = None
+    min_delta: NonNegative = 0.0
+
+    @model_validator(mode="after")
+    def _one_rule(self) -> BudgetSection:
+        if all(getattr(self, k) is None for k in ("max_evals", "max_iters", "target", "patience")):
+            raise _fail("at least one of max_evals, max_iters, target, patience", "none of them")
+        return self
+
+
+class EvaluatorSection(_Section):
+    kind: Literal["serial", "pool", "dask"] = "serial"
+    workers: PositiveInt | None = None
+    scheduler: Text | None = None
+    timeout: Positive | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> EvaluatorSection:
+        if self.scheduler is not None and self.kind != "dask":
+            raise _fail("`scheduler` only with kind = \"dask\"", f"kind = {self.kind!r}", ("scheduler",))
+        if self.workers is not None and self.kind == "serial":
+            raise _fail("`workers` only with kind = \"pool\" or \"dask\"", "kind = 'serial'", ("workers",))
+        return self
+
+
+class OutputSection(_Section):
+    directory: PathStr = Field("runs", validate_default=True)
+    keep_responses: Flag = False
+    n_alternatives: NonNegativeInt = 5
+    alternative_distance: Annotated[float, Strict(), Field(ge=0, le=1)] = 0.02
+    plots: Flag = True
+
+
+def _loss(v: Any) -> Any:
+    if v == "inf":
+        return math.inf
+    return v
+
+
+def _named(v: Any) -> Any:
+    # `model = "duffing"` or `model = "package.module:Class"` is short for a table with only `name`
+    return {"name": v} if isinstance(v, str) else v
+
+
+class RunSchema(_Section):
+    """The validated sections of a run configuration; :class:`~mechcalib.config.build.RunConfig` builds
+    objects from them and implements :meth:`check`."""
+
+    version: Literal[1] = SCHEMA_VERSION
+    name: Text = "run"
+    description: Text = ""
+    seed: NonNegativeInt | None = None
+    failure_loss: Annotated[Number, BeforeValidator(_loss)] = math.inf
+    model: Annotated[ModelSection, BeforeValidator(_named)]
+    parameters: dict[str, ParameterSpec] = {}
+    experiments: list[ExperimentSpec] = Field(min_length=1)
+    objective: Annotated[ObjectiveSection, BeforeValidator(_named)] = ObjectiveSection()
+    optimizer: Annotated[OptimizerSection, BeforeValidator(_named)]
+    budget: BudgetSection
+    evaluator: EvaluatorSection = EvaluatorSection()
+    output: OutputSection
+    _source: str | None = PrivateAttr(None)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_output(cls, data: Any) -> Any:
+        # validated (not defaulted) so that its folder resolves against the config file's folder
+        if isinstance(data, Mapping) and "output" not in data:
+            data = {**data, "output": {}}
+        return data
+
+    @field_validator("failure_loss")
+    @classmethod
+    def _not_nan(cls, v: float) -> float:
+        if math.isnan(v):
+            raise _fail("a number or inf", "nan")
+        return v
+
+    @field_serializer("failure_loss")
+    def _ser_loss(self, v: float) -> float | str:
+        return "inf" if v == math.inf else v
+
+    # -- construction -------------------------------------------------------------------------------------
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, base_dir: str | Path | None = None, source: str | Path | None = None,
+                  check: bool = True) -> Self:
+        """Validate a mapping (a parsed TOML file, or :meth:`to_dict` output); relative paths resolve
+        against ``base_dir`` (default: the current folder). ``check`` also validates names, bounds,
+        files and columns against the model and the registries."""
+        if not isinstance(data, Mapping):
+            raise ConfigFileError([ConfigIssue("(top level)", "a table", _found(data))], source)
+        try:
+            cfg = cls.model_validate(dict(data), context={"base_dir": None if base_dir is None else str(base_dir)})
+        except ValidationError as exc:
+            raise ConfigFileError(_issues_from_validation(exc, cls), source) from None
+        cfg._source = None if source is None else str(source)
+        if check:
+            cfg.check()
+        return cfg
+
+    @property
+    def source(self) -> str | None:
+        """The file this configuration was read from, if any."""
+        return self._source
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable form (absolute paths) that :meth:`from_dict` turns back into this config."""
+        return self.model_dump(mode="json")
+
+    def _raise(self, issues: list[ConfigIssue]) -> None:
+        if issues:
+            raise ConfigFileError(issues, self.source)
+
+    def check(self) -> None:  # pragma: no cover - implemented by RunConfig
+        raise NotImplementedError
+
+
+# ------------------------------------------------------------------------------------------------------
+# Typed validation of keyword settings (optimiser constructors, objective options)
+# ------------------------------------------------------------------------------------------------------
+def _default(f: dataclasses.Field) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return ...
+
+
+_STRICT = {float: Number, int: Annotated[int, Strict()], bool: Flag, str: Text}
+
+
+def _strictify(tp: Any) -> Any:
+    """``float``/``int``/``bool``/``str`` made strict (no "0.5" -> 0.5), containers rebuilt around them."""
+    if tp in _STRICT:
+        return _STRICT[tp]
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (Union, types.UnionType):
+        return Union[tuple(_strictify(a) for a in args)]  # noqa: UP007
+    if origin is Literal:
+        return tp
+    if origin in (Mapping, dict) and len(args) == 2:
+        return dict[_strictify(args[0]), _strictify(args[1])]
+    if origin is tuple:
+        return tuple[tuple(_strictify(a) if a is not Ellipsis else a for a in args)]
+    if origin in (list,) and args:
+        return list[_strictify(args[0])]
+    if isinstance(tp, type) and tp.__module__ == "builtins":
+        return tp
+    if origin is not None:
+        return tp
+    return Any
+
+
+def _validate_settings(name: str, fields: Mapping[str, tuple[Any, Any]], values: Mapping[str, Any], prefix: tuple,
+                       issues: list[ConfigIssue]) -> dict[str, Any] | None:
+    defs = {k: (_strictify(tp), default) for k, (tp, default) in fields.items()}
+    model = create_model(name, __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=True), **defs)
+    try:
+        validated = model.model_validate(dict(values))
+    except ValidationError as exc:
+        issues.extend(_issues_from_validation(exc, model, prefix))
+        return None
+    return {k: getattr(validated, k) for k in fields}
+
