@@ -301,17 +301,9 @@ def _integrate_one(laws, a, S, T, Fg, force, h, n_out, substeps, literal, rec):
 @nb.njit(cache=True)
 def _outputs(N, n_out, n, m):
     """A batch's output :class:`Records` (NaN-filled, leading axis ``N``), status and event counts."""
-    return (
-        Records(
-            np.full((N, n_out, n), np.nan),
-            np.full((N, n_out, n), np.nan),
-            np.full((N, n_out, n), np.nan),
-            np.full((N, n_out, m), np.nan),
-            np.full((N, n_out, m), np.nan),
-        ),
-        np.zeros(N, dtype=np.int64),
-        np.zeros(N, dtype=np.int64),
-    )
+    rec = Records(np.full((N, n_out, n), np.nan), np.full((N, n_out, n), np.nan), np.full((N, n_out, n), np.nan),
+                  np.full((N, n_out, m), np.nan), np.full((N, n_out, m), np.nan))
+    return rec, np.zeros(N, dtype=np.int64), np.zeros(N, dtype=np.int64)
 
 
 @nb.njit(cache=True)
@@ -329,10 +321,8 @@ def _batch(laws, A, S, T, force, dt_out, n_out, substeps, literal):
     out, Fg = _prepare(A.shape[0], n_out, S.shape[1], T.shape[0], force, h, substeps)
     (U, V, Acc, R, Eps), status, events = out  # arrays, not the tuple: parfors cannot pass this one in
     for i in nb.prange(A.shape[0]):
-        st, ne = _integrate_one(
-            laws, A[i], S[i], T, Fg, force, h, n_out, substeps, literal,
-            Records(U[i], V[i], Acc[i], R[i], Eps[i]),
-        )
+        st, ne = _integrate_one(laws, A[i], S[i], T, Fg, force, h, n_out, substeps, literal,
+                                Records(U[i], V[i], Acc[i], R[i], Eps[i]))
         status[i] = st
         events[i] = ne
     return U, V, Acc, R, Eps, status, events
