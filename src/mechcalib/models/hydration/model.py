@@ -47,6 +47,7 @@ from ...core.data import Curve
 from ...errors import ConfigurationError
 from ...core.parameters import Parameter, ParameterSpace
 from ...core.model import Channel, Model, Response, SimulationFailure
+from .._twins import twin_kernels
 
 R_GAS = 8.314  # J/(mol K), the value section 4 quotes
 T_REF = 273.15 + 25.0  # K, reference temperature of eq. 9
@@ -124,22 +125,15 @@ def _integrate_row(params: np.ndarray, times: np.ndarray, dalpha: float, out: np
         out[k] = a
 
 
-@nb.njit(parallel=True, cache=True)
-def _integrate_alpha_parallel(params: np.ndarray, times: np.ndarray, dalpha: float) -> np.ndarray:
-    """Threaded kernel of :func:`integrate_alpha`."""
+def _integrate_alpha(params: np.ndarray, times: np.ndarray, dalpha: float) -> np.ndarray:
+    """Kernel of :func:`integrate_alpha`, compiled threaded and serial (:func:`~mechcalib.models._twins.twin_kernels`)."""
     out = np.zeros((params.shape[0], times.shape[0]))
     for i in nb.prange(params.shape[0]):
         _integrate_row(params[i], times, dalpha, out[i])
     return out
 
 
-@nb.njit(cache=True)
-def _integrate_alpha_serial(params: np.ndarray, times: np.ndarray, dalpha: float) -> np.ndarray:
-    """:func:`integrate_alpha` without threads (small batches: thread start-up costs more than it saves)."""
-    out = np.zeros((params.shape[0], times.shape[0]))
-    for i in range(params.shape[0]):
-        _integrate_row(params[i], times, dalpha, out[i])
-    return out
+_integrate_alpha_parallel, _integrate_alpha_serial = twin_kernels(_integrate_alpha)
 
 
 def integrate_alpha(params: np.ndarray, times: np.ndarray, dalpha: float) -> np.ndarray:

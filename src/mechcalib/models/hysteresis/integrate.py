@@ -30,10 +30,12 @@ located switch evaluate it elsewhere.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numba as nb
 import numpy as np
 
+from .._twins import twin_kernels
 from .laws import (
     is_bilinear,
     on_yield_surface,
@@ -48,11 +50,40 @@ OK, DIVERGED = 0, 1
 _HUGE = 1e100
 
 
+class ForceHistory(NamedTuple):
+    """The force history ``F(t)`` of a batch (one for all sets), scaling the load pattern ``p``.
+
+    ``mode`` 0: ``amp sin(omega t)`` (``amp`` [N], ``omega`` [rad/s]); mode 1: the table ``t`` ``(k,)`` [s],
+    ``values`` ``(k,)`` [N] interpolated linearly and held at its end values outside it (mode 0 ignores it).
+    """
+
+    mode: int
+    amp: float
+    omega: float
+    t: np.ndarray
+    values: np.ndarray
+
+
+class Records(NamedTuple):
+    """The output records of one set (or, with a leading ``(N,)`` axis, of a batch) at the ``n_out`` samples:
+    displacements ``u`` [m], velocities ``v`` [m/s], accelerations ``acc`` [m/s^2] of the ``n`` degrees of
+    freedom ``(n_out, n)``; restoring forces ``r`` [N] and dissipated energies ``eps`` (eq. 14) [J] of the
+    ``m`` components ``(n_out, m)``. Units as the system's (SI in the models)."""
+
+    u: np.ndarray
+    v: np.ndarray
+    acc: np.ndarray
+    r: np.ndarray
+    eps: np.ndarray
+
+
 @nb.njit(cache=True, inline="always")
-def force_at(t: float, mode: int, amp: float, omega: float, ft: np.ndarray, fv: np.ndarray) -> float:
-    """``F(t)``: ``amp sin(omega t)`` (mode 0) or the table ``(ft, fv)`` interpolated linearly (mode 1)."""
-    if mode == 0:
-        return amp * math.sin(omega * t)
+def force_at(t: float, force: ForceHistory) -> float:
+    """``F(t)`` of a :class:`ForceHistory`: ``amp sin(omega t)`` (mode 0) or its table interpolated (mode 1)."""
+    if force.mode == 0:
+        return force.amp * math.sin(force.omega * t)
+    ft = force.t
+    fv = force.values
     if t <= ft[0]:
         return fv[0]
     if t >= ft[ft.size - 1]:
@@ -63,11 +94,11 @@ def force_at(t: float, mode: int, amp: float, omega: float, ft: np.ndarray, fv: 
 
 
 @nb.njit(cache=True)
-def force_grid(mode: int, amp: float, omega: float, ft: np.ndarray, fv: np.ndarray, h: float, n_steps: int):
+def force_grid(force: ForceHistory, h: float, n_steps: int):
     """``F`` at the RK4 stage times of the fixed grid, ``t = j h / 2`` for ``j = 0 ... 2 n_steps``."""
     out = np.empty(2 * n_steps + 1)
     for j in range(out.size):
-        out[j] = force_at(0.5 * h * j, mode, amp, omega, ft, fv)
+        out[j] = force_at(0.5 * h * j, force)
     return out
 
 
@@ -187,9 +218,10 @@ def _first_event(X, D, X1, D1, hs, n, m, laws, a, T, s, p):
 
 
 @nb.njit(cache=True)
-def _integrate_one(laws, a, S, T, Fg, fmode, famp, fom, ft, fv, h, n_out, substeps, literal, U, V, Acc, R, Eps):
-    """One parameter set (see :func:`integrate_batch`); fills the ``(n_out, .)`` records, returns
-    ``(status, located events)``. ``Fg``: the force at the grid's stage times (:func:`force_grid`)."""
+def _integrate_one(laws, a, S, T, Fg, force, h, n_out, substeps, literal, rec):
+    """One parameter set (see :func:`integrate_batch`); fills its :class:`Records` ``rec``, returns
+    ``(status, located events)``. ``Fg``: the force at the grid's stage times (:func:`force_grid`) of the
+    :class:`ForceHistory` ``force``."""
     n = S.shape[0]
     m = T.shape[0]
     q = 2 * n + 2 * m
@@ -219,7 +251,7 @@ def _integrate_one(laws, a, S, T, Fg, fmode, famp, fom, ft, fv, h, n_out, subste
                 while True:
                     hs = t_end - t
                     # a step from the grid point takes its stage forces from the grid
-                    F_mid = Fg[2 * step + 1] if nev == 0 else force_at(t + 0.5 * hs, fmode, famp, fom, ft, fv)
+                    F_mid = Fg[2 * step + 1] if nev == 0 else force_at(t + 0.5 * hs, force)
                     _rk4(X, D, hs, F_mid, F_end, X1, D1, K2, K3, K4, Xt, n, m, laws, a, S, T, s, p, literal)
                     which = -1
                     if not literal and nev < MAX_EVENTS_PER_STEP:
@@ -233,8 +265,8 @@ def _integrate_one(laws, a, S, T, Fg, fmode, famp, fom, ft, fv, h, n_out, subste
                     he = theta * hs
                     if he > 0.0:
                         te = t + he if theta < 1.0 else t_end
-                        Fm = force_at(t + 0.5 * he, fmode, famp, fom, ft, fv)
-                        Fe = F_end if theta >= 1.0 else force_at(te, fmode, famp, fom, ft, fv)
+                        Fm = force_at(t + 0.5 * he, force)
+                        Fe = F_end if theta >= 1.0 else force_at(te, force)
                         _rk4(X, D, he, Fm, Fe, X1, D1, K2, K3, K4, Xt, n, m, laws, a, S, T, s, p, literal)
                         for j in range(q):
                             X[j] = X1[j]
@@ -247,7 +279,7 @@ def _integrate_one(laws, a, S, T, Fg, fmode, famp, fom, ft, fv, h, n_out, subste
                         p[c] = 1
                         yc, _, _ = _component_kinematics(X, D, c, n, T)
                         X[2 * n + c] = on_yield_surface(laws[c], a, c, yc, s[c])
-                    Ft = F_end if t >= t_end else force_at(t, fmode, famp, fom, ft, fv)
+                    Ft = F_end if t >= t_end else force_at(t, force)
                     _rhs(Ft, X, D, n, m, laws, a, S, T, s, p, literal)
                     nev += 1
                     n_events += 1
@@ -257,64 +289,46 @@ def _integrate_one(laws, a, S, T, Fg, fmode, famp, fom, ft, fv, h, n_out, subste
                 if not abs(X[j]) < _HUGE:
                     return DIVERGED, n_events
         for j in range(n):
-            U[k, j] = X[j]
-            V[k, j] = X[n + j]
-            Acc[k, j] = D[n + j]
+            rec.u[k, j] = X[j]
+            rec.v[k, j] = X[n + j]
+            rec.acc[k, j] = D[n + j]
         for c in range(m):
-            R[k, c] = X[2 * n + c]
-            Eps[k, c] = X[2 * n + m + c]
+            rec.r[k, c] = X[2 * n + c]
+            rec.eps[k, c] = X[2 * n + m + c]
     return OK, n_events
 
 
 @nb.njit(cache=True)
 def _outputs(N, n_out, n, m):
-    """A batch's output records (NaN-filled), status and event counts."""
-    return (
-        np.full((N, n_out, n), np.nan),
-        np.full((N, n_out, n), np.nan),
-        np.full((N, n_out, n), np.nan),
-        np.full((N, n_out, m), np.nan),
-        np.full((N, n_out, m), np.nan),
-        np.zeros(N, dtype=np.int64),
-        np.zeros(N, dtype=np.int64),
-    )
+    """A batch's output :class:`Records` (NaN-filled, leading axis ``N``), status and event counts."""
+    rec = Records(np.full((N, n_out, n), np.nan), np.full((N, n_out, n), np.nan), np.full((N, n_out, n), np.nan),
+                  np.full((N, n_out, m), np.nan), np.full((N, n_out, m), np.nan))
+    return rec, np.zeros(N, dtype=np.int64), np.zeros(N, dtype=np.int64)
 
 
 @nb.njit(cache=True)
-def _prepare(N, n_out, n, m, fmode, famp, fom, ft, fv, h, substeps):
+def _prepare(N, n_out, n, m, force, h, substeps):
     """Output records and the force grid of a batch."""
-    return _outputs(N, n_out, n, m), force_grid(fmode, famp, fom, ft, fv, h, (n_out - 1) * substeps)
+    return _outputs(N, n_out, n, m), force_grid(force, h, (n_out - 1) * substeps)
 
 
 # The per-set status is stored by plain assignments in the loop body and the output tuple is built after the
 # loop: under ``prange`` a tuple-target store (``status[i], events[i] = f()``), or one made inside an inlined
 # helper that unpacks the output tuple, is silently lost (numba 0.6x), while the record arrays survive.
-@nb.njit(parallel=True, cache=True)
-def _batch_parallel(laws, A, S, T, fmode, famp, fom, ft, fv, dt_out, n_out, substeps, literal):
+def _batch(laws, A, S, T, force, dt_out, n_out, substeps, literal):
+    """The general kernel over a batch (:func:`integrate_batch`), compiled threaded and serial."""
     h = dt_out / substeps
-    out, Fg = _prepare(A.shape[0], n_out, S.shape[1], T.shape[0], fmode, famp, fom, ft, fv, h, substeps)
-    U, V, Acc, R, Eps, status, events = out
+    out, Fg = _prepare(A.shape[0], n_out, S.shape[1], T.shape[0], force, h, substeps)
+    (U, V, Acc, R, Eps), status, events = out  # arrays, not the tuple: parfors cannot pass this one in
     for i in nb.prange(A.shape[0]):
-        st, ne = _integrate_one(
-            laws, A[i], S[i], T, Fg, fmode, famp, fom, ft, fv, h, n_out, substeps, literal, U[i], V[i], Acc[i], R[i], Eps[i]
-        )
+        st, ne = _integrate_one(laws, A[i], S[i], T, Fg, force, h, n_out, substeps, literal,
+                                Records(U[i], V[i], Acc[i], R[i], Eps[i]))
         status[i] = st
         events[i] = ne
     return U, V, Acc, R, Eps, status, events
 
 
-@nb.njit(cache=True)
-def _batch_serial(laws, A, S, T, fmode, famp, fom, ft, fv, dt_out, n_out, substeps, literal):
-    h = dt_out / substeps
-    out, Fg = _prepare(A.shape[0], n_out, S.shape[1], T.shape[0], fmode, famp, fom, ft, fv, h, substeps)
-    U, V, Acc, R, Eps, status, events = out
-    for i in range(A.shape[0]):
-        st, ne = _integrate_one(
-            laws, A[i], S[i], T, Fg, fmode, famp, fom, ft, fv, h, n_out, substeps, literal, U[i], V[i], Acc[i], R[i], Eps[i]
-        )
-        status[i] = st
-        events[i] = ne
-    return U, V, Acc, R, Eps, status, events
+_batch_parallel, _batch_serial = twin_kernels(_batch)
 
 
 # --------------------------------------------------------------------------------------------
@@ -353,10 +367,13 @@ def _rk4_1(u, v, r, e, du, dv, dr, de, h, Fm, Fe, law, a, k, c, b, g, tt, s, p, 
 
 
 @nb.njit(cache=True, inline="always")
-def _emit_inside(i, ti, ta, L, u0, v0, r0, e0, a0, dr0, de0, u1, v1, r1, e1, a1, dr1, de1, b, F, k, c, g, U, V, Acc, R, Eps):
-    """Sample ``i`` at ``ti`` inside a piece ``[ta, ta + L]`` of a step: ``u`` (and ``u'``) on the quintic
-    Hermite interpolant of ``u, u', u''`` at both ends, ``r`` and ``eps`` on cubic ones, ``u''`` from the
-    equation of motion at the interpolated state (``F`` the force at ``ti``)."""
+def _emit_inside(i, ti, ta, L, end0, end1, b, F, k, c, g, rec):
+    """Sample ``i`` at ``ti`` inside a piece ``[ta, ta + L]`` of a step into the :class:`Records` ``rec``:
+    ``u`` (and ``u'``) on the quintic Hermite interpolant of ``u, u', u''`` at both ends, ``r`` and ``eps`` on
+    cubic ones, ``u''`` from the equation of motion at the interpolated state (``F`` the force at ``ti``).
+    ``end0``, ``end1``: ``(u, u', r, eps, u'', r', eps')`` at the two ends."""
+    u0, v0, r0, e0, a0, dr0, de0 = end0
+    u1, v1, r1, e1, a1, dr1, de1 = end1
     x = (ti - ta) / L
     x2 = x * x
     x3 = x2 * x
@@ -379,15 +396,15 @@ def _emit_inside(i, ti, ta, L, u0, v0, r0, e0, a0, dr0, de0, u1, v1, r1, e1, a1,
         + (-12.0 * x2 + 28.0 * x3 - 15.0 * x4) * v1
     )
     r = _hermite(x, r0, dr0 * L, r1, dr1 * L)
-    U[i, 0] = u
-    V[i, 0] = v
-    R[i, 0] = r
-    Eps[i, 0] = _hermite(x, e0, de0 * L, e1, de1 * L)
-    Acc[i, 0] = b * F - (k * u + c * v) - g * r
+    rec.u[i, 0] = u
+    rec.v[i, 0] = v
+    rec.r[i, 0] = r
+    rec.eps[i, 0] = _hermite(x, e0, de0 * L, e1, de1 * L)
+    rec.acc[i, 0] = b * F - (k * u + c * v) - g * r
 
 
 @nb.njit(cache=True)
-def _integrate_sdof(law, a, S, tt, fmode, famp, fom, ft, fv, dt_out, n_out, substeps, per_step, Fg, literal, U, V, Acc, R, Eps):
+def _integrate_sdof(law, a, S, tt, force, dt_out, n_out, substeps, per_step, Fg, literal, rec):
     """:func:`_integrate_one` for ``n = m = 1`` (``S`` the ``(1, 4)`` system row, ``tt = T[0, 0]``).
 
     Steps of ``h = dt_out * per_step / substeps`` (``per_step`` output samples per step, or ``substeps``
@@ -403,7 +420,7 @@ def _integrate_sdof(law, a, S, tt, fmode, famp, fom, ft, fv, dt_out, n_out, subs
     t = 0.0
     du, dv, dr, de = _rhs1(Fg[0], u, v, r, e, law, a, k, c, b, g, tt, s, p, literal)
     s = -1.0 if tt * dv < 0.0 else 1.0
-    U[0, 0], V[0, 0], Acc[0, 0], R[0, 0], Eps[0, 0] = u, v, dv, r, e
+    rec.u[0, 0], rec.v[0, 0], rec.acc[0, 0], rec.r[0, 0], rec.eps[0, 0] = u, v, dv, r, e
     nxt = 1  # the next sample to write
     bil = is_bilinear(law)
     n_events = 0
@@ -414,7 +431,7 @@ def _integrate_sdof(law, a, S, tt, fmode, famp, fom, ft, fv, dt_out, n_out, subs
         nev = 0
         while True:
             hs = t_end - t
-            F_mid = Fg[2 * step + 1] if nev == 0 else force_at(t + 0.5 * hs, fmode, famp, fom, ft, fv)
+            F_mid = Fg[2 * step + 1] if nev == 0 else force_at(t + 0.5 * hs, force)
             u1, v1, r1, e1, du1, dv1, dr1, de1 = _rk4_1(
                 u, v, r, e, du, dv, dr, de, hs, F_mid, F_end, law, a, k, c, b, g, tt, s, p, literal
             )
@@ -440,8 +457,8 @@ def _integrate_sdof(law, a, S, tt, fmode, famp, fom, ft, fv, dt_out, n_out, subs
                     te = t
                 else:
                     te = t + he if theta < 1.0 else t_end
-                    Fm = force_at(t + 0.5 * he, fmode, famp, fom, ft, fv)
-                    Fe = F_end if theta >= 1.0 else force_at(te, fmode, famp, fom, ft, fv)
+                    Fm = force_at(t + 0.5 * he, force)
+                    Fe = F_end if theta >= 1.0 else force_at(te, force)
                     u1, v1, r1, e1, du1, dv1, dr1, de1 = _rk4_1(
                         u, v, r, e, du, dv, dr, de, he, Fm, Fe, law, a, k, c, b, g, tt, s, p, literal
                     )
@@ -449,8 +466,8 @@ def _integrate_sdof(law, a, S, tt, fmode, famp, fom, ft, fv, dt_out, n_out, subs
             while nxt < last and nxt < n_out and te > t and nxt * dt_out <= te:
                 ti = nxt * dt_out
                 _emit_inside(
-                    nxt, ti, t, te - t, u, v, r, e, dv, dr, de, u1, v1, r1, e1, dv1, dr1, de1,
-                    b, force_at(ti, fmode, famp, fom, ft, fv), k, c, g, U, V, Acc, R, Eps,
+                    nxt, ti, t, te - t, (u, v, r, e, dv, dr, de), (u1, v1, r1, e1, dv1, dr1, de1),
+                    b, force_at(ti, force), k, c, g, rec,
                 )
                 nxt += 1
             if kind < 0:
@@ -466,7 +483,7 @@ def _integrate_sdof(law, a, S, tt, fmode, famp, fom, ft, fv, dt_out, n_out, subs
             else:
                 p = 1
                 r = on_yield_surface(law, a, 0, tt * u, s)
-            Ft = F_end if t >= t_end else force_at(t, fmode, famp, fom, ft, fv)
+            Ft = F_end if t >= t_end else force_at(t, force)
             du, dv, dr, de = _rhs1(Ft, u, v, r, e, law, a, k, c, b, g, tt, s, p, literal)
             nev += 1
             n_events += 1
@@ -475,44 +492,33 @@ def _integrate_sdof(law, a, S, tt, fmode, famp, fom, ft, fv, dt_out, n_out, subs
         if not (abs(u) < _HUGE and abs(v) < _HUGE and abs(r) < _HUGE and abs(e) < _HUGE):
             return DIVERGED, n_events
         if nxt == last and nxt < n_out and (last * substeps) == (step + 1) * per_step:  # a sample at the step's end
-            U[nxt, 0], V[nxt, 0], Acc[nxt, 0], R[nxt, 0], Eps[nxt, 0] = u, v, dv, r, e
+            rec.u[nxt, 0], rec.v[nxt, 0], rec.acc[nxt, 0], rec.r[nxt, 0], rec.eps[nxt, 0] = u, v, dv, r, e
             nxt += 1
     return OK, n_events
 
 
 @nb.njit(cache=True)
-def _prepare_sdof(N, n_out, fmode, famp, fom, ft, fv, dt_out, substeps, per_step):
+def _prepare_sdof(N, n_out, force, dt_out, substeps, per_step):
     h = dt_out * per_step / substeps
     n_steps = ((n_out - 1) * substeps + per_step - 1) // per_step
-    return _outputs(N, n_out, 1, 1), force_grid(fmode, famp, fom, ft, fv, h, n_steps)
+    return _outputs(N, n_out, 1, 1), force_grid(force, h, n_steps)
 
 
-@nb.njit(parallel=True, cache=True)
-def _sdof_parallel(laws, A, S, T, fmode, famp, fom, ft, fv, dt_out, n_out, substeps, per_step, literal):
-    out, Fg = _prepare_sdof(A.shape[0], n_out, fmode, famp, fom, ft, fv, dt_out, substeps, per_step)
-    U, V, Acc, R, Eps, status, events = out
+def _sdof(laws, A, S, T, force, dt_out, n_out, substeps, per_step, literal):
+    """The scalar kernel over a batch (:func:`integrate_batch`), compiled threaded and serial."""
+    out, Fg = _prepare_sdof(A.shape[0], n_out, force, dt_out, substeps, per_step)
+    (U, V, Acc, R, Eps), status, events = out  # arrays, not the tuple: parfors cannot pass this one in
     for i in nb.prange(A.shape[0]):
         st, ne = _integrate_sdof(
-            laws[0], A[i], S[i], T[0, 0], fmode, famp, fom, ft, fv, dt_out, n_out, substeps, per_step, Fg, literal,
-            U[i], V[i], Acc[i], R[i], Eps[i],
+            laws[0], A[i], S[i], T[0, 0], force, dt_out, n_out, substeps, per_step, Fg, literal,
+            Records(U[i], V[i], Acc[i], R[i], Eps[i]),
         )
         status[i] = st
         events[i] = ne
     return U, V, Acc, R, Eps, status, events
 
 
-@nb.njit(cache=True)
-def _sdof_serial(laws, A, S, T, fmode, famp, fom, ft, fv, dt_out, n_out, substeps, per_step, literal):
-    out, Fg = _prepare_sdof(A.shape[0], n_out, fmode, famp, fom, ft, fv, dt_out, substeps, per_step)
-    U, V, Acc, R, Eps, status, events = out
-    for i in range(A.shape[0]):
-        st, ne = _integrate_sdof(
-            laws[0], A[i], S[i], T[0, 0], fmode, famp, fom, ft, fv, dt_out, n_out, substeps, per_step, Fg, literal,
-            U[i], V[i], Acc[i], R[i], Eps[i],
-        )
-        status[i] = st
-        events[i] = ne
-    return U, V, Acc, R, Eps, status, events
+_sdof_parallel, _sdof_serial = twin_kernels(_sdof)
 
 
 def system_rows(Minv_K: np.ndarray, Minv_C: np.ndarray, Minv_p: np.ndarray, Minv_Tt: np.ndarray) -> np.ndarray:
@@ -546,7 +552,7 @@ def integrate_batch(
         A: ``(N, m, MAX_PARAMS)`` effective law parameters per set and component (SI units).
         S: ``(N, n, 2n + 1 + m)`` system rows ``[M^-1 K | M^-1 C | M^-1 p | M^-1 T^T]`` (:func:`system_rows`).
         T: ``(m, n)`` component kinematics ``y = T u``.
-        fmode, famp, fom, ft, fv: force history (see :func:`force_at`).
+        fmode, famp, fom, ft, fv: force history (the fields of :class:`ForceHistory`).
         dt_out, n_out: output interval and number of samples (the first at ``t = 0``).
         substeps: RK4 steps per output interval.
         locate_events: freeze and locate switches (default scheme) or integrate eq. 1 literally.
@@ -569,16 +575,15 @@ def integrate_batch(
             f"samples_per_step={samples_per_step!r} needs one degree of freedom, one component, substeps=1 "
             f"and the scalar kernel (got n={S.shape[1]}, m={T.shape[0]}, substeps={substeps}, general={general})"
         )
+    force = ForceHistory(
+        int(fmode), float(famp), float(fom), np.ascontiguousarray(ft, dtype=float), np.ascontiguousarray(fv, dtype=float)
+    )
     args = (
         np.ascontiguousarray(laws, dtype=np.int64),
         np.ascontiguousarray(A, dtype=float),
         np.ascontiguousarray(S, dtype=float),
         np.ascontiguousarray(T, dtype=float),
-        int(fmode),
-        float(famp),
-        float(fom),
-        np.ascontiguousarray(ft, dtype=float),
-        np.ascontiguousarray(fv, dtype=float),
+        force,
         float(dt_out),
         int(n_out),
         int(substeps),

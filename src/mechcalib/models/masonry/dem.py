@@ -34,6 +34,9 @@ unbalanced force of a free block is below ``eq_tol`` times the mean block weight
 largest block's radius of gyration), then velocities are zeroed,
 the equilibrated state becomes the reference, and the plate (one-sided spring ``kp`` along a fixed
 direction, through a roller) is driven at constant velocity for ``duration`` seconds.
+
+The numba kernels and the named tuples bundling their arguments live in :mod:`.kernels`; this module packs
+an assembly into arrays and runs batches.
 """
 
 from __future__ import annotations
@@ -41,16 +44,35 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numba as nb
 import numpy as np
 
 from ...errors import ConfigurationError
 from .geometry import Assembly, contact_layout
+from .kernels import (
+    DIVERGED,
+    NOT_EQUILIBRATED,
+    OK,
+    S_DISP,
+    S_FORCE,
+    S_KE,
+    S_TIME,
+    S_TRACK,
+    Blocks,
+    Contacts,
+    Controls,
+    Loading,
+    Outputs,
+    _run_batch,
+    contact_forces,
+    integrate,
+    run_one,
+)
 
-# status codes of a run
-OK, NOT_EQUILIBRATED, DIVERGED = 0, 1, 2
-# columns of the sample array
-S_TIME, S_DISP, S_FORCE, S_KE, S_TRACK = 0, 1, 2, 3, 4
+__all__ = [
+    "DIVERGED", "NOT_EQUILIBRATED", "OK", "S_DISP", "S_FORCE", "S_KE", "S_TIME", "S_TRACK", "BatchResult", "Blocks",
+    "Contacts", "Controls", "DemSystem", "Loading", "Outputs", "build_system", "contact_forces", "integrate",
+    "run_batch", "run_one", "stable_dt", "stiffness_matrix",
+]
 
 
 @dataclass(frozen=True)
@@ -195,255 +217,6 @@ def stable_dt(system: DemSystem, kn: float, ks: float, kp: float = 0.0, factor: 
     return factor * 2.0 / math.sqrt(lam)
 
 
-# --------------------------------------------------------------------------------------------
-# Kernels
-# --------------------------------------------------------------------------------------------
-@nb.njit(cache=True)
-def contact_forces(pos, vel, F, fn, fs, slip, ca, cb, node, face0, tangent, normal, face_len, kna, ksa, mu,
-                   rounding, dt, rot):
-    """Add the sub-contact forces of state ``pos``/``vel`` (``(nb, 3)``) to ``F`` (``(nb, 3)``); update the
-    stored normal ``fn``, shear ``fs`` and accumulated plastic slip ``slip`` (``(nc,)``). ``kna``, ``ksa``:
-    sub-contact stiffnesses [N/m] (``(nc,)``); ``mu = tan(phi)``; ``rot`` ``(nb, 2)``: work space."""
-    for b in range(pos.shape[0]):
-        rot[b, 0] = math.cos(pos[b, 2])
-        rot[b, 1] = math.sin(pos[b, 2])
-    for k in range(ca.size):
-        a, b = ca[k], cb[k]
-        caa, saa = rot[a, 0], rot[a, 1]
-        cbb, sbb = rot[b, 0], rot[b, 1]
-        rax = caa * node[k, 0] - saa * node[k, 1]
-        ray = saa * node[k, 0] + caa * node[k, 1]
-        px, py = pos[a, 0] + rax, pos[a, 1] + ray
-        qx = pos[b, 0] + cbb * face0[k, 0] - sbb * face0[k, 1]
-        qy = pos[b, 1] + sbb * face0[k, 0] + cbb * face0[k, 1]
-        tx = cbb * tangent[k, 0] - sbb * tangent[k, 1]
-        ty = sbb * tangent[k, 0] + cbb * tangent[k, 1]
-        nx = cbb * normal[k, 0] - sbb * normal[k, 1]
-        ny = sbb * normal[k, 0] + cbb * normal[k, 1]
-        dx, dy = px - qx, py - qy
-        gap = dx * nx + dy * ny
-        sp = dx * tx + dy * ty
-        L = face_len[k]
-        if gap >= 0.0 or sp < -rounding * L or sp > (1.0 + rounding) * L:
-            fn[k] = 0.0
-            fs[k] = 0.0
-            continue
-        n_force = -kna[k] * gap
-        rbx, rby = px - pos[b, 0], py - pos[b, 1]
-        vrx = (vel[a, 0] - vel[a, 2] * ray) - (vel[b, 0] - vel[b, 2] * rby)
-        vry = (vel[a, 1] + vel[a, 2] * rax) - (vel[b, 1] + vel[b, 2] * rbx)
-        dus = (vrx * tx + vry * ty) * dt
-        s_force = fs[k] - ksa[k] * dus
-        cap = mu * n_force
-        if s_force > cap:
-            slip[k] += abs(s_force - cap) / ksa[k]
-            s_force = cap
-        elif s_force < -cap:
-            slip[k] += abs(s_force + cap) / ksa[k]
-            s_force = -cap
-        fn[k] = n_force
-        fs[k] = s_force
-        fx = n_force * nx + s_force * tx
-        fy = n_force * ny + s_force * ty
-        F[a, 0] += fx
-        F[a, 1] += fy
-        F[a, 2] += rax * fy - ray * fx
-        F[b, 0] -= fx
-        F[b, 1] -= fy
-        F[b, 2] -= rbx * fy - rby * fx
-
-
-@nb.njit(cache=True)
-def _point(pos, blk, p):
-    c, s = math.cos(pos[blk, 2]), math.sin(pos[blk, 2])
-    rx = c * p[0] - s * p[1]
-    ry = s * p[0] + c * p[1]
-    return pos[blk, 0] + rx, pos[blk, 1] + ry, rx, ry
-
-
-@nb.njit(cache=True)
-def integrate(pos, vel, F, mass, inertia, free, alpha, dt):
-    """Central-difference update with Cundall's local damping ``-alpha |F| sign(v)`` per DOF (in place)."""
-    for b in range(mass.size):
-        if free[b] == 0:
-            continue
-        for d in range(3):
-            f = F[b, d]
-            v = vel[b, d]
-            if v > 0.0:
-                f -= alpha * abs(f)
-            elif v < 0.0:
-                f += alpha * abs(f)
-            m = inertia[b] if d == 2 else mass[b]
-            vel[b, d] = v + f / m * dt
-            pos[b, d] += vel[b, d] * dt
-
-
-@nb.njit(cache=True)
-def _gravity(F, mass, free, gx, gy):
-    for b in range(mass.size):
-        F[b, 0] = mass[b] * gx * free[b]
-        F[b, 1] = mass[b] * gy * free[b]
-        F[b, 2] = 0.0
-
-
-@nb.njit(cache=True)
-def _kinetic(vel, mass, inertia, free):
-    e = 0.0
-    for b in range(mass.size):
-        if free[b]:
-            e += 0.5 * (mass[b] * (vel[b, 0] ** 2 + vel[b, 1] ** 2) + inertia[b] * vel[b, 2] ** 2)
-    return e
-
-
-@nb.njit(cache=True)
-def run_one(mass, inertia, free, centroid, ca, cb, node, face0, tangent, normal, face_len, area,
-            kn, ks, mu, kp, dt, alpha, gx, gy, rounding, eq_max, eq_tol, eq_check,
-            load_block, load_point, load_dir, velocity, duration, vel0, track_block, track_point,
-            samples, pos_eq, pos_peak, pos_end, fn_end, fs_end, slip_end, info):
-    """Simulate one parameter set; results go into the output arrays (see :func:`run_batch`)."""
-    nb_, nc = mass.size, ca.size
-    pos = np.zeros((nb_, 3))
-    pos[:, 0] = centroid[:, 0]
-    pos[:, 1] = centroid[:, 1]
-    vel = np.zeros((nb_, 3))
-    F = np.zeros((nb_, 3))
-    fn = np.zeros(nc)
-    fs = np.zeros(nc)
-    slip = np.zeros(nc)
-    rot = np.zeros((nb_, 2))
-    kna = kn * area
-    ksa = ks * area
-    status = OK
-    # reference forces for the equilibrium ratio
-    wsum, nfree, asum = 0.0, 0, 0.0
-    for b in range(nb_):
-        if free[b]:
-            wsum += mass[b] * math.sqrt(gx * gx + gy * gy)
-            nfree += 1
-            asum += mass[b]
-    wref = wsum / max(nfree, 1)
-    lref = math.sqrt(max(1e-30, inertia.max() / max(mass.max(), 1e-30)))
-    # ---- phase 1: self-weight equilibrium
-    ratio = 0.0
-    eq_steps = 0
-    if eq_max > 0 and wref > 0.0:
-        ratio = 1e300
-        for it in range(eq_max):
-            _gravity(F, mass, free, gx, gy)
-            contact_forces(pos, vel, F, fn, fs, slip, ca, cb, node, face0, tangent, normal, face_len, kna, ksa, mu,
-                           rounding, dt, rot)
-            eq_steps = it + 1
-            if it % eq_check == 0:
-                ratio = 0.0
-                for b in range(nb_):
-                    if free[b]:
-                        r = max(math.sqrt(F[b, 0] ** 2 + F[b, 1] ** 2), abs(F[b, 2]) / lref) / wref
-                        ratio = max(ratio, r)
-                if ratio < eq_tol:
-                    break
-            integrate(pos, vel, F, mass, inertia, free, alpha, dt)
-            if not math.isfinite(pos[0, 0] + pos[nb_ - 1, 1]):
-                break
-        if ratio >= eq_tol:
-            status = NOT_EQUILIBRATED
-    for b in range(nb_):
-        for d in range(3):
-            vel[b, d] = vel0[b, d]
-            pos_eq[b, d] = pos[b, d]
-            pos_peak[b, d] = pos[b, d]
-    for k in range(nc):
-        slip[k] = 0.0
-    # ---- phase 2: displacement-controlled loading
-    ntr = track_block.size
-    tr0 = np.zeros((ntr, 2))
-    for j in range(ntr):
-        x, y, _, _ = _point(pos, track_block[j], track_point[j])
-        tr0[j, 0], tr0[j, 1] = x, y
-    p0x, p0y = 0.0, 0.0
-    if load_block >= 0:
-        p0x, p0y, _, _ = _point(pos, load_block, load_point)
-    # a whole number of steps between samples, so that every sample falls on its nominal time
-    n_samples = samples.shape[0]
-    if duration > 0 and n_samples > 1:
-        per = max(1, math.ceil(duration / (dt * (n_samples - 1)) - 1e-9))
-        n_steps = per * (n_samples - 1)
-    else:
-        per = 1
-        n_steps = max(1, math.ceil(duration / dt - 1e-9)) if duration > 0 else 0
-    dtl = duration / n_steps if n_steps > 0 else dt
-    js = 0
-    peak = -1.0
-    for it in range(n_steps + 1):
-        t = it * dtl
-        u = velocity * t
-        _gravity(F, mass, free, gx, gy)
-        contact_forces(pos, vel, F, fn, fs, slip, ca, cb, node, face0, tangent, normal, face_len, kna, ksa, mu,
-                       rounding, dtl, rot)
-        fp = 0.0
-        if load_block >= 0:
-            x, y, rx, ry = _point(pos, load_block, load_point)
-            pen = (p0x + load_dir[0] * u - x) * load_dir[0] + (p0y + load_dir[1] * u - y) * load_dir[1]
-            if pen > 0.0:
-                fp = kp * pen
-                fx, fy = fp * load_dir[0], fp * load_dir[1]
-                F[load_block, 0] += fx
-                F[load_block, 1] += fy
-                F[load_block, 2] += rx * fy - ry * fx
-        if fp > peak:
-            peak = fp
-            for b in range(nb_):
-                for d in range(3):
-                    pos_peak[b, d] = pos[b, d]
-        if js < n_samples and it % per == 0:
-            samples[js, S_TIME] = t
-            samples[js, S_DISP] = u
-            samples[js, S_FORCE] = fp
-            samples[js, S_KE] = _kinetic(vel, mass, inertia, free)
-            for j in range(ntr):
-                x, y, _, _ = _point(pos, track_block[j], track_point[j])
-                samples[js, S_TRACK + 2 * j] = x - tr0[j, 0]
-                samples[js, S_TRACK + 2 * j + 1] = y - tr0[j, 1]
-            js += 1
-        if it == n_steps:
-            break
-        integrate(pos, vel, F, mass, inertia, free, alpha, dtl)
-        bad = False
-        for b in range(nb_):
-            if not (math.isfinite(pos[b, 0]) and math.isfinite(pos[b, 1]) and math.isfinite(pos[b, 2])):
-                bad = True
-        if bad:
-            status = DIVERGED
-            break
-    for j in range(js, n_samples):
-        for c in range(samples.shape[1]):
-            samples[j, c] = np.nan
-    for b in range(nb_):
-        for d in range(3):
-            pos_end[b, d] = pos[b, d]
-    for k in range(nc):
-        fn_end[k] = fn[k]
-        fs_end[k] = fs[k]
-        slip_end[k] = slip[k]
-    info[0] = status
-    info[1] = eq_steps
-    info[2] = ratio
-    info[3] = n_steps
-    info[4] = dtl
-
-
-@nb.njit(parallel=True, cache=True)
-def _run_batch(mass, inertia, free, centroid, ca, cb, node, face0, tangent, normal, face_len, area,
-               kn, ks, mu, kp, dt, alpha, gx, gy, rounding, eq_max, eq_tol, eq_check,
-               load_block, load_point, load_dir, velocity, duration, vel0, track_block, track_point,
-               samples, pos_eq, pos_peak, pos_end, fn_end, fs_end, slip_end, info):
-    for i in nb.prange(kn.size):
-        run_one(mass, inertia, free, centroid, ca, cb, node, face0, tangent, normal, face_len, area,
-                kn[i], ks[i], mu[i], kp[i], dt[i], alpha, gx, gy, rounding, eq_max, eq_tol, eq_check,
-                load_block, load_point, load_dir, velocity, duration, vel0, track_block, track_point,
-                samples[i], pos_eq[i], pos_peak[i], pos_end[i], fn_end[i], fs_end[i], slip_end[i], info[i])
-
-
 @dataclass(frozen=True)
 class BatchResult:
     """Outputs of :func:`run_batch` for ``n`` parameter sets.
@@ -532,12 +305,15 @@ def run_batch(
     pos_eq, pos_peak, pos_end = (np.zeros((n, nb_, 3)) for _ in range(3))
     fn, fs, slip = (np.zeros((n, nc)) for _ in range(3))
     info = np.zeros((n, 5))
-    _run_batch(system.mass, system.inertia, system.free, system.centroid, system.ca, system.cb, system.node,
-               system.face0, system.tangent, system.normal, system.face_len, system.area,
-               kn, ks, mu, kp_arr, dt_arr, float(alpha), float(gravity[0]), float(gravity[1]), float(rounding),
-               int(eq_max_steps), float(eq_tol), int(eq_check), int(system.load_block),
-               np.ascontiguousarray(system.load_point, float), np.ascontiguousarray(system.load_dir, float),
-               float(velocity), float(duration), v0, system.track_block, system.track_point,
-               samples, pos_eq, pos_peak, pos_end, fn, fs, slip, info)
+    _run_batch(Blocks(system.mass, system.inertia, system.free, system.centroid),
+               Contacts(system.ca, system.cb, system.node, system.face0, system.tangent, system.normal,
+                        system.face_len, system.area),
+               kn, ks, mu, kp_arr, dt_arr,
+               Controls(float(alpha), float(gravity[0]), float(gravity[1]), float(rounding), int(eq_max_steps),
+                        float(eq_tol), int(eq_check)),
+               Loading(int(system.load_block), np.ascontiguousarray(system.load_point, float),
+                       np.ascontiguousarray(system.load_dir, float), float(velocity), float(duration), v0,
+                       system.track_block, system.track_point),
+               Outputs(samples, pos_eq, pos_peak, pos_end, fn, fs, slip, info))
     return BatchResult(samples, pos_eq, pos_peak, pos_end, fn, fs, slip, info[:, 0].astype(int),
                        info[:, 1].astype(int), info[:, 2], info[:, 3].astype(int), info[:, 4])

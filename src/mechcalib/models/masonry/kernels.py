@@ -1,0 +1,331 @@
+"""The numba kernels of the 2D rigid-block DEM (:mod:`.dem`: the formulation, the Python front end): the
+sub-contact forces, the central-difference step and one run through the self-weight and loading phases, with
+the named tuples that bundle their arguments."""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numba as nb
+import numpy as np
+
+# status codes of a run
+OK, NOT_EQUILIBRATED, DIVERGED = 0, 1, 2
+# columns of the sample array
+S_TIME, S_DISP, S_FORCE, S_KE, S_TRACK = 0, 1, 2, 3, 4
+
+class Blocks(NamedTuple):
+    """``mass`` [kg], ``inertia`` [kg m^2] about the centroid, ``free`` (1 free, 0 fixed) ``(nb,)``; ``centroid``
+    ``(nb, 2)`` [m] in the assembled configuration (as in :class:`DemSystem`)."""
+
+    mass: np.ndarray
+    inertia: np.ndarray
+    free: np.ndarray
+    centroid: np.ndarray
+
+
+class Contacts(NamedTuple):
+    """The ``nc`` sub-contacts (as in :class:`DemSystem`): blocks ``ca``, ``cb`` ``(nc,)``; ``node`` ``(nc, 2)``
+    [m] relative to ``ca``, ``face0`` ``(nc, 2)`` [m] relative to ``cb``, unit ``tangent`` and ``normal``
+    ``(nc, 2)``, ``face_len`` [m] and tributary ``area`` [m^2] ``(nc,)``."""
+
+    ca: np.ndarray
+    cb: np.ndarray
+    node: np.ndarray
+    face0: np.ndarray
+    tangent: np.ndarray
+    normal: np.ndarray
+    face_len: np.ndarray
+    area: np.ndarray
+
+
+class Controls(NamedTuple):
+    """Settings common to a batch: local damping ``alpha``, gravity ``gx``, ``gy`` [m/s^2], ``rounding`` (of a
+    face's ends, relative to its length), self-weight equilibration ``eq_max`` steps, ``eq_tol`` (unbalanced
+    force ratio), ``eq_check`` (steps between checks)."""
+
+    alpha: float
+    gx: float
+    gy: float
+    rounding: float
+    eq_max: int
+    eq_tol: float
+    eq_check: int
+
+
+class Loading(NamedTuple):
+    """The loading phase: plate on block ``load_block`` (-1: none) at ``load_point`` ``(2,)`` [m] from its
+    centroid along the unit ``load_dir`` ``(2,)``, driven at ``velocity`` [m/s] for ``duration`` [s];
+    ``vel0`` ``(nb, 3)`` velocities imposed at its start; tracked points ``track_point`` ``(ntr, 2)`` [m] on
+    blocks ``track_block`` ``(ntr,)``."""
+
+    load_block: int
+    load_point: np.ndarray
+    load_dir: np.ndarray
+    velocity: float
+    duration: float
+    vel0: np.ndarray
+    track_block: np.ndarray
+    track_point: np.ndarray
+
+
+class Outputs(NamedTuple):
+    """The outputs of one set (with a leading ``(n,)`` axis, of a batch), as in :class:`BatchResult`:
+    ``samples`` ``(n_samples, 4 + 2 ntr)``, ``pos_eq``, ``pos_peak``, ``pos_end`` ``(nb, 3)``, ``fn``, ``fs``,
+    ``slip`` ``(nc,)`` and ``info`` ``(5,)`` (status, equilibration steps and ratio, loading steps and step)."""
+
+    samples: np.ndarray
+    pos_eq: np.ndarray
+    pos_peak: np.ndarray
+    pos_end: np.ndarray
+    fn: np.ndarray
+    fs: np.ndarray
+    slip: np.ndarray
+    info: np.ndarray
+
+
+@nb.njit(cache=True)
+def contact_forces(pos, vel, F, fn, fs, slip, contacts, kna, ksa, mu, rounding, dt, rot):
+    """Add the forces of the :class:`Contacts` at state ``pos``/``vel`` (``(nb, 3)``) to ``F`` (``(nb, 3)``);
+    update the stored normal ``fn``, shear ``fs`` and accumulated plastic slip ``slip`` (``(nc,)``). ``kna``,
+    ``ksa``: sub-contact stiffnesses [N/m] (``(nc,)``); ``mu = tan(phi)``; ``rot`` ``(nb, 2)``: work space."""
+    ca, cb, node, face0, tangent, normal, face_len = (contacts.ca, contacts.cb, contacts.node, contacts.face0,
+                                                      contacts.tangent, contacts.normal, contacts.face_len)
+    for b in range(pos.shape[0]):
+        rot[b, 0] = math.cos(pos[b, 2])
+        rot[b, 1] = math.sin(pos[b, 2])
+    for k in range(ca.size):
+        a, b = ca[k], cb[k]
+        caa, saa = rot[a, 0], rot[a, 1]
+        cbb, sbb = rot[b, 0], rot[b, 1]
+        rax = caa * node[k, 0] - saa * node[k, 1]
+        ray = saa * node[k, 0] + caa * node[k, 1]
+        px, py = pos[a, 0] + rax, pos[a, 1] + ray
+        qx = pos[b, 0] + cbb * face0[k, 0] - sbb * face0[k, 1]
+        qy = pos[b, 1] + sbb * face0[k, 0] + cbb * face0[k, 1]
+        tx = cbb * tangent[k, 0] - sbb * tangent[k, 1]
+        ty = sbb * tangent[k, 0] + cbb * tangent[k, 1]
+        nx = cbb * normal[k, 0] - sbb * normal[k, 1]
+        ny = sbb * normal[k, 0] + cbb * normal[k, 1]
+        dx, dy = px - qx, py - qy
+        gap = dx * nx + dy * ny
+        sp = dx * tx + dy * ty
+        L = face_len[k]
+        if gap >= 0.0 or sp < -rounding * L or sp > (1.0 + rounding) * L:
+            fn[k] = 0.0
+            fs[k] = 0.0
+            continue
+        n_force = -kna[k] * gap
+        rbx, rby = px - pos[b, 0], py - pos[b, 1]
+        vrx = (vel[a, 0] - vel[a, 2] * ray) - (vel[b, 0] - vel[b, 2] * rby)
+        vry = (vel[a, 1] + vel[a, 2] * rax) - (vel[b, 1] + vel[b, 2] * rbx)
+        dus = (vrx * tx + vry * ty) * dt
+        s_force = fs[k] - ksa[k] * dus
+        cap = mu * n_force
+        if s_force > cap:
+            slip[k] += abs(s_force - cap) / ksa[k]
+            s_force = cap
+        elif s_force < -cap:
+            slip[k] += abs(s_force + cap) / ksa[k]
+            s_force = -cap
+        fn[k] = n_force
+        fs[k] = s_force
+        fx = n_force * nx + s_force * tx
+        fy = n_force * ny + s_force * ty
+        F[a, 0] += fx
+        F[a, 1] += fy
+        F[a, 2] += rax * fy - ray * fx
+        F[b, 0] -= fx
+        F[b, 1] -= fy
+        F[b, 2] -= rbx * fy - rby * fx
+
+
+@nb.njit(cache=True)
+def _point(pos, blk, p):
+    c, s = math.cos(pos[blk, 2]), math.sin(pos[blk, 2])
+    rx = c * p[0] - s * p[1]
+    ry = s * p[0] + c * p[1]
+    return pos[blk, 0] + rx, pos[blk, 1] + ry, rx, ry
+
+
+@nb.njit(cache=True)
+def integrate(pos, vel, F, mass, inertia, free, alpha, dt):
+    """Central-difference update with Cundall's local damping ``-alpha |F| sign(v)`` per DOF (in place)."""
+    for b in range(mass.size):
+        if free[b] == 0:
+            continue
+        for d in range(3):
+            f = F[b, d]
+            v = vel[b, d]
+            if v > 0.0:
+                f -= alpha * abs(f)
+            elif v < 0.0:
+                f += alpha * abs(f)
+            m = inertia[b] if d == 2 else mass[b]
+            vel[b, d] = v + f / m * dt
+            pos[b, d] += vel[b, d] * dt
+
+
+@nb.njit(cache=True)
+def _gravity(F, mass, free, gx, gy):
+    for b in range(mass.size):
+        F[b, 0] = mass[b] * gx * free[b]
+        F[b, 1] = mass[b] * gy * free[b]
+        F[b, 2] = 0.0
+
+
+@nb.njit(cache=True)
+def _kinetic(vel, mass, inertia, free):
+    e = 0.0
+    for b in range(mass.size):
+        if free[b]:
+            e += 0.5 * (mass[b] * (vel[b, 0] ** 2 + vel[b, 1] ** 2) + inertia[b] * vel[b, 2] ** 2)
+    return e
+
+
+@nb.njit(cache=True)
+def run_one(blocks, contacts, kn, ks, mu, kp, dt, controls, loading, out):
+    """Simulate one parameter set (joint stiffnesses ``kn``, ``ks`` [Pa/m], ``mu = tan(phi)``, plate spring
+    ``kp`` [N/m], time step ``dt`` [s]); results go into the :class:`Outputs` ``out`` (see :func:`run_batch`)."""
+    mass, inertia, free, centroid = blocks
+    ca, area = contacts.ca, contacts.area
+    alpha, gx, gy, rounding, eq_max, eq_tol, eq_check = controls
+    load_block, load_point, load_dir, velocity, duration, vel0, track_block, track_point = loading
+    samples, pos_eq, pos_peak, pos_end, fn_end, fs_end, slip_end, info = out
+    nb_, nc = mass.size, ca.size
+    pos = np.zeros((nb_, 3))
+    pos[:, 0] = centroid[:, 0]
+    pos[:, 1] = centroid[:, 1]
+    vel = np.zeros((nb_, 3))
+    F = np.zeros((nb_, 3))
+    fn = np.zeros(nc)
+    fs = np.zeros(nc)
+    slip = np.zeros(nc)
+    rot = np.zeros((nb_, 2))
+    kna = kn * area
+    ksa = ks * area
+    status = OK
+    # reference forces for the equilibrium ratio
+    wsum, nfree, asum = 0.0, 0, 0.0
+    for b in range(nb_):
+        if free[b]:
+            wsum += mass[b] * math.sqrt(gx * gx + gy * gy)
+            nfree += 1
+            asum += mass[b]
+    wref = wsum / max(nfree, 1)
+    lref = math.sqrt(max(1e-30, inertia.max() / max(mass.max(), 1e-30)))
+    # ---- phase 1: self-weight equilibrium
+    ratio = 0.0
+    eq_steps = 0
+    if eq_max > 0 and wref > 0.0:
+        ratio = 1e300
+        for it in range(eq_max):
+            _gravity(F, mass, free, gx, gy)
+            contact_forces(pos, vel, F, fn, fs, slip, contacts, kna, ksa, mu, rounding, dt, rot)
+            eq_steps = it + 1
+            if it % eq_check == 0:
+                ratio = 0.0
+                for b in range(nb_):
+                    if free[b]:
+                        r = max(math.sqrt(F[b, 0] ** 2 + F[b, 1] ** 2), abs(F[b, 2]) / lref) / wref
+                        ratio = max(ratio, r)
+                if ratio < eq_tol:
+                    break
+            integrate(pos, vel, F, mass, inertia, free, alpha, dt)
+            if not math.isfinite(pos[0, 0] + pos[nb_ - 1, 1]):
+                break
+        if ratio >= eq_tol:
+            status = NOT_EQUILIBRATED
+    for b in range(nb_):
+        for d in range(3):
+            vel[b, d] = vel0[b, d]
+            pos_eq[b, d] = pos[b, d]
+            pos_peak[b, d] = pos[b, d]
+    for k in range(nc):
+        slip[k] = 0.0
+    # ---- phase 2: displacement-controlled loading
+    ntr = track_block.size
+    tr0 = np.zeros((ntr, 2))
+    for j in range(ntr):
+        x, y, _, _ = _point(pos, track_block[j], track_point[j])
+        tr0[j, 0], tr0[j, 1] = x, y
+    p0x, p0y = 0.0, 0.0
+    if load_block >= 0:
+        p0x, p0y, _, _ = _point(pos, load_block, load_point)
+    # a whole number of steps between samples, so that every sample falls on its nominal time
+    n_samples = samples.shape[0]
+    if duration > 0 and n_samples > 1:
+        per = max(1, math.ceil(duration / (dt * (n_samples - 1)) - 1e-9))
+        n_steps = per * (n_samples - 1)
+    else:
+        per = 1
+        n_steps = max(1, math.ceil(duration / dt - 1e-9)) if duration > 0 else 0
+    dtl = duration / n_steps if n_steps > 0 else dt
+    js = 0
+    peak = -1.0
+    for it in range(n_steps + 1):
+        t = it * dtl
+        u = velocity * t
+        _gravity(F, mass, free, gx, gy)
+        contact_forces(pos, vel, F, fn, fs, slip, contacts, kna, ksa, mu, rounding, dtl, rot)
+        fp = 0.0
+        if load_block >= 0:
+            x, y, rx, ry = _point(pos, load_block, load_point)
+            pen = (p0x + load_dir[0] * u - x) * load_dir[0] + (p0y + load_dir[1] * u - y) * load_dir[1]
+            if pen > 0.0:
+                fp = kp * pen
+                fx, fy = fp * load_dir[0], fp * load_dir[1]
+                F[load_block, 0] += fx
+                F[load_block, 1] += fy
+                F[load_block, 2] += rx * fy - ry * fx
+        if fp > peak:
+            peak = fp
+            for b in range(nb_):
+                for d in range(3):
+                    pos_peak[b, d] = pos[b, d]
+        if js < n_samples and it % per == 0:
+            samples[js, S_TIME] = t
+            samples[js, S_DISP] = u
+            samples[js, S_FORCE] = fp
+            samples[js, S_KE] = _kinetic(vel, mass, inertia, free)
+            for j in range(ntr):
+                x, y, _, _ = _point(pos, track_block[j], track_point[j])
+                samples[js, S_TRACK + 2 * j] = x - tr0[j, 0]
+                samples[js, S_TRACK + 2 * j + 1] = y - tr0[j, 1]
+            js += 1
+        if it == n_steps:
+            break
+        integrate(pos, vel, F, mass, inertia, free, alpha, dtl)
+        bad = False
+        for b in range(nb_):
+            if not (math.isfinite(pos[b, 0]) and math.isfinite(pos[b, 1]) and math.isfinite(pos[b, 2])):
+                bad = True
+        if bad:
+            status = DIVERGED
+            break
+    for j in range(js, n_samples):
+        for c in range(samples.shape[1]):
+            samples[j, c] = np.nan
+    for b in range(nb_):
+        for d in range(3):
+            pos_end[b, d] = pos[b, d]
+    for k in range(nc):
+        fn_end[k] = fn[k]
+        fs_end[k] = fs[k]
+        slip_end[k] = slip[k]
+    info[0] = status
+    info[1] = eq_steps
+    info[2] = ratio
+    info[3] = n_steps
+    info[4] = dtl
+
+
+@nb.njit(parallel=True, cache=True)
+def _run_batch(blocks, contacts, kn, ks, mu, kp, dt, controls, loading, out):
+    """:func:`run_one` for each set ``i`` of the ``(n,)`` parameters, in parallel; ``out``: the batch's
+    :class:`Outputs`."""
+    samples, pos_eq, pos_peak, pos_end, fn, fs, slip, info = out  # arrays: parfors cannot pass this tuple in
+    for i in nb.prange(kn.size):
+        run_one(blocks, contacts, kn[i], ks[i], mu[i], kp[i], dt[i], controls, loading,
+                Outputs(samples[i], pos_eq[i], pos_peak[i], pos_end[i], fn[i], fs[i], slip[i], info[i]))
