@@ -26,13 +26,13 @@ import numpy as np
 import mechcalib as mc
 from mechcalib.execution import PoolEvaluator, SerialEvaluator
 from mechcalib.optimizers import RandomSearch
-from mechcalib.core.problem import EvaluationBatch
+from mechcalib.core.problem import EvaluationBatch, ProblemBase
 from mechcalib.storage import RunStore
 
 RESULTS = Path(__file__).resolve().parent / "results" / "engine.md"
 
 
-class NullProblem:
+class NullProblem(ProblemBase):
     """A problem whose evaluation does nothing (zero loss)."""
 
     def __init__(self, dim: int = 4) -> None:

@@ -198,7 +198,7 @@ FIG = {"prefix": "hydration"}  # figure files are named after the output file (h
 
 def simulate_alpha(model: Hydration, P: np.ndarray) -> np.ndarray:
     """α on the grid for standardised parameters, clipped into the unit cube (inverse strategies may leave it)."""
-    return model.response(model.space.full_from_unit(np.clip(P, 0.0, 1.0)), "alpha", conditions=COND)
+    return model.channel_array(model.space.full_from_unit(np.clip(P, 0.0, 1.0)), "alpha", conditions=COND)
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -213,7 +213,7 @@ def section_speed(model: Hydration, lines: list[str]) -> None:
     model.simulate(X)
     ts = time.perf_counter() - t0
     th = model.full_vector(preset="cost_tu1404")[None]
-    a = model.response(th, "alpha", np.array([40000 / 3600]))[0, 0]
+    a = model.channel_array(th, "alpha", np.array([40000 / 3600]))[0, 0]
     lines += [
         "## Model", "",
         f"- 10 000 simulations on the 1161-step grid: {ta:.2f} s (`Hydration.alpha`, α only), {ts:.2f} s "
@@ -476,15 +476,15 @@ def section_validation(model, train, test, fitted, args, lines, outdir, seed, st
         ax.semilogx(heat.x, heat.y, "k.", ms=3, label="measured")
         for label, prm in fits.items():
             th = np.array([[prm[n] for n in model.space.names]])
-            q = model.response(th, "heat", heat.x, {"T": T})[0]
+            q = model.channel_array(th, "heat", heat.x, {"T": T})[0]
             rmse = float(np.sqrt(np.mean((q - heat.y) ** 2)))
             # the grid's 25 °C clock back on the data's clock (Direct1's origin); each fit keeps its own t0 in th
-            a_fit = model.response(th, "alpha", train.t / factor + t0, {"T": T})[0]
+            a_fit = model.channel_array(th, "alpha", train.t / factor + t0, {"T": T})[0]
             eps = 100 * response_error(a_grid[None, inside], a_fit[None, inside], train.Y[:, inside])
             p = prm["p_raw"] if "p_raw" in prm else table1_p(prm)
             ps = " | ".join(f"{v:.2f}" + ("*" if v < 0 or v > 1 else "") for v in p)
             rows.append(f"| {label} | {ps} | {prm['Q_pot']:.0f} | {prm['t0']:.2f} | {eps:.2f} | {rmse:.2f} |")
-            ax.semilogx(x_plot, model.response(th, "heat", x_plot, {"T": T})[0], lw=1, label=label)
+            ax.semilogx(x_plot, model.channel_array(th, "heat", x_plot, {"T": T})[0], lw=1, label=label)
         ax.set(xlabel="time [h]", ylabel="heat [J/g]", title=cname)
         ax.legend(fontsize=6, ncol=2)
         fig.tight_layout()
@@ -523,7 +523,7 @@ def section_validation(model, train, test, fitted, args, lines, outdir, seed, st
             for j, T in enumerate(temps):
                 th[:, 6] = t0s[:, j]
                 e = data[T]["heat"]
-                r = model.response(th, "heat", e.x, {"T": T}) - e.y
+                r = model.channel_array(th, "heat", e.x, {"T": T}) - e.y
                 tot += np.sum(r * r, axis=1)
             return tot
 
@@ -545,7 +545,7 @@ def section_validation(model, train, test, fitted, args, lines, outdir, seed, st
         for j, T in enumerate(temps):
             th[:, 6] = t0s[0, j]
             e = data[T]["heat"]
-            q = model.response(th, "heat", e.x, {"T": T})[0]
+            q = model.channel_array(th, "heat", e.x, {"T": T})[0]
             per_T.append(f"{T:g} °C: {np.sqrt(np.mean((q - e.y) ** 2)):.1f} (t0 = {t0s[0, j]:.2f} h)")
         lines += ["### COST TU1404, joint Direct1 fit over 20-60 °C with Ea free", "",
                   "One time origin t0 per temperature (the digitised curves do not share one); Q_pot fixed.", "",
@@ -641,7 +641,7 @@ def exact_split_identify(model, data, Y, idx, evals, seed):
         a = y[idx]
 
         def fn(P, a=a):
-            return np.sum((model.response(model.space.full_from_unit(P), "alpha", t) - a) ** 2, axis=1)
+            return np.sum((model.channel_array(model.space.full_from_unit(P), "alpha", t) - a) ** 2, axis=1)
 
         res = minimize(fn, np.zeros(4), np.ones(4), GRADE.paper_003(seed=rng), Termination(max_evals=evals), n_alternatives=1)
         out.append(np.asarray(res.best_x, dtype=float))

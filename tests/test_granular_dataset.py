@@ -26,7 +26,7 @@ def model(tmp_path_factory):
 def test_pickle_and_fingerprint_ignore_loaded_specimens(model):
     before = pickle.dumps(model)
     fp = SamplingProblem(model, conditions=COND).fingerprint()
-    model.prepare(COND)  # generates (or reads) the tiny specimen at E x 0.01
+    model.prepare_shared(COND)  # generates (or reads) the tiny specimen at E x 0.01
     assert 0.01 in model._specimens
     assert pickle.dumps(model) == before
     assert SamplingProblem(model, conditions=COND).fingerprint() == fp

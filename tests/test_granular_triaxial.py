@@ -1,6 +1,7 @@
 """The ``eepa_triaxial`` model on the ``tiny`` specimen (a 12 mm cylinder, about 80 clumps) at a modulus
 scaled by 0.01: the specimen cache, the displacement programme and sampling, the shape of the load-unload
-curve (loading nonlinearity, stiffer unloading), batch equal to one by one, presets and errors."""
+curve (loading nonlinearity, stiffer unloading), presets and errors (the batch and the model contract:
+test_model_conformance.py)."""
 
 from __future__ import annotations
 
@@ -68,15 +69,6 @@ def test_load_unload_programme_and_curve_shape(model, base_run):
     assert f[-1] < 0.5 * f[i_peak]  # most of the force gone after 0.4 mm of unloading
     # the cylinder carries part of the load through wall friction while loading
     assert 0 < r.wall_force[i_peak] < f[i_peak]
-
-
-def test_batch_equals_one_by_one(model, base_run):
-    th = np.array([model.full_vector(), model.full_vector({"lambda_p": 0.7, "f_ss": 0.45})])
-    both = model.run(th, COND)
-    np.testing.assert_array_equal(both[0].force, base_run.force)
-    (second,) = model.run(th[1:], COND)
-    np.testing.assert_array_equal(both[1].force, second.force)
-    assert not np.array_equal(both[0].force, both[1].force)
 
 
 def test_parameters_presets_and_errors(model):

@@ -11,7 +11,6 @@ from scipy.integrate import solve_ivp
 
 from mechcalib.errors import ConfigurationError
 from mechcalib.models import get_model
-from mechcalib.core.model import SimulationFailure
 from mechcalib.models.hydration import (
     EA_DEFAULT,
     Hydration,
@@ -43,9 +42,9 @@ def test_regression_value_of_converged_solver(model):
     # README of the COST TU1404 data: alpha(40 000 s) = 0.325552 at 25 °C, heat 162.776 J/g (Q_pot = 500)
     theta = model.full_vector(preset="cost_tu1404")[None, :]
     t = np.array([40000.0 / 3600.0])
-    a = model.response(theta, "alpha", t)[0, 0]
+    a = model.channel_array(theta, "alpha", t)[0, 0]
     assert abs(a - 0.325552) < 2e-6
-    assert abs(model.response(theta, "heat", t)[0, 0] - 162.776) < 1e-3
+    assert abs(model.channel_array(theta, "heat", t)[0, 0] - 162.776) < 1e-3
 
 
 def test_against_solve_ivp_on_the_grid(model):
@@ -84,8 +83,8 @@ def test_temperature_scales_time(model):
     theta = model.full_vector()[None, :]
     t = np.array([1.0, 5.0, 20.0, 100.0])
     f = float(arrhenius_factor(35.0, EA_DEFAULT))
-    hot = model.response(theta, "alpha", t, {"T": 35.0})
-    ref = model.response(theta, "alpha", f * t)
+    hot = model.channel_array(theta, "alpha", t, {"T": 35.0})
+    ref = model.channel_array(theta, "alpha", f * t)
     np.testing.assert_allclose(hot, ref, atol=2e-6)
 
 
@@ -93,10 +92,10 @@ def test_time_origin_shift(model):
     th0 = model.full_vector()
     th2 = model.full_vector({"t0": 2.0})
     t = np.array([0.5, 1.9, 2.5, 10.0, 100.0])
-    a2 = model.response(th2[None], "alpha", t)[0]
+    a2 = model.channel_array(th2[None], "alpha", t)[0]
     assert a2[0] == 0.0 and a2[1] == 0.0
-    np.testing.assert_allclose(a2[2:], model.response(th0[None], "alpha", t[2:] - 2.0)[0], atol=1e-6)
-    assert model.response(th2[None], "heat_rate", t)[0, 1] == 0.0
+    np.testing.assert_allclose(a2[2:], model.channel_array(th0[None], "alpha", t[2:] - 2.0)[0], atol=1e-6)
+    assert model.channel_array(th2[None], "heat_rate", t)[0, 1] == 0.0
 
 
 def test_channels_heat_and_rate_consistent(model):
@@ -110,18 +109,6 @@ def test_channels_heat_and_rate_consistent(model):
     np.testing.assert_allclose(r["heat_rate"].y[mid], dq[mid], rtol=2e-2, atol=1e-3 * r["heat_rate"].y.max())
     # alpha rises monotonically and never passes alpha_inf
     assert np.all(np.diff(r["alpha"].y) >= -1e-15) and r["alpha"].y.max() <= theta[0, 3] + 1e-12
-
-
-def test_batch_equals_one_by_one_and_failure(model):
-    rng = np.random.default_rng(0)
-    X = model.space.full_from_unit(rng.random((70, 4)))  # above the threaded-kernel threshold
-    A = model.alpha(X)
-    for i in (0, 33, 69):
-        np.testing.assert_array_equal(A[i], model.alpha(X[i : i + 1])[0])
-    bad = X[:2].copy()
-    bad[1, 0] = -1.0
-    out = model.simulate(bad)
-    assert not isinstance(out[0], SimulationFailure) and isinstance(out[1], SimulationFailure)
 
 
 def test_integrator_converges_with_dalpha(model):

@@ -258,19 +258,8 @@ def test_mdof_linear_limit(models):
 
 
 # --------------------------------------------------------------------------------------------
-# Batches, loading, failures, problems
+# Loading, failures, problems (batches: test_model_conformance.py)
 # --------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("name", ["sdof_boucwen", "sdof_bilinear_equal", "mdof_frame"])
-def test_batch_equals_one_by_one(name, models):
-    m = models[name]
-    theta = m.full_vector()[None] * np.array([[1.0], [0.7], [1.3]])
-    batch = m.integrate(theta)
-    for i in range(3):
-        one = m.integrate(theta[i : i + 1])
-        for key in ("u", "a", "r"):
-            assert np.array_equal(batch[key][i], one[key][0])
-
-
 def test_force_from_file_and_arrays(tmp_path, models):
     m = models["sdof_bilinear_kinematic"]
     theta = m.full_vector()[None]

@@ -9,7 +9,7 @@ import pytest
 
 from mechcalib.core.data import Experiment
 from mechcalib.errors import ConfigurationError
-from mechcalib.models import SimulationFailure, get_model
+from mechcalib.models import get_model
 from mechcalib.models.masonry import dem
 from mechcalib.models.masonry.arch import MEASURED_PEAK_KN, MasonryArch
 from mechcalib.models.masonry.geometry import ArchGeometry, birhane_arch
@@ -76,25 +76,6 @@ def test_model_protocol(model):
     assert v.y[0] == 0.0 and v.y[-1] > 1.0  # kN
     exp = Experiment(dict(resp))
     assert OverlapRSS()(resp, exp) == 0.0
-
-
-def test_batch_equals_one_by_one(model):
-    theta = np.array([[4e9, 1.6e9, 30.5], [3.13e9, 3.66e9, 30.31], [5e8, 2e8, 40.0]])
-    cond = {"max_displacement": 1.5, "n_samples": 31}
-    batch = model.simulate(theta, cond)
-    for i in range(3):
-        (one,) = model.simulate(theta[i:i + 1], cond)
-        for ch in ("vertical", "horizontal"):
-            np.testing.assert_array_equal(batch[i][ch].x, one[ch].x)
-            np.testing.assert_array_equal(batch[i][ch].y, one[ch].y)
-    assert not np.array_equal(batch[0]["vertical"].y, batch[2]["vertical"].y)
-
-
-def test_invalid_sets_fail_alone(model):
-    out = model.simulate(np.array([[4e9, 1.6e9, 30.5], [-1.0, 1.6e9, 30.5]]), {"max_displacement": 0.2, "n_samples": 5})
-    assert not isinstance(out[0], SimulationFailure) and isinstance(out[1], SimulationFailure)
-    with pytest.raises(ConfigurationError, match="dt_factor"):
-        model.simulate(model.full_vector()[None], {"dt_factor": 0.8})
 
 
 def test_pulatsu_parameters_peak_and_mechanism(model):

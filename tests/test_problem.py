@@ -84,13 +84,8 @@ def test_fixed_parameters_in_a_problem():
     assert prob.evaluate(np.array([[0.2]])).losses[0] == 0.0
 
 
-def test_duffing_batch_equals_one_by_one_and_diverging_sets_fail():
+def test_duffing_diverging_set_fails():
     m = get_model("duffing")
-    theta = np.array([[0.2, 1.0, 0.5], [0.05, 3.0, 1.5], [0.9, 0.3, 0.0]])
-    batch = m.simulate(theta)
-    for i in range(3):
-        (one,) = m.simulate(theta[i : i + 1])
-        assert np.array_equal(one["displacement"].y, batch[i]["displacement"].y)
     # negative cubic stiffness well outside the bounds lets the response escape to infinity
     (bad,) = m.simulate(np.array([[0.0, 0.1, -50.0]]), {"F0": 5.0})
     assert isinstance(bad, SimulationFailure)

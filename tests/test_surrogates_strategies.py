@@ -114,7 +114,7 @@ def test_direct2_fits_a_measured_curve_with_time_shift(model):
     free = Hydration(fit=("t0",))
     truth = free.full_vector({"t0": 1.5})
     t = np.geomspace(0.5, 1000.0, 80)
-    y = free.response(truth[None], "alpha", t)[0]
+    y = free.channel_array(truth[None], "alpha", t)[0]
     from mechcalib.core.data import Curve
 
     st = Direct(free, channel="alpha", objective="F2", max_evals=3000, polish=1500)
@@ -122,7 +122,7 @@ def test_direct2_fits_a_measured_curve_with_time_shift(model):
     got = idn.params(free.space)
     # t0 and B2 both set the end of the dormant period (a shift of the exponential onset equals a change of
     # B2), so the pair is recovered only as far as the earliest points separate them; the curve must fit
-    fit = free.response(free.full_vector(got)[None], "alpha", t)[0]
+    fit = free.channel_array(free.full_vector(got)[None], "alpha", t)[0]
     assert np.max(np.abs(fit - y)) < 5e-3
     assert got["B1"] == pytest.approx(truth[0], abs=0.01)
     assert got["eta"] == pytest.approx(truth[2], abs=0.05)

@@ -20,7 +20,7 @@ import numpy as np
 from .errors import ConfigurationError
 from .execution._base import Evaluator, FunctionEvaluator, Outcome, outcomes_to_batch
 from .optimizers._base import Optimizer
-from .core.problem import EvaluationBatch, ProblemLike
+from .core.problem import EvaluationBatch, ProblemLike, check_problem
 from .storage.base import Store
 from .storage.session import RunSession
 from .storage.sqlite import RunStore
@@ -193,7 +193,8 @@ def calibrate(
     so a seeded run gives the same result whatever the evaluator and the timing.
 
     Args:
-        problem: a :class:`~mechcalib.core.problem.Problem` or anything with ``space`` and ``evaluate``.
+        problem: a :class:`~mechcalib.core.problem.Problem` or any :class:`~mechcalib.core.problem.ProblemLike`
+            (``space``, ``evaluate``, ``failure_loss``, ``fingerprint``; see ``ProblemBase``).
         optimizer: an optimiser instance; it is (re)set up on the problem's dimension.
         termination: stopping rules; ``max_evals=`` is a shortcut for ``Termination(max_evals=...)``.
         evaluate: a batch function replacing ``problem.evaluate`` (evaluated in-process, whole batches).
@@ -236,6 +237,7 @@ def calibrate(
     ce = checkpoint_every
     if ce is not None and (isinstance(ce, bool) or not isinstance(ce, int) or ce < 0):
         raise ConfigurationError(f"checkpoint_every must be an integer >= 0 or None, got {checkpoint_every!r}")
+    check_problem(problem)
     space = problem.space
     own_evaluator = False
     if isinstance(evaluator, str):

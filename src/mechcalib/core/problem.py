@@ -1,8 +1,11 @@
 """A calibration problem: a model, the experiments it must match and the objective that scores it.
 
 Every method family (optimisers, surrogate strategies, inverse networks) reads a problem through the
-same two members: ``space`` (the free parameters and their unit-cube map) and ``evaluate`` (losses of a
-batch of free parameter sets, with per-set status so that a failed simulation is recorded, not raised).
+members :class:`ProblemLike` declares: ``space`` (the free parameters and their unit-cube map), ``evaluate``
+(losses of a batch of free parameter sets, with per-set status so that a failed simulation is recorded, not
+raised), ``failure_loss`` (the penalty the evaluators give a set that failed or timed out) and
+``fingerprint()`` (the problem's identity for the run store's cache; ``None``: a hash of its pickle).
+:class:`ProblemBase` gives the last two their defaults.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import math
 import time
 import traceback
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -47,14 +51,47 @@ class EvaluationBatch:
 
 
 class ProblemLike(Protocol):
+    """What the engine (``calibrate``, the evaluators, the run store) reads of a problem."""
+
     space: ParameterSpace
+    failure_loss: float
 
     def evaluate(self, x_free: np.ndarray) -> EvaluationBatch: ...
 
+    def fingerprint(self) -> str | None: ...
 
-class _PenaltyMixin:
-    failure_loss: float
 
+PROBLEM_MEMBERS = ("space", "evaluate", "failure_loss", "fingerprint")
+
+
+def check_problem(problem: Any) -> None:
+    """Refuse a problem that lacks a member of :class:`ProblemLike`, naming the missing ones and the fix."""
+    missing = [m for m in PROBLEM_MEMBERS if not hasattr(problem, m)]
+    if missing:
+        raise ConfigurationError(
+            f"a problem needs the members {list(PROBLEM_MEMBERS)}; {type(problem).__name__} lacks {missing}: "
+            "subclass mechcalib.core.problem.ProblemBase (failure_loss = inf and fingerprint() -> None by default)"
+        )
+
+
+class ProblemBase(ABC):
+    """Base of problems: declares :class:`ProblemLike` with the defaults of its optional members."""
+
+    space: ParameterSpace
+    #: loss of a failed or timed-out evaluation
+    failure_loss: float = math.inf
+
+    @abstractmethod
+    def evaluate(self, x_free: np.ndarray) -> EvaluationBatch:
+        """Losses of the ``(n, dim)`` free parameter sets ``x_free``."""
+
+    def fingerprint(self) -> str | None:
+        """The problem's identity for the run store's cache; ``None`` (default): a hash of its pickle and the
+        package version (see :func:`mechcalib.storage.codec.problem_fingerprint`)."""
+        return None
+
+
+class _PenaltyMixin(ProblemBase):
     def _finish(self, raw: np.ndarray, errors: list[str | None], responses: list[Any], t0: float) -> EvaluationBatch:
         status = [OK if e is None else FAILED for e in errors]
         losses = np.where([s == OK for s in status], raw, self.failure_loss).astype(float)
@@ -88,6 +125,11 @@ class Problem(_PenaltyMixin):
         self.experiments = list(self.experiments)
         if not self.experiments:
             raise ConfigurationError("a Problem needs at least one experiment, got none")
+        if not isinstance(self.objective, Objective):
+            raise ConfigurationError(
+                f"a Problem's objective must be a mechcalib.objectives.Objective (it declares values_many and "
+                f"channels), got {type(self.objective).__name__}; subclass Objective and define channel_misfit"
+            )
         if self.space is None:
             self.space = self.model.space
         if self.space.names != self.model.space.names:
@@ -96,6 +138,7 @@ class Problem(_PenaltyMixin):
                 f"{list(self.model.space.names)}, got {list(self.space.names)}"
             )
         for e in self.experiments:
+            self.model.validate_conditions(e.conditions)  # a bad condition fails here, not as every set failing
             unknown = set(e.channel_names) - set(self.model.channel_names)
             if unknown and self.objective.channels is None:
                 raise ConfigurationError(
@@ -138,22 +181,15 @@ class Problem(_PenaltyMixin):
         return self._finish(raw, errors, responses, t0)
 
     def _score(self, sims: list, exp: Experiment) -> list[float | Exception]:
-        """The objective of each response against ``exp``, or the exception it raised. An objective with
-        ``values_many`` (e.g. the neural smoother, which trains one stacked fit per batch) scores the batch
-        at once; any other is called response by response."""
-        many = getattr(self.objective, "values_many", None)
-        if many is not None and sims:
-            try:
-                return list(many(sims, exp))
-            except Exception as exc:  # noqa: BLE001 - e.g. the experiment itself cannot be scored
-                return [exc] * len(sims)
-        out: list[float | Exception] = []
-        for sim in sims:
-            try:
-                out.append(float(self.objective(sim, exp)))
-            except Exception as exc:  # noqa: BLE001 - reported as that set's failure
-                out.append(exc)
-        return out
+        """The objective of each response against ``exp``, or the exception it raised, through the objective's
+        ``values_many`` (response by response by default; the neural smoother trains one stacked fit per
+        batch)."""
+        if not sims:
+            return []
+        try:
+            return list(self.objective.values_many(sims, exp))
+        except Exception as exc:  # noqa: BLE001 - e.g. the experiment itself cannot be scored
+            return [exc] * len(sims)
 
 
 def _simulate_isolated(simulate: Callable, x: np.ndarray, exp: Experiment) -> list:

@@ -85,8 +85,9 @@ class Outcome:
 
 
 def failure_loss(problem: Any) -> float:
-    """The penalty loss of a failed evaluation: the problem's ``failure_loss`` (default ``inf``)."""
-    return float(getattr(problem, "failure_loss", math.inf))
+    """The penalty loss of a failed evaluation: the problem's ``failure_loss`` (``inf`` in
+    :class:`~mechcalib.core.problem.ProblemBase`)."""
+    return float(problem.failure_loss)
 
 
 def failed_outcomes(

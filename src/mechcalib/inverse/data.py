@@ -111,7 +111,7 @@ class SamplingProblem:
                 f"the sampled space must list the model's parameters in order {list(self.model.space.names)}, "
                 f"got {list(self.space.names)}")
         self.conditions = dict(self.conditions or {})
-        self.model.conditions(self.conditions)  # unknown names fail here, before any simulation
+        self.model.validate_conditions(self.conditions)  # bad conditions fail here, before any simulation
 
     def fingerprint(self) -> str:
         """The model (its pickled state: class, constructor settings), the conditions, the space and the
@@ -321,9 +321,7 @@ def generate_dataset(
     if workers is not None and int(workers) < 1:
         raise ConfigurationError(f"workers must be >= 1, got {workers!r}")
     problem = SamplingProblem(model, space, conditions)
-    prepare = getattr(model, "prepare", None)
-    if callable(prepare):  # shared set-up (a DEM specimen) made once here, not raced by the workers
-        prepare(problem.conditions)
+    model.prepare_shared(problem.conditions)  # shared set-up (a DEM specimen) made once here, not raced by the workers
     name = run_name or dataset_run_name(model, n, seed)
     own_ev = evaluator is None
     if own_ev:

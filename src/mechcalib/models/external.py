@@ -390,6 +390,8 @@ class ExternalModel(Model):
 
     # -- Model protocol -------------------------------------------------------------------------------------
     def conditions(self, conditions: Mapping[str, Any] | None) -> dict[str, Any]:
+        """The merged conditions, each a finite number (what :meth:`validate_conditions` returns too: the
+        templates take numbers only, and every run checks them again before writing a file)."""
         out = super().conditions(conditions)
         for k, v in out.items():
             format_number(v, f"model {self.name!r}: condition {k!r}")
@@ -398,7 +400,7 @@ class ExternalModel(Model):
     def simulate(self, theta: np.ndarray, conditions: Mapping[str, Any] | None = None) -> list[Response | SimulationFailure]:
         """Run the program once per row of ``theta`` ``(n, len(space))``; up to ``max_workers`` at a time."""
         theta = self.check_theta(theta)
-        cond = self.conditions(conditions)
+        cond = self.validate_conditions(conditions, n_sets=theta.shape[0])
         rows = [dict(zip(self.space.names, map(float, row), strict=True)) for row in theta]
         if self.max_workers == 1 or len(rows) == 1:
             return [self.run_one(r, cond) for r in rows]
@@ -406,7 +408,7 @@ class ExternalModel(Model):
             return list(pool.map(lambda r: self.run_one(r, cond), rows))
 
     # -- one run ------------------------------------------------------------------------------------------
-    def prepare(self, values: Mapping[str, float], conditions: Mapping[str, Any] | None = None) -> Path:
+    def make_workdir(self, values: Mapping[str, float], conditions: Mapping[str, Any] | None = None) -> Path:
         """Create a working directory holding the filled templates and the support files; returns it."""
         cond = self.conditions(conditions)
         unknown = sorted(set(values) - set(self.space.names))
@@ -444,7 +446,7 @@ class ExternalModel(Model):
     def run_one(self, values: Mapping[str, float], conditions: Mapping[str, Any] | None = None) -> Response | SimulationFailure:
         """Prepare, run and parse one parameter set; failures come back as :class:`SimulationFailure`."""
         try:
-            wd = self.prepare(values, conditions)
+            wd = self.make_workdir(values, conditions)
         except ConfigurationError as exc:
             return SimulationFailure(f"{self.name}: {exc}")
         except OSError as exc:

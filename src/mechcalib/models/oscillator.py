@@ -16,7 +16,8 @@ import numpy as np
 
 from ..core.data import Curve
 from ..core.parameters import Parameter, ParameterSpace
-from ..core.model import Channel, Model, Response, SimulationFailure
+from ..core.model import Channel, Model, Response, SimulationFailure, check_condition
+from ..errors import ConfigurationError
 
 
 @nb.njit(cache=True, fastmath=False)
@@ -72,9 +73,28 @@ class Duffing(Model):
         self.presets = {"default": {"c": 0.2, "k": 1.0, "k3": 0.5}}
         self.default_conditions = {"m": 1.0, "F0": 1.0, "omega": 1.2, "t_end": 30.0, "fs": 20.0, "substeps": 5}
 
+    def validate_conditions(self, conditions: Mapping[str, Any] | None = None, *, n_sets: int = 1) -> dict[str, Any]:
+        cond = super().validate_conditions(conditions, n_sets=n_sets)
+        check_condition(self.name, "m", cond["m"], low=0.0, low_open=True)
+        check_condition(self.name, "F0", cond["F0"])
+        check_condition(self.name, "omega", cond["omega"])
+        check_condition(self.name, "t_end", cond["t_end"], low=0.0, low_open=True)
+        check_condition(self.name, "fs", cond["fs"], low=0.0, low_open=True)
+        check_condition(self.name, "substeps", cond["substeps"], low=1, integer=True)
+        n_out = round(float(cond["t_end"]) * float(cond["fs"])) + 1
+        if n_out < 2:
+            raise ConfigurationError(
+                f"model {self.name!r}: t_end * fs must give at least two samples, got t_end={cond['t_end']!r}, "
+                f"fs={cond['fs']!r}; lengthen t_end or raise fs"
+            )
+        # the kernel's output, the restoring force and the curves' copies: about four arrays per set
+        self.check_memory(8.0 * n_out * (4 * max(n_sets, 1) + 1), f"a batch of {n_sets} set(s) of {n_out} samples",
+                          "lower fs or t_end, or simulate fewer parameter sets per batch")
+        return cond
+
     def simulate(self, theta: np.ndarray, conditions: Mapping[str, Any] | None = None) -> list[Response | SimulationFailure]:
         theta = self.check_theta(theta)
-        cond = self.conditions(conditions)
+        cond = self.validate_conditions(conditions, n_sets=theta.shape[0])
         fs, sub = float(cond["fs"]), int(cond["substeps"])
         n_out = int(round(cond["t_end"] * fs)) + 1
         t = np.arange(n_out) / fs

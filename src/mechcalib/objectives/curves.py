@@ -24,7 +24,7 @@ the displacement error is counted in force units and the two channels stay summa
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -170,6 +170,18 @@ class Objective:
     def __call__(self, simulated: Mapping[str, Curve], experiment: Experiment) -> float:
         parts = self.breakdown(simulated, experiment)
         return float(sum(self.weights.get(ch, 1.0) * v for ch, v in parts.items()))
+
+    def values_many(self, simulated: Sequence[Mapping[str, Curve]], experiment: Experiment) -> list[float | Exception]:
+        """The objective of each response of a batch against ``experiment``, or the exception that response
+        raised (that set fails alone). Response by response here; an objective that gains from seeing the
+        whole batch (the neural smoother trains one stacked fit) overrides it with the same values."""
+        out: list[float | Exception] = []
+        for sim in simulated:
+            try:
+                out.append(float(self(sim, experiment)))
+            except Exception as exc:  # noqa: BLE001 - reported as that set's failure
+                out.append(exc)
+        return out
 
 
 @dataclass(frozen=True)

@@ -124,16 +124,17 @@ def flatten_response(resp: Any, prefix: str = "") -> dict[str, np.ndarray]:
 def problem_fingerprint(problem: Any) -> str | None:
     """A hash that identifies a problem (model, experiments, objective, space, penalty) for the cache.
 
-    A problem may define ``fingerprint() -> str`` itself; otherwise the hash is taken over the problem's
+    A problem's ``fingerprint()`` (declared by :class:`~mechcalib.core.problem.ProblemLike`) may return a
+    string itself; when it returns ``None`` the hash is taken over the problem's
     pickle (cloudpickle for lambdas) and the package version. Code is pickled by reference, so after
     changing a model's code give the run a new name or the problem a ``fingerprint`` that says so.
     ``None`` when the problem cannot be pickled (then the cache only serves the run itself).
     """
     from .. import __version__
 
-    custom = getattr(problem, "fingerprint", None)
-    if callable(custom):
-        return "custom:" + str(custom())
+    custom = problem.fingerprint()
+    if custom is not None:
+        return "custom:" + str(custom)
     try:
         data = pickle.dumps(problem, protocol=4)
     except Exception:

@@ -511,20 +511,21 @@ class Direct(Strategy):
     def identify_curve(self, curve: Curve, *, seed: SeedLike = None, conditions: dict[str, Any] | None = None) -> Identification:
         """Calibrate against a measured curve at its own abscissae (the model's grid must cover them).
 
-        A model with a ``response(theta, channel, times, conditions)`` method (an ``(n, m)`` array of one
-        channel at given times, as :class:`~mechcalib.models.hydration.Hydration` has) is scored in one
-        vectorised call per batch; any other model goes through :class:`~mechcalib.core.problem.Problem`.
+        A model whose :meth:`~mechcalib.core.model.Model.channel_array` computes the channel (an ``(n, m)`` array
+        at given abscissae, as :class:`~mechcalib.models.hydration.Hydration` does) is scored in one vectorised
+        call per batch; any other model goes through :class:`~mechcalib.core.problem.Problem`.
         """
         cond = {**self.conditions, **(conditions or {})}
         rng = np.random.default_rng(seed)
         opt = self.optimizer(rng) if self.optimizer is not None else GRADE.paper_003(seed=rng)
         term = Termination(max_evals=self.max_evals)
-        if hasattr(self.model, "response"):
+        probe = self.model.channel_array(np.empty((0, len(self.space))), self.channel, curve.x, cond)
+        if probe is not None:  # the model computes the channel as an array: no curves, one call per batch
             x, y = curve.x, curve.y
             space, model, channel, kind = self.space, self.model, self.channel, self.objective
 
             def loss(X: np.ndarray) -> np.ndarray:
-                R = model.response(space.to_full(X), channel, x, cond) - y
+                R = model.channel_array(space.to_full(X), channel, x, cond) - y
                 return np.sum(R * R, axis=1) if kind == "F1" else np.sum(np.abs(R), axis=1)  # eqs. 3-4
 
             problem = FunctionProblem(loss, space)

@@ -40,7 +40,6 @@ pre-compressed state (progress ``t`` = time [s]); ``force_time``, piston force a
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,7 +50,7 @@ import numpy as np
 from ...core.data import Curve
 from ...errors import ConfigurationError
 from ...core.parameters import Parameter, ParameterSpace
-from ...core.model import Channel, Model, Response, SimulationFailure
+from ...core.model import Channel, Model, Response, SimulationFailure, check_condition
 from . import dem
 from .specimen import SPECIMENS, Specimen, SpecimenSpec, generate
 
@@ -199,10 +198,10 @@ class EEPATriaxial(Model):
                 preload_table=self._preload_table, pc_vmax=0.05, cache_dir=self.cache_dir)
         return self._specimens[E_scale]
 
-    def prepare(self, conditions: Mapping[str, Any] | None = None) -> None:
+    def prepare_shared(self, conditions: Mapping[str, Any] | None = None) -> None:
         """Make (or read) the specimen the given conditions use, before simulations start elsewhere: the
         workers of a process pool then read it from the cache instead of each pouring it."""
-        self.specimen(float(self.conditions(conditions)["E_scale"]))
+        self.specimen(float(self.validate_conditions(conditions)["E_scale"]))
 
     def __getstate__(self) -> dict[str, Any]:
         # The specimens are a cache of the disk cache: a pickled model (sent to a worker, fingerprinted by a
@@ -218,26 +217,27 @@ class EEPATriaxial(Model):
         s = self.specimen(E_scale)
         return {"specimen": self.spec.name, "seed": self.seed, **s.info}
 
-    def _check_conditions(self, c: Mapping[str, Any]) -> None:
-        for k in ("v_load", "t_load", "t_end", "fs", "E_scale", "dt_safety", "pc_vmax", "pc_tmax", "pc_tol",
-                  "pc_hold"):
-            v = float(c[k])
-            if not (math.isfinite(v) and v > 0):
-                raise ConfigurationError(f"condition {k} must be finite and > 0, got {c[k]!r}")
-        if float(c["v_unload"]) < 0 or float(c["preload"]) < 0:
-            raise ConfigurationError(f"v_unload and preload must be >= 0, got {c['v_unload']!r}, {c['preload']!r}")
+    def validate_conditions(self, conditions: Mapping[str, Any] | None = None, *, n_sets: int = 1) -> dict[str, Any]:
+        c = super().validate_conditions(conditions, n_sets=n_sets)
+        for k in ("v_load", "t_load", "t_end", "fs", "E_scale", "pc_vmax", "pc_tmax", "pc_tol", "pc_hold"):
+            check_condition(self.name, k, c[k], low=0.0, low_open=True)
+        check_condition(self.name, "dt_safety", c["dt_safety"], low=0.0, low_open=True, high=1.0)
+        for k in ("v_unload", "preload"):
+            check_condition(self.name, k, c[k], low=0.0)
         if not float(c["t_load"]) <= float(c["t_end"]):
             raise ConfigurationError(f"t_load must not exceed t_end, got {c['t_load']!r} > {c['t_end']!r}")
-        if int(c["n_out"]) < 2:
-            raise ConfigurationError(f"n_out must be at least 2, got {c['n_out']!r}")
-        if float(c["dt_safety"]) > 1:
-            raise ConfigurationError(f"dt_safety must lie in (0, 1], got {c['dt_safety']!r}")
+        check_condition(self.name, "n_out", c["n_out"], low=2, integer=True)
+        # the sampled record (nine columns) and the resampled curves, per set
+        n_rec = round(float(c["t_end"]) * float(c["fs"])) + 1
+        self.check_memory(8.0 * (12 * n_rec + 4 * int(c["n_out"])) * max(n_sets, 1),
+                          f"a batch of {n_sets} set(s) of {n_rec} samples ({c['t_end']!r} s at {c['fs']!r} Hz)",
+                          "lower fs or t_end, or simulate fewer parameter sets per batch")
+        return c
 
     def run(self, theta: np.ndarray, conditions: Mapping[str, Any] | None = None) -> list[TriaxialRun | SimulationFailure]:
         """Simulate ``theta`` ``(n, 9)`` in one batched DEM call; full results per set."""
         theta = self.check_theta(theta)
-        c = self.conditions(conditions)
-        self._check_conditions(c)
+        c = self.validate_conditions(conditions, n_sets=theta.shape[0])
         es = float(c["E_scale"])
         lam = theta[:, 0]
         ok = (np.all(np.isfinite(theta), axis=1) & (lam >= 0) & (lam < 1) & np.all(theta[:, 1:3] >= 0, axis=1)

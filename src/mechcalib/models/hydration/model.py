@@ -46,7 +46,7 @@ import numpy as np
 from ...core.data import Curve
 from ...errors import ConfigurationError
 from ...core.parameters import Parameter, ParameterSpace
-from ...core.model import Channel, Model, Response, SimulationFailure
+from ...core.model import Channel, Model, Response, SimulationFailure, check_condition
 from .._twins import twin_kernels
 
 R_GAS = 8.314  # J/(mol K), the value section 4 quotes
@@ -228,19 +228,36 @@ class Hydration(Model):
         out[:, 4] = theta[:, 6]
         return out
 
+    def validate_conditions(self, conditions: Mapping[str, Any] | None = None, *, n_sets: int = 1) -> dict[str, Any]:
+        cond = super().validate_conditions(conditions, n_sets=n_sets)
+        check_condition(self.name, "T", cond["T"], low=-273.15, low_open=True, fix="T is in degrees Celsius")
+        check_condition(self.name, "t_min", cond["t_min"], low=0.0, low_open=True)
+        check_condition(self.name, "t_max", cond["t_max"], low=0.0, low_open=True)
+        if not float(cond["t_min"]) < float(cond["t_max"]):
+            raise ConfigurationError(
+                f"the time grid needs 0 < t_min < t_max (finite), got t_min={cond['t_min']!r}, t_max={cond['t_max']!r}"
+            )
+        check_condition(self.name, "n_steps", cond["n_steps"], low=2, integer=True)
+        check_condition(self.name, "dalpha", cond["dalpha"], low=0.0, low_open=True, high=1.0)
+        # alpha, the rate and the heat and heat-rate curves: four arrays per set
+        m = int(cond["n_steps"])
+        self.check_memory(8.0 * m * (4 * max(n_sets, 1) + 1), f"a batch of {n_sets} set(s) on {m} time steps",
+                          "lower n_steps or simulate fewer parameter sets per batch")
+        return cond
+
     def alpha(self, theta: np.ndarray, times: np.ndarray | None = None, conditions: Mapping[str, Any] | None = None) -> np.ndarray:
         """``(n, m)`` degree of hydration for ``(n, 7)`` full parameters on ``times`` (default: the grid)."""
-        cond = self.conditions(conditions)
+        cond = self.validate_conditions(conditions)
         t = self.grid(cond) if times is None else np.asarray(times, dtype=float)
         return integrate_alpha(self.kernel_params(theta, float(cond["T"])), t, float(cond["dalpha"]))
 
-    def response(
-        self, theta: np.ndarray, channel: str, times: np.ndarray | None = None, conditions: Mapping[str, Any] | None = None
+    def channel_array(
+        self, theta: np.ndarray, channel: str, x: np.ndarray | None = None, conditions: Mapping[str, Any] | None = None
     ) -> np.ndarray:
         """``(n, m)`` values of one channel (``alpha``, ``heat`` or ``heat_rate``) for ``(n, 7)`` full parameters
-        on ``times`` (default: the grid), without building curves: the fast path of batch calibrations."""
-        cond = self.conditions(conditions)
-        t = self.grid(cond) if times is None else np.asarray(times, dtype=float)
+        at the times ``x`` [h] (default: the grid), without building curves: the fast path of batch calibrations."""
+        cond = self.validate_conditions(conditions)
+        t = self.grid(cond) if x is None else np.asarray(x, dtype=float)
         kp = self.kernel_params(theta, float(cond["T"]))
         A = integrate_alpha(kp, t, float(cond["dalpha"]))
         if channel == "alpha":
@@ -260,7 +277,7 @@ class Hydration(Model):
 
     def simulate(self, theta: np.ndarray, conditions: Mapping[str, Any] | None = None) -> list[Response | SimulationFailure]:
         theta = self.check_theta(theta)
-        cond = self.conditions(conditions)
+        cond = self.validate_conditions(conditions, n_sets=theta.shape[0])
         t = self.grid(cond)
         kp = self.kernel_params(theta, float(cond["T"]))
         A = integrate_alpha(kp, t, float(cond["dalpha"]))

@@ -10,7 +10,7 @@ import numpy as np
 
 from ...core.data import Curve, read_table
 from ...errors import ConfigurationError
-from ...core.model import Model, Response, SimulationFailure
+from ...core.model import Model, Response, SimulationFailure, check_condition
 from .integrate import OK, integrate_batch, system_rows
 
 SINE, TABLE = 0, 1
@@ -139,15 +139,42 @@ class LazyResponse(Mapping[str, Curve]):
 
 class BatchedModel(Model):
     """A model whose ``integrate(theta, conditions)`` returns a batch's raw arrays (with ``status`` and ``a``);
-    :meth:`simulate` turns them into one response per set with :meth:`response`, or a failure."""
+    :meth:`simulate` turns them into one response per set with :meth:`response_at`, or a failure.
+
+    Conditions (validated by :meth:`validate_conditions`): ``amplitude`` and ``omega`` of the sine force or a
+    tabulated ``force``, ``t_end`` (``None``: :attr:`default_t_end` for the sine, the table's end for a table)
+    and the sampling rate ``fs``."""
 
     #: what a rejected input (status -1) violated
     invalid_input: str = "parameters must be finite"
+    #: duration [s] of a sine-loaded record when the condition ``t_end`` is ``None``
+    default_t_end: float = 20.0
+
+    def floats_per_sample(self) -> int:
+        """Floats the integrator stores per output sample and parameter set (the memory estimate)."""
+        raise NotImplementedError
+
+    def validate_conditions(self, conditions: Mapping[str, Any] | None = None, *, n_sets: int = 1) -> dict[str, Any]:
+        cond = super().validate_conditions(conditions, n_sets=n_sets)
+        if cond["force"] is None:
+            check_condition(self.name, "amplitude", cond["amplitude"])
+            check_condition(self.name, "omega", cond["omega"])
+        if cond["t_end"] is not None:
+            check_condition(self.name, "t_end", cond["t_end"], low=0.0, low_open=True)
+        check_condition(self.name, "fs", cond["fs"], low=0.0, low_open=True)
+        t_end = loading(cond, self.default_t_end)[5]  # parses and checks a tabulated force
+        n_out, _ = output_grid(t_end, float(cond["fs"]))
+        self.check_memory(
+            8.0 * n_out * self.floats_per_sample() * max(n_sets, 1),
+            f"a batch of {n_sets} set(s) of {n_out} samples ({t_end:g} s at {float(cond['fs']):g} Hz)",
+            "lower fs or t_end, or simulate fewer parameter sets per batch",
+        )
+        return cond
 
     def integrate(self, theta: np.ndarray, conditions: Mapping[str, Any] | None = None) -> dict[str, np.ndarray]:
         raise NotImplementedError
 
-    def response(self, res: Mapping[str, np.ndarray], i: int) -> Response:
+    def response_at(self, res: Mapping[str, np.ndarray], i: int) -> Response:
         """The channels of set ``i`` of the raw arrays ``res``."""
         raise NotImplementedError
 
@@ -162,5 +189,5 @@ class BatchedModel(Model):
             elif st != OK or not np.all(np.isfinite(res["a"][i])):
                 out.append(SimulationFailure("the response diverged (non-finite or > 1e100 state)"))
             else:
-                out.append(self.response(res, i))
+                out.append(self.response_at(res, i))
         return out

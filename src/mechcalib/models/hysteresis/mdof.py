@@ -173,6 +173,7 @@ class FrameMDOF(_common.BatchedModel):
 
     name = "mdof_frame"
     description = "3-span, 4-storey frame with two bilinear hysteretic components (seed 002 eqs. 24-26)"
+    default_t_end = 5.0
 
     def __init__(
         self,
@@ -288,8 +289,8 @@ class FrameMDOF(_common.BatchedModel):
             np.broadcast_to(self._Mp, (N, n)),
             np.broadcast_to(self._MT, (N, n, m)),
             self.T,
-            self.conditions(conditions),
-            5.0,
+            self.validate_conditions(conditions, n_sets=N),
+            self.default_t_end,
             self.substeps,
             self.locate_events,
         )
@@ -305,7 +306,11 @@ class FrameMDOF(_common.BatchedModel):
             "events": events,
         }
 
-    def response(self, res: Mapping[str, np.ndarray], i: int) -> Response:
+    def floats_per_sample(self) -> int:
+        m, n = self.T.shape
+        return 3 * n + 3 * m  # u, v, a per level; r, y, eps per component
+
+    def response_at(self, res: Mapping[str, np.ndarray], i: int) -> Response:
         t = res["t"]
         make: dict[str, Callable[[], Curve]] = {}
         for nd in self.measured_nodes:

@@ -146,8 +146,8 @@ class HystereticSDOF(_common.BatchedModel):
             (1.0 / ms)[:, None],
             (1.0 / ms)[:, None, None] * one,
             np.ones((1, 1)),
-            self.conditions(conditions),
-            20.0,
+            self.validate_conditions(conditions, n_sets=N),
+            self.default_t_end,
             self.substeps,
             self.locate_events,
             samples_per_step=self.samples_per_step,
@@ -164,7 +164,10 @@ class HystereticSDOF(_common.BatchedModel):
             "events": events,
         }
 
-    def response(self, res: Mapping[str, np.ndarray], i: int) -> Response:
+    def floats_per_sample(self) -> int:
+        return 5  # u, v, a, r, eps
+
+    def response_at(self, res: Mapping[str, np.ndarray], i: int) -> Response:
         t, u, v, a, r = res["t"], res["u"][i], res["v"][i], res["a"][i], res["r"][i]
         return _common.LazyResponse(
             {

@@ -43,7 +43,7 @@ import numpy as np
 from ...core.data import Curve
 from ...errors import ConfigurationError
 from ...core.parameters import Parameter, ParameterSpace
-from ...core.model import Channel, Model, Response, SimulationFailure
+from ...core.model import Channel, Model, Response, SimulationFailure, check_condition
 from . import dem
 from .failure import FailureMode, failure_mode
 from .geometry import GRANITE_DENSITY, LAYOUTS, ArchGeometry, birhane_arch
@@ -136,24 +136,37 @@ class MasonryArch(Model):
         return self.system.centroid
 
     # ----------------------------------------------------------------------------------------
-    def run(self, theta: np.ndarray, conditions: Mapping[str, Any] | None = None) -> list[ArchRun | SimulationFailure]:
-        """Simulate ``theta`` ``(n, 3)`` (``kn, ks, phi``) in one batched call; full results per set."""
-        theta = self.check_theta(theta)
-        c = self.conditions(conditions)
-        v, umax, ns = float(c["velocity"]), float(c["max_displacement"]), int(c["n_samples"])
-        if not (v > 0 and umax > 0 and ns >= 2):
-            raise ConfigurationError(
-                f"velocity and max_displacement must be > 0 and n_samples >= 2, got {v!r}, {umax!r}, {ns!r}"
-            )
+    def validate_conditions(self, conditions: Mapping[str, Any] | None = None, *, n_sets: int = 1) -> dict[str, Any]:
+        c = super().validate_conditions(conditions, n_sets=n_sets)
+        check_condition(self.name, "velocity", c["velocity"], low=0.0, low_open=True, fix="mm/s of the loading plate")
+        check_condition(self.name, "max_displacement", c["max_displacement"], low=0.0, low_open=True)
+        check_condition(self.name, "n_samples", c["n_samples"], low=2, integer=True)
+        check_condition(self.name, "damping", c["damping"])
         alpha, f = float(c["damping"]), float(c["dt_factor"])
         if not 0 <= alpha < 1:
             raise ConfigurationError(f"damping must lie in [0, 1), got {alpha!r}")
+        check_condition(self.name, "dt_factor", c["dt_factor"])
         fmax = 1.0 / math.sqrt(1.0 + alpha)
         if not 0 < f < fmax:
             raise ConfigurationError(
                 f"dt_factor must lie in (0, {fmax:.3f}) with local damping {alpha!r} (the damped update can be "
                 f"(1 + damping) times stiffer than the undamped one), got {f!r}"
             )
+        check_condition(self.name, "eq_tol", c["eq_tol"], low=0.0, low_open=True)
+        check_condition(self.name, "rounding", c["rounding"], low=0.0)
+        # the sampled columns (time, plate, force, energy, two per tracked point) and the two curves
+        cols = dem.S_TRACK + 2 * len(self.system.track_names) + 4
+        ns = int(c["n_samples"])
+        self.check_memory(8.0 * ns * cols * max(n_sets, 1), f"a batch of {n_sets} set(s) of {ns} samples",
+                          "lower n_samples or simulate fewer parameter sets per batch")
+        return c
+
+    def run(self, theta: np.ndarray, conditions: Mapping[str, Any] | None = None) -> list[ArchRun | SimulationFailure]:
+        """Simulate ``theta`` ``(n, 3)`` (``kn, ks, phi``) in one batched call; full results per set."""
+        theta = self.check_theta(theta)
+        c = self.validate_conditions(conditions, n_sets=theta.shape[0])
+        v, umax, ns = float(c["velocity"]), float(c["max_displacement"]), int(c["n_samples"])
+        alpha, f = float(c["damping"]), float(c["dt_factor"])
         ok = np.all(np.isfinite(theta), axis=1) & np.all(theta[:, :2] > 0, axis=1) & (theta[:, 2] > 0) & (theta[:, 2] < 90)
         out: list[ArchRun | SimulationFailure] = [SimulationFailure(f"invalid parameters {theta[i].tolist()!r}")
                                                   for i in range(theta.shape[0])]
