@@ -350,6 +350,7 @@ def test_mdof_recovery_from_accelerations(models):
     assert np.max(np.abs(recover(models["mdof_frame"], ACC))) < 0.01
 
 
+@pytest.mark.slow
 def test_iabc_identifies_boucwen_from_acceleration(models):
     """Seed 002's I-ABC (eq. 29 as printed), 100 of its 500 cycles from a uniform start in the default 0.5x-2x
     bounds, finds the Bouc-Wen parameters of noise-free acceleration data within 1 % (seeds 0-2 measured:
