@@ -1,7 +1,7 @@
-"""Seed 000 Tables 1-4: the masonry arch calibrated with PSO, GA and TBPSO, objectives 1 and 2, Pulatsu's
+"""Kibriya et al. (2023) Tables 1-4: the masonry arch calibrated with PSO, GA and TBPSO, objectives 1 and 2, Pulatsu's
 geometry and the surface-meshed geometry (h = 12 mm), against the shipped synthetic reference.
 
-Set-up (seed 000 section 4): kn, ks in [1e8, 1e10] Pa/m (log scale) and phi in [25, 45] deg, initial values
+Set-up (Kibriya et al. (2023) section 4): kn, ks in [1e8, 1e10] Pa/m (log scale) and phi in [25, 45] deg, initial values
 uniform in the unit cube; the model at 10 mm/s to 12 mm against ``mechcalib.models.masonry.reference_experiment()``
 (Pulatsu's geometry and parameters at 0.5 mm/s). Methods: PSO (``PSO.paper_000``) and GA (``GA.paper_000``) for
 50 iterations, PSO and TBPSO (``TBPSO.paper_000``) for 20; swarm/population 10. One iteration is one batch after
@@ -294,7 +294,7 @@ def _fmt_table(rows: list[list[str]], head: list[str]) -> str:
 
 
 def paper_table(runs: list[RunData], geom: str, k: int, n_best: int = 5) -> str:
-    """Seed 000's layout: per method the five best runs (best set of each run), best first."""
+    """Kibriya et al.'s (2023) layout: per method the five best runs (best set of each run), best first."""
     rows = []
     for method, (process, iters, _) in METHODS.items():
         sel = sorted((x for x in runs if x.geom == geom and x.k == k and x.method == method and x.complete),
@@ -456,7 +456,7 @@ def plot_fits(runs: list[RunData], path: Path) -> dict:
 
 
 def plot_params(runs: list[RunData], path: Path) -> None:
-    """Seed 000 Figs. 14, 17, 20, 23: the best set of every finished run."""
+    """Kibriya et al. (2023) Figs. 14, 17, 20, 23: the best set of every finished run."""
     plt = _plt()
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
     markers = {("pulatsu", 1): "o", ("pulatsu", 2): "s", ("surface", 1): "^", ("surface", 2): "D"}
@@ -487,7 +487,7 @@ def plot_params(runs: list[RunData], path: Path) -> None:
 
 
 def plot_smoothing(path: Path) -> None:
-    """Seed 000 Fig. 9: the neural smoother on the reference and on a 10 mm/s simulation (Pulatsu's parameters,
+    """Kibriya et al. (2023) Fig. 9: the neural smoother on the reference and on a 10 mm/s simulation (Pulatsu's parameters,
     surface-meshed geometry), with the default 1000 Adam steps and with 3000 (beginning to follow the noise)."""
     from mechcalib.objectives.smoothing import NeuralSmoother
 
@@ -516,7 +516,7 @@ def plot_smoothing(path: Path) -> None:
 
 
 def fig26(runs: list[RunData], path: Path) -> list[list[str]]:
-    """Seed 000 Fig. 26: the best calibrated set of each geometry (objective 2 where finished runs exist,
+    """Kibriya et al. (2023) Fig. 26: the best calibrated set of each geometry (objective 2 where finished runs exist,
     else objective 1) simulated at 0.5 mm/s, with Pulatsu's parameters, against the reference."""
     plt = _plt()
     ref05 = reference_experiment(velocity=0.5)
@@ -644,7 +644,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     )
     target = (
         "The reference parameters are known here but are not the optimum: the model at 10 mm/s is stiffer and "
-        "stronger than at 0.5 mm/s (docs/masonry.md section 4), so the best fit lies at lower kn, as in seed 000."
+        "stronger than at 0.5 mm/s (docs/masonry.md section 4), so the best fit lies at lower kn, as in Kibriya et al. (2023)."
     )
     summary = (
         "Best fitness of each finished run; for the 50-iteration methods also the median best after 20 "
@@ -660,7 +660,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         "reference (itself at 0.5 mm/s; for Pulatsu's geometry and parameters at 0.5 mm/s the curve is the "
         "reference)."
     )
-    parts = ["# Masonry arch: calibration of kn, ks, phi with PSO, GA and TBPSO (seed 000 Tables 1-4)", "",
+    parts = ["# Masonry arch: calibration of kn, ks, phi with PSO, GA and TBPSO (Kibriya et al. (2023) Tables 1-4)", "",
              intro, "", setup, "", target, ""]
     for (geom, k), t in sorted(TABLES.items(), key=lambda kv: kv[1]):
         parts += [f"## Table {t}. Five best solution sets, {OBJECTIVE_NAMES[k]}, {GEOMETRIES[geom][0]}", "",

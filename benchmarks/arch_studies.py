@@ -1,4 +1,4 @@
-"""Sensitivity studies of the masonry-arch DEM (seed 000 sections 2.3-2.4) and its checks against the
+"""Sensitivity studies of the masonry-arch DEM (Kibriya et al. (2023) sections 2.3-2.4) and its checks against the
 limit analysis. Each function returns plain rows (dicts) and optionally writes a PNG.
 
 Run them all (on demand, not in the test suite):
@@ -84,7 +84,7 @@ def contact_placement(velocities: Sequence[float] = (10.0, 1.0), png: Path | Non
 
 def velocity_study(velocities: Sequence[float] = (0.5, 1.0, 5.0, 10.0, 50.0), contacts: str = "uniform",
                    png: Path | None = None, **opts) -> list[dict]:
-    """Seed 000 Fig. 7: the response against the loading velocity [mm/s]."""
+    """Kibriya et al. (2023) Fig. 7: the response against the loading velocity [mm/s]."""
     m = MasonryArch(contacts=contacts, **opts)
     rows, runs = [], {}
     for v in velocities:
@@ -134,7 +134,7 @@ def rate_study(variants: Sequence[dict] = RATE_VARIANTS, contacts: str = "unifor
 
 def mesh_study(sizes: Sequence[float] = (10, 12, 15, 20, 25, 30, 35), velocity: float = 10.0,
                png: Path | None = None) -> list[dict]:
-    """Seed 000 Fig. 8: surface-meshed joints of size h [mm], with Pulatsu's geometry for reference."""
+    """Kibriya et al. (2023) Fig. 8: surface-meshed joints of size h [mm], with Pulatsu's geometry for reference."""
     rows, runs = [], {}
     for label, opts in [("pulatsu", {"contacts": "pulatsu"})] + [(f"h = {h:g} mm", {"contacts": "surface", "mesh_size": float(h)})
                                                                     for h in sizes]:
@@ -149,7 +149,7 @@ def mesh_study(sizes: Sequence[float] = (10, 12, 15, 20, 25, 30, 35), velocity: 
 
 
 def friction_study(phis: Sequence[float] = (27.0, 30.5, 35.0), velocity: float = 1.0) -> list[dict]:
-    """Seed 000 section 2.3: sliding failure at 27 deg, hinges at 35 deg, mixed at 30.5 deg."""
+    """Kibriya et al. (2023) section 2.3: sliding failure at 27 deg, hinges at 35 deg, mixed at 30.5 deg."""
     m = MasonryArch()
     th = np.array([[PULATSU["kn"], PULATSU["ks"], p] for p in phis])
     rows = []
@@ -181,7 +181,7 @@ def limit_convergence(kns: Sequence[float] = (4e8, 4e9, 4e10), velocities: Seque
 
 def reference_experiment(velocity: float = 0.5, contacts: str = "pulatsu") -> Experiment:
     """The documented synthetic reference of the calibration studies: Pulatsu's geometry and parameters
-    loaded slowly (0.5 mm/s, seed 000 section 4.2.3) to 12 mm, simulated afresh (the shipped copy is
+    loaded slowly (0.5 mm/s, Kibriya et al. (2023) section 4.2.3) to 12 mm, simulated afresh (the shipped copy is
     :func:`mechcalib.models.masonry.reference_experiment`). Its name says it is simulated; its conditions are
     model conditions only, so it can serve in a :class:`~mechcalib.core.problem.Problem`."""
     m = MasonryArch(contacts=contacts)
@@ -192,7 +192,7 @@ def reference_experiment(velocity: float = 0.5, contacts: str = "pulatsu") -> Ex
 
 def objective_contour(reference: Experiment, *, n_kn: int = 13, n_phi: int = 13, ratio: float = 2.5,
                       velocity: float = 10.0, contacts: str = "pulatsu", png: Path | None = None) -> dict:
-    """Seed 000 Fig. 12: objective 1 over a linear grid of kn in [1e8, 1e10] Pa/m and phi in [25, 45] deg
+    """Kibriya et al. (2023) Fig. 12: objective 1 over a linear grid of kn in [1e8, 1e10] Pa/m and phi in [25, 45] deg
     with ``ks = kn / ratio``, the model at ``velocity`` against ``reference``. Returns the grid and losses."""
     m = MasonryArch(contacts=contacts)
     kn = np.linspace(1e8, 1e10, n_kn)

@@ -1,4 +1,4 @@
-"""Wet sand (seed 001, section 3): speed of the EEPA DEM, curves, the velocity study of Fig. 7, the Young's
+"""Wet sand (Hu et al. (2024), section 3): speed of the EEPA DEM, curves, the velocity study of Fig. 7, the Young's
 modulus scaling and the 200-set `fast` dataset through the run store.
 
 Run on demand (not in CI); each stage is written to ``results/granular.json`` as soon as it ends and skipped
@@ -310,7 +310,7 @@ def fmt(v: float, nd: int = 1) -> str:
 
 
 def report(res: dict) -> str:
-    L = ["# Wet sand EEPA DEM: speed, curves, velocity study, dataset (seed 001, section 3)", "",
+    L = ["# Wet sand EEPA DEM: speed, curves, velocity study, dataset (Hu et al. (2024), section 3)", "",
          ("Written by `benchmarks/granular.py` from `granular.json`; reproduce with "
          "`NUMBA_NUM_THREADS=2 nice -n 10 python benchmarks/granular.py` (stages resume; `--redo STAGE`). "
          "Machine: 2 cores shared with other jobs; `load` is the 1-minute load average at the start and end of a "

@@ -1,4 +1,4 @@
-"""Seed 003 reproduction: the affinity hydration model calibrated by the strategies of Table 2.
+"""Mareš et al. (2016) reproduction: the affinity hydration model calibrated by the strategies of Table 2.
 
 On demand, outside the test suite. Writes ``benchmarks/results/hydration.md`` (or ``--out``) and the
 figures named after it (``hydration_fig*.png``) beside it, and keeps every finished stage in the run store
@@ -71,7 +71,7 @@ from mechcalib.surrogates.strategies import (
 
 SHARED = ROOT.parent / "shared" / "data" / "calorimetry"
 
-# Table 4 and Table 5 of seed 003 (percent)
+# Table 4 and Table 5 of Mareš et al. (2016) (percent)
 PAPER_T4 = {
     "Forward Complex": ("7", "2.03", "2.67"),
     "Forward Split": ("3 to 10", "0.06 to 1.06", "0.06 to 1.27"),
@@ -91,7 +91,7 @@ PAPER_T5 = {  # p1 train/test, p2, p3, p4, alpha
     "Inverse PCA": (3.86, 5.10, 10.50, 16.73, 1.25, 1.89, 0.28, 0.33, 0.377, 1.209),
 }
 
-# Tables 9-11 of seed 003: (h, eps^MRP train [%], eps^MRP test [%]) per network, in the order of Table 2's outputs
+# Tables 9-11 of Mareš et al. (2016): (h, eps^MRP train [%], eps^MRP test [%]) per network, in the order of Table 2's outputs
 _T = list[tuple[int, float, float]]
 PAPER_NETS: dict[str, _T] = {
     "Forward Complex": [(7, 2.03, 2.67)],
@@ -159,7 +159,7 @@ class Stages:
 
 NOTES = """## Notes
 
-- The time range of the 1161-step grid is not given in seed 003; the default is 0.1-1000 h (see
+- The time range of the 1161-step grid is not given in Mareš et al. (2016); the default is 0.1-1000 h (see
   `docs/hydration.md`). It decides the p3/p4 (η̄, α∞) errors: with Table 1's box many curves are still rising
   at 1000 h (η̄ up to 12), so η̄ and α∞ trade off on the late steps. Evidence (`hydration_grid.md`, from
   `--grid-study`): GRADE on the exact model at the nine Forward Split steps, with no network at all, is as poor
@@ -593,7 +593,7 @@ def main(argv: list[str] | None = None) -> int:
     train = simulate_dataset(model, lhs_md(100, 4, iterations=3000, seed=args.seed), channel="alpha", conditions=COND)
     test = simulate_dataset(model, random_design(50, 4, seed=args.seed + 1), channel="alpha", conditions=COND)
     stages = Stages(Path(args.store), stage_prefix(args), fresh=args.fresh)
-    lines = ["# Seed 003: calibration strategies for the affinity hydration model", "",
+    lines = ["# Mareš et al. (2016): calibration strategies for the affinity hydration model", "",
              f"Generated {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by `python benchmarks/hydration_strategies.py "
              + " ".join(argv if argv is not None else sys.argv[1:]) + f"` on {platform.machine()}, {os.cpu_count()} cores, "
              f"NUMBA_NUM_THREADS={os.environ.get('NUMBA_NUM_THREADS', 'unset')}, load average {load0:.1f} at the start"
@@ -653,7 +653,7 @@ def grid_study(args, out: Path) -> int:
     grid; ε̂ of eq. 15 on the 50 test curves. Which range the paper used is not stated (see the notes)."""
     model = Hydration()
     U_tr, U_te = lhs_md(100, 4, iterations=3000, seed=args.seed), random_design(50, 4, seed=args.seed + 1)
-    lines = ["# Seed 003: the grid range and the identification errors", "",
+    lines = ["# Mareš et al. (2016): the grid range and the identification errors", "",
              f"Generated {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by `python benchmarks/hydration_strategies.py --grid-study"
              + (" --quick" if args.quick else "") + f"` (load average {os.getloadavg()[0]:.1f} at the start). The same "
              "design points on each grid; ε̂ of eq. 15 [%] on the 50 test curves (α: averaged over that grid's "

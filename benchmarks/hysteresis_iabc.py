@@ -1,4 +1,4 @@
-"""Hysteretic parameter identification with I-ABC: seed 002's Tables 1-5 and 7, convergence plots in the
+"""Hysteretic parameter identification with I-ABC: Ding et al.'s (2021) Tables 1-5 and 7, convergence plots in the
 manner of its Figs. 17 and 20, peers (PSO, TBPSO, CMA-ES), and the speed of the forward model against
 OpenSees (on demand, not part of the test suite).
 
@@ -22,7 +22,7 @@ Algorithms (every one gets 25 000 evaluations, the paper's 50 bees x 500 cycles)
     ``iabc-1coord``, ``abc-1coord`` the same with Karaboga's one-coordinate step (``local_step="one"``), the
     study's first pass, kept as an ablation (not in ``--algorithms all``; name them to run more);
     ``tsa`` the tree-seed algorithm (Kiran 2015; the paper's TSA reference is Ding et al.'s Levy variant);
-    ``pso`` PSO with seed 000's weights, 50 particles, inertia schedule over the budget;
+    ``pso`` PSO with Kibriya et al.'s (2023) weights, 50 particles, inertia schedule over the budget;
     ``tbpso`` TBPSO likewise, trust capped at 1; ``cma`` CMA-ES (``cma`` package, the ``peers`` extra) in
     the unit cube, sigma0 = 0.3, default population, IPOP restarts.
     The search bounds are each model's defaults (0.5x-2x the true values, docs/hysteresis.md) for all.
@@ -93,7 +93,7 @@ from mechcalib.storage import RunStore
 
 RESULTS = Path(__file__).resolve().parent / "results"
 STORE = RESULTS / "hysteresis.sqlite"
-BUDGET = 25_000  # seed 002: group size 50 x 500 cycles
+BUDGET = 25_000  # Ding et al. (2021): group size 50 x 500 cycles
 CHECKPOINT_EVERY = 25
 GROUP = 50  # evaluations per "cycle" on the plots' abscissa (one I-ABC cycle: 25 employed + 25 onlookers)
 
@@ -116,7 +116,7 @@ ONE_COORD = {"iabc-1coord": "iabc", "abc-1coord": "abc"}
 LABEL = {"iabc": "I-ABC", "abc": "ABC", "tsa": "TSA", "pso": "PSO", "tbpso": "TBPSO", "cma": "CMA-ES",
          "iabc-1coord": "I-ABC, one-coordinate eq. 29", "abc-1coord": "ABC, one-coordinate eq. 29"}
 
-# -- the paper's numbers (seed 002 Tables 1-5 and 7) ---------------------------------------------------
+# -- the paper's numbers (Ding et al. (2021) Tables 1-5 and 7) ---------------------------------------------------
 TRUE = {
     "boucwen": [2, 1, 0.5, 2],
     "bilinear_kinematic": [1, 2, 1],
@@ -780,12 +780,12 @@ def write_report(store_path: Path, budget: int, jobs_full: list[Job], command: s
                   f"{n_complete} complete; the store is not in the repository, benchmarks/README.md says how to "
                   "recompute it)")
     L = [
-        "# Hysteretic parameter identification with I-ABC (seed 002)", "",
+        "# Hysteretic parameter identification with I-ABC (Ding et al. (2021))", "",
         (f"Generated {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by `python benchmarks/hysteresis_iabc.py` from "
          f"{source}. Python {platform.python_version()}, "
          f"{os.cpu_count()} CPUs. The module docstring of the script states the cases, objective, algorithms and "
          "settings."), "",
-        (f"Every run: {budget} evaluations (seed 002's group size 50 x 500 cycles; I-ABC stops at its 500th cycle "
+        (f"Every run: {budget} evaluations (Ding et al.'s (2021) group size 50 x 500 cycles; I-ABC stops at its 500th cycle "
          "or the budget, whichever comes first; all algorithms get the same budget and the same bounds, 0.5x-2x "
          "the true values). Identified values are the best point of each run; \"median\" and \"worst\" are over "
          "the seeds listed (seed = optimiser seed = noise seed). Only complete runs enter the tables."), "",
@@ -795,7 +795,7 @@ def write_report(store_path: Path, budget: int, jobs_full: list[Job], command: s
     for m in SDOF:
         L += sdof_table(m, runs, budget)
     L += [("The paper's I-ABC1 (Ding et al. 2016b) and I-ABC2 (Ding et al. 2017b) are not reproduced: their update "
-           "rules are not given in seed 002 and could not be found (only the papers' abstracts); the original ABC "
+           "rules are not given in Ding et al. (2021) and could not be found (only the papers' abstracts); the original ABC "
            "is run in their place."), "",
           "## Frame (Table 7)", ""]
     L += table7(runs, budget)

@@ -1,8 +1,8 @@
-"""Generate the synthetic reference experiment of the masonry-arch calibrations (seed 000, issue 6).
+"""Generate the synthetic reference experiment of the masonry-arch calibrations (Kibriya et al. (2023), issue 6).
 
 The measured curves of Birhane's test are not public. The reference is the DEM itself, with Pulatsu's
 geometry (8 sub-blocks per stone, 17 contact points per joint) and parameters (kn = 4 GPa/m,
-ks = 1.6 GPa/m, phi = 30.5 deg), loaded slowly (0.5 mm/s, the verification velocity of seed 000 section
+ks = 1.6 GPa/m, phi = 30.5 deg), loaded slowly (0.5 mm/s, the verification velocity of Kibriya et al. (2023) section
 4.2.3) to 12 mm. The calibrations fit the model at 10 mm/s to it, as the seed fits 3DEC at 10 mm/s to a test
 run at 0.005 mm/s.
 
@@ -24,7 +24,7 @@ from mechcalib.models.masonry.arch import PULATSU, MasonryArch
 from mechcalib.models.masonry.reference import COLUMNS, REFERENCE, reference_path
 
 HEADER = """\
-# Synthetic reference of the masonry-arch calibrations (seed 000). SIMULATED, NOT MEASURED.
+# Synthetic reference of the masonry-arch calibrations (Kibriya et al. (2023)). SIMULATED, NOT MEASURED.
 # mechcalib masonry_arch DEM, Pulatsu's geometry (contacts = "pulatsu": 8 sub-blocks per stone, 17 contact
 # points per joint), kn = {kn:g} Pa/m, ks = {ks:g} Pa/m, phi = {phi:g} deg, plate velocity {velocity:g} mm/s
 # to {max_displacement:g} mm, {n_samples} samples, local damping 0.8. Displacements from the self-weight

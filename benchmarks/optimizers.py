@@ -257,7 +257,7 @@ class Config:
 
 def _configs() -> dict[str, Config]:
     c = [
-        Config("ga", _mechcalib("ga", "paper_000"), "GA.paper_000() (seed 000)", needs="mechcalib.optimizers.ga"),
+        Config("ga", _mechcalib("ga", "paper_000"), "GA.paper_000() (Kibriya et al. (2023))", needs="mechcalib.optimizers.ga"),
         Config("pso", _mechcalib("pso", "paper_000", scale_iters=True),
                "PSO.paper_000(), max_iter = budget/10 - 1", needs="mechcalib.optimizers.pso"),
         Config("tbpso", _mechcalib("tbpso", "paper_000", scale_iters=True),

@@ -1,16 +1,16 @@
-"""Seed 001 on a hysteresis dataset: GDR-Net selection, Table 4's ablation, Table 3's verification, Table 5's
+"""Hu et al. (2024) on a hysteresis dataset: GDR-Net selection, Table 4's ablation, Table 3's verification, Table 5's
 standard errors, and the seed-003 inverse strategies on the same data.
 
 On demand, outside the test suite. Writes ``benchmarks/results/partsnet.md`` (or ``--out``).
 
-Data (until the granular-DEM EEPA dataset exists): the SDOF Bouc-Wen oscillator of seed 002 (``sdof_boucwen``,
+Data (until the granular-DEM EEPA dataset exists): the SDOF Bouc-Wen oscillator of Ding et al. (2021) (``sdof_boucwen``,
 ``F = 5 sin(t)`` N over 20 s, 1 ms RK4 steps) whose hysteresis loop, displacement ``u`` and restoring force ``r``
 resampled to 99 equally spaced times, stands in for the triaxial test's 99 x 2 displacement and force.
 
 1. GDR-Net (section 2.1, 3.3): seven candidates, the four Bouc-Wen parameters ``a1..a4`` and ``m, c, k`` (bounds
    0.5x-2x of the paper values), 200 Latin-hypercube simulations labelled by ``γ`` (eq. 3) against the
    response at the paper values (the "experiment"); the VAE with its quality head ranks the candidates and the
-   first three are calibrated, the others held at the paper values (as seed 001 keeps λp, f_s-s, f_s-a).
+   first three are calibrated, the others held at the paper values (as Hu et al. (2024) keeps λp, f_s-s, f_s-a).
 2. Table 4: 200 Latin-hypercube simulations of the three selected parameters, 160 for training and 40 for
    validation; the eight networks with Table 1's shared sizes (hidden 72, 4 heads, 1 layer, sparsity 0.49,
    batch 40, Adam 5.6e-4, MSE); Appendix A's metrics on the validation set in [0, 1]-scaled parameters and the
@@ -20,14 +20,14 @@ resampled to 99 equally spaced times, stands in for the triaxial test's 99 x 2 d
    relative parameter errors, R² and Pearson of the re-simulated restoring force, peak-force error.
 4. Table 5: standard error of the re-simulated restoring force (definition: mechcalib.inverse.metrics.
    standard_error) and the systematic error of eq. 28, for PartsNet and GRU+TransE.
-5. Seed 003's Inverse Expert (nine force samples) and Inverse PCA (nine principal-component scores) with their
+5. Mareš et al.'s (2016) Inverse Expert (nine force samples) and Inverse PCA (nine principal-component scores) with their
    cross-validated one-hidden-layer networks, fitted on the same training part and scored the same way.
 
     python benchmarks/partsnet.py                         # short profile, about 25 min on the 2-core machine
     python benchmarks/partsnet.py --profile paper --work W --compare benchmarks/results/partsnet.short.json
     python benchmarks/partsnet.py --variants PartsNet,GRU --epochs 20 --out /tmp/p.md --no-strategies
 
-Profiles: ``short`` 150 epochs, GDR-Net 300, seed 003's strategies with ``CVSettings.quick``; ``paper`` Table 1's
+Profiles: ``short`` 150 epochs, GDR-Net 300, Mareš et al.'s (2016) strategies with ``CVSettings.quick``; ``paper`` Table 1's
 600 and 1000 epochs, ``CVSettings.paper_003`` (about 4x the short profile's CPU time).
 
 ``--work DIR`` keeps every trained network there as it finishes (and the strategies' scores), so an interrupted run
@@ -85,7 +85,7 @@ PAPER_TABLE4 = {
     "PartsNet": (0.0009, 0.019, 0.031, 0.011, 0.008, 0.913, 159.586),
 }
 COLS = ("MSE", "MAE", "RMSE", "MedAE", "QLoss", "R2", "Time")
-PARAM_TEXT = ("Bouc-Wen law of seed 002 eqs. 9-11: a1 = A/η, a2 = νβ/η, a3 = νγ/η, a4 = exponent n; m, c, k the mass, "
+PARAM_TEXT = ("Bouc-Wen law of Ding et al. (2021) eqs. 9-11: a1 = A/η, a2 = νβ/η, a3 = νγ/η, a4 = exponent n; m, c, k the mass, "
               "damping and linear stiffness")
 
 
@@ -227,7 +227,7 @@ def verification(args, space, m, nets, log) -> dict:
 
 
 def strategies(args, tr, va, log) -> dict:
-    """Seed 003's inverse strategies; with ``--work`` their scores are kept there (``strategies.json``, keyed by the
+    """Mareš et al.'s (2016) inverse strategies; with ``--work`` their scores are kept there (``strategies.json``, keyed by the
     CV profile and the training data's input statistics) so that a rerun does not refit them."""
     sc = SequenceScaler.fit(tr.X)
     key = {"cv": args.cv, "names": list(tr.names), "mean": sc.mean.tolist(), "std": sc.std.tolist()}
@@ -305,7 +305,7 @@ def write(args, res, path: Path) -> None:
     g, rows, ver, st = res["gdr"], res["table4"], res["verification"], res["strategies"]
     names = ver["names"] if ver else res["names"]
     L = []
-    L.append("# PartsNet (seed 001) on a hysteresis dataset\n")
+    L.append("# PartsNet (Hu et al. (2024)) on a hysteresis dataset\n")
     L.append(f"Written by `{' '.join(['python', 'benchmarks/partsnet.py', *sys.argv[1:]])}` on "
              f"{datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}; {platform.machine()} {platform.system()}, "
              f"torch {torch.__version__}, {args.threads} thread(s), profile `{args.profile}` ({args.epochs} epochs, "
@@ -314,7 +314,7 @@ def write(args, res, path: Path) -> None:
                 "times the Time column keeps)" if args.loaded else "")
              + ("; the inverse strategies' scores were loaded from `--work` as well" if args.loaded_strategies else "")
              + ". Times depend on the machine's load; the step costs below are the fairer comparison.\n")
-    L.append("**Data.** No EEPA dataset exists yet; this is the SDOF Bouc-Wen oscillator of seed 002 "
+    L.append("**Data.** No EEPA dataset exists yet; this is the SDOF Bouc-Wen oscillator of Ding et al. (2021) "
              "(`sdof_boucwen`, F = 5 sin(t) N, 0-20 s, 1 ms RK4 steps). Each sequence is its hysteresis loop, "
              "displacement u and restoring force r at 99 equal time steps (99 x 2, the shape of the triaxial "
              f"test's displacement and force). {args.n} Latin-hypercube samples per stage, seed {args.seed}.\n")
@@ -418,7 +418,7 @@ def write(args, res, path: Path) -> None:
                      f"{o['best_R2']:.3f} ({o['best_R2_epoch']}) | {ev['best_R2']:.3f} ({int(np.argmax(res['hist'][v]) + 1)}) |")
         L.append("")
     # strategies
-    L.append("\n## Seed 003's inverse strategies on the same split\n")
+    L.append("\n## Mareš et al.'s (2016) inverse strategies on the same split\n")
     if st:
         L.append(f"One cross-validated one-hidden-layer network per parameter (`CVSettings.{'quick' if args.cv == 'quick' else 'paper_003'}`), "
                  "inputs from the standardised 99 x 2 sequence; the same validation metrics. Time = fitting [s].\n")
@@ -490,9 +490,9 @@ def main() -> None:
     ap.add_argument("--x-scaling", choices=("feature", "step"), default="feature",
                     help="input standardisation of the networks (TrainConfig.x_scaling; default: per feature)")
     ap.add_argument("--work", default=None, help="folder keeping trained networks (resume)")
-    ap.add_argument("--no-strategies", action="store_true", help="skip seed 003's inverse strategies")
+    ap.add_argument("--no-strategies", action="store_true", help="skip Mareš et al.'s (2016) inverse strategies")
     ap.add_argument("--cv", choices=("quick", "paper_003"), default=None,
-                    help="CV settings of seed 003's strategies (default: the profile's)")
+                    help="CV settings of Mareš et al.'s (2016) strategies (default: the profile's)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "partsnet.md"))
     ap.add_argument("--json", default=None, help="the results as JSON (default: beside --out, partsnet.PROFILE.json)")
     ap.add_argument("--compare", default=None, help="JSON of another profile's run on the same data, tabled beside")

@@ -1,5 +1,5 @@
-"""Seed 001's Table 4 on the EEPA wet-sand triaxial dataset: the eight inverse networks trained on the 200 DEM
-simulations of ``benchmarks/results/granular.fast_dataset.npz``, and seed 003's inverse strategies on the same
+"""Hu et al.'s (2024) Table 4 on the EEPA wet-sand triaxial dataset: the eight inverse networks trained on the 200 DEM
+simulations of ``benchmarks/results/granular.fast_dataset.npz``, and Mareš et al.'s (2016) inverse strategies on the same
 split. On demand, outside the test suite. Writes ``benchmarks/results/partsnet_eepa.md`` and
 ``partsnet_eepa.PROFILE.json``.
 
@@ -41,13 +41,13 @@ from mechcalib.inverse import VARIANTS  # noqa: E402
 from mechcalib.inverse.data import from_npz  # noqa: E402
 
 DATASET = ROOT / "benchmarks" / "results" / "granular.fast_dataset.npz"
-PARAM_TEXT = ("EEPA contact parameters of seed 001: lambda_p the plastic stiffness ratio, f_ss and f_sa the "
+PARAM_TEXT = ("EEPA contact parameters of Hu et al. (2024): lambda_p the plastic stiffness ratio, f_ss and f_sa the "
               "sand-sand and sand-acrylic static friction")
 
 
 def write(args, res: dict, path: Path) -> None:
     rows, st, names = res["table4"], res["strategies"], res["names"]
-    L = ["# PartsNet (seed 001) on the EEPA triaxial dataset\n"]
+    L = ["# PartsNet (Hu et al. (2024)) on the EEPA triaxial dataset\n"]
     L.append(f"Written by `{res['command']}` on {datetime.now(UTC):%Y-%m-%d %H:%M UTC}; {platform.machine()} "
              f"{platform.system()}, torch {torch.__version__}, {args.threads} thread(s), profile `{args.profile}` "
              f"({args.epochs} epochs), input scaling `{args.x_scaling}`; {res['seconds'] / 60:.1f} min"
@@ -82,7 +82,7 @@ def write(args, res: dict, path: Path) -> None:
     L.append("Cost of one training step (batch 40, forward + backward + Adam), median of 15 interleaved steps:\n")
     L.append("| network | ms per step |\n|---|---|")
     L += [f"| {k} | {1e3 * v:.1f} |" for k, v in sc.items()]
-    L.append("\n## Seed 003's inverse strategies on the same split\n")
+    L.append("\n## Mareš et al.'s (2016) inverse strategies on the same split\n")
     if st:
         L.append("| method | " + " | ".join(COLS) + " | hidden neurons |\n|---|" + "---|" * (len(COLS) + 1))
         for k, ev in st.items():
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     ap.add_argument("--work", default=None, help="folder keeping trained networks (resume)")
-    ap.add_argument("--no-strategies", action="store_true", help="skip seed 003's inverse strategies")
+    ap.add_argument("--no-strategies", action="store_true", help="skip Mareš et al.'s (2016) inverse strategies")
     ap.add_argument("--cv", choices=("quick", "paper_003"), default=None)
     ap.add_argument("--x-scaling", choices=("feature", "step"), default="feature",
                     help="input standardisation of the networks (TrainConfig.x_scaling; default: per feature)")

@@ -1,4 +1,4 @@
-"""The EEPA contact law (seed 001 eqs. 16-26) against values written out by hand: the branches of eq. 17 and
+"""The EEPA contact law (Hu et al. (2024) eqs. 16-26) against values written out by hand: the branches of eq. 17 and
 the plastic overlap along a prescribed overlap history, the pull-off force, the energy dissipated per cycle,
 the linear law's energy balance and restitution, the Coulomb limit and the rolling resistance."""
 

@@ -1,4 +1,4 @@
-"""The affinity hydration model (seed 003, eqs. 5-9)."""
+"""The affinity hydration model (Mareš et al. (2016), eqs. 5-9)."""
 
 from __future__ import annotations
 

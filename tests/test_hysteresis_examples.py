@@ -1,4 +1,4 @@
-"""The seed 002 configuration examples: they build the paper's problems and run end to end with a tiny budget."""
+"""The Ding et al. (2021) configuration examples: they build the paper's problems and run end to end with a tiny budget."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The hysteretic laws of seed 002 (eqs. 1-23) against hand-checked behaviour.
+"""The hysteretic laws of Ding et al. (2021) (eqs. 1-23) against hand-checked behaviour.
 
 Loops are driven by prescribed displacement paths (:func:`hysteresis_loop`), so every number below follows
 from the equations alone.

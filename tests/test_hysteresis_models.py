@@ -1,4 +1,4 @@
-"""Seed 002's SDOF and MDOF hysteretic systems: setup, accuracy of the integration, linear limits,
+"""Ding et al.'s (2021) SDOF and MDOF hysteretic systems: setup, accuracy of the integration, linear limits,
 batching, failures and parameter recovery."""
 
 from __future__ import annotations
@@ -352,7 +352,7 @@ def test_mdof_recovery_from_accelerations(models):
 
 @pytest.mark.slow
 def test_iabc_identifies_boucwen_from_acceleration(models):
-    """Seed 002's I-ABC (eq. 29 as printed), 100 of its 500 cycles from a uniform start in the default 0.5x-2x
+    """Ding et al.'s (2021) I-ABC (eq. 29 as printed), 100 of its 500 cycles from a uniform start in the default 0.5x-2x
     bounds, finds the Bouc-Wen parameters of noise-free acceleration data within 1 % (seeds 0-2 measured:
     0.03 / 0.05 / 0.004 % at worst)."""
     from mechcalib.optimizers import IABC

@@ -1,4 +1,4 @@
-"""Dataset generation through the run engine (seed 001's 200-set training data): the same dataset as the
+"""Dataset generation through the run engine (Hu et al.'s (2024) 200-set training data): the same dataset as the
 in-memory path, resumed after an interruption without simulating a stored set again, failed sets recorded,
 a process pool, and the `mechcalib inverse dataset --store` command."""
 

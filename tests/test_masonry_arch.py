@@ -1,4 +1,4 @@
-"""The masonry-arch model of seed 000: geometry, limit analysis, the batched DEM model, failure mode."""
+"""The masonry-arch model of Kibriya et al. (2023): geometry, limit analysis, the batched DEM model, failure mode."""
 
 from __future__ import annotations
 
@@ -79,7 +79,7 @@ def test_model_protocol(model):
 
 
 def test_pulatsu_parameters_peak_and_mechanism(model):
-    """Seed 000 section 2.2: 2.71 kN peak, rotational hinges at both quarter spans and at the right
+    """Kibriya et al. (2023) section 2.2: 2.71 kN peak, rotational hinges at both quarter spans and at the right
     abutment, sliding at the left quarter span. Checked at 1 mm/s, where the response is quasi-static
     (docs/masonry.md: the 10 mm/s curve carries the rate effect of local damping)."""
     (run,) = model.run(model.full_vector()[None], {"velocity": 1.0})

@@ -1,4 +1,4 @@
-"""ABC and I-ABC (seed 002 eqs. 28-35): kernels against hand-computed values, the ask/tell cycle, presets
+"""ABC and I-ABC (Ding et al. (2021) eqs. 28-35): kernels against hand-computed values, the ask/tell cycle, presets
 and recovery checks."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""GA (seed 000 section 3.1, ``geneticalgorithm`` rules): kernels by hand, batch bookkeeping, quality."""
+"""GA (Kibriya et al. (2023) section 3.1, ``geneticalgorithm`` rules): kernels by hand, batch bookkeeping, quality."""
 
 from __future__ import annotations
 

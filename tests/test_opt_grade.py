@@ -1,4 +1,4 @@
-"""GRADE (seed 003): kernels by hand, sizes, coefficient conventions, quality, validation."""
+"""GRADE (Mareš et al. (2016)): kernels by hand, sizes, coefficient conventions, quality, validation."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""PSO (seed 000 eqs. 1-10): kernels against hand-computed values, the class's threading of state,
+"""PSO (Kibriya et al. (2023) eqs. 1-10): kernels against hand-computed values, the class's threading of state,
 settings validation, presets and convergence."""
 
 from __future__ import annotations

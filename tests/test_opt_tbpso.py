@@ -1,4 +1,4 @@
-"""TBPSO (seed 000 eqs. 11-15): one step computed by hand on three particles in 2-D, the class's
+"""TBPSO (Kibriya et al. (2023) eqs. 11-15): one step computed by hand on three particles in 2-D, the class's
 threading of state (trust updated after the personal bests), trust growth and its cap, settings,
 presets and convergence."""
 

@@ -20,7 +20,7 @@ scales ``a_i - a_k``, ``local_step="vector"``); with Karaboga's one-coordinate s
 seeds 0-9 gave worst/median ABC 0.3/0.1, 63/2.7, 2.4/1.1, 2.4/1.6, 0.2/0.16 and I-ABC 0.88/0.62, 97/42,
 4/2.2, 3/1.5, 0.2/0.13 on the five functions: the vector step is better where the variables interact
 (I-ABC on Sphere, Rosenbrock, Ackley), worse on the separable Rastrigin, and worse for plain ABC at this
-short budget (40 cycles); on seed 002's hysteresis objectives it is what lets I-ABC reach the truth.
+short budget (40 cycles); on Ding et al.'s (2021) hysteresis objectives it is what lets I-ABC reach the truth.
 
 =========  =======================  ==========  ===  ======  =====  ========  =========  ==========
 optimiser  preset / settings        function    dim  budget  tol    worst/10  median/10  seeds

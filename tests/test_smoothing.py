@@ -1,4 +1,4 @@
-"""Objective 2 of seed 000: the neural smoother (kernels, smoothing, reproducibility) and SmoothedOverlapRSS."""
+"""Objective 2 of Kibriya et al. (2023): the neural smoother (kernels, smoothing, reproducibility) and SmoothedOverlapRSS."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Calibration strategies of seed 003 (Table 2) on synthetic hydration curves."""
+"""Calibration strategies of Mareš et al. (2016) (Table 2) on synthetic hydration curves."""
 
 from __future__ import annotations
 

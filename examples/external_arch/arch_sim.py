@@ -1,4 +1,4 @@
-"""A stand-in for a 3DEC run of the dry-joint masonry arch of seed 000 (section 2), for the external-model
+"""A stand-in for a 3DEC run of the dry-joint masonry arch of Kibriya et al. (2023) (section 2), for the external-model
 example. It reads a parameter file, computes a force-displacement curve with a closed-form "arch-like"
 law and writes it as CSV, as a discrete-element run would through its own scripting.
 

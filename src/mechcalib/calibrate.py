@@ -118,7 +118,7 @@ class Result:
     """Outcome of a calibration.
 
     ``best_x``: best free parameters ``(dim,)``; ``best_params``: every parameter (fixed ones included) by
-    name; ``alternatives``: the best distinct parameter sets found (seed 000 reports five), as
+    name; ``alternatives``: the best distinct parameter sets found (Kibriya et al. (2023) reports five), as
     ``(params, loss)`` pairs, best first. ``run_name``: the run's name in the store (``None`` without
     one); ``n_simulated``, ``n_cached``, ``n_replayed``: how many of the evaluations were simulated by
     this call, reused from the cache, or read back from the store on resume.

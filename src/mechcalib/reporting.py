@@ -183,7 +183,7 @@ def plot_deformed(assembly, centroids: np.ndarray, pos: np.ndarray, *, pos_ref: 
     """A masonry assembly (:mod:`mechcalib.models.masonry`) in the block positions ``pos``, coloured by the
     displacement magnitude of each block's centroid [mm] (from ``pos_ref``, default the assembled state),
     displacements amplified ``scale`` times; the hinges of ``mode`` (a ``FailureMode``) as red dots at their
-    pivots, sliding joints as blue lines (seed 000 Figs. 3, 16). Saves a PNG to ``path`` if given; returns the
+    pivots, sliding joints as blue lines (Kibriya et al. (2023) Figs. 3, 16). Saves a PNG to ``path`` if given; returns the
     figure. ``MasonryArch.plot`` draws a run with it."""
     import textwrap
 

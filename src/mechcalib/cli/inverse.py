@@ -1,4 +1,4 @@
-"""``mechcalib inverse ...``: deep inverse calibration from the command line (seed 001, PartsNet).
+"""``mechcalib inverse ...``: deep inverse calibration from the command line (Hu et al. (2024), PartsNet).
 
 * ``dataset MODEL --n 200 --out data.npz [--store S.sqlite --workers 2]``: simulate a Latin hypercube of a
   built-in model and write its sequences in the layout of a run's dataset export; with ``--store`` through the
@@ -22,7 +22,7 @@ from .common import dataset_progress, echo_generation, errors, finish_generation
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
-    help="Deep inverse calibration (seed 001): learn sequence -> parameters, identify from a measured sequence.",
+    help="Deep inverse calibration (Hu et al. (2024)): learn sequence -> parameters, identify from a measured sequence.",
 )
 
 

@@ -50,7 +50,7 @@ def optimizers() -> None:
 def demo(
     optimizer: str = typer.Option("tbpso", help="Optimiser registry name (see `mechcalib optimizers`)."),
     evals: int = typer.Option(400, help="Evaluation budget."),
-    noise: float = typer.Option(0.02, help="Measurement noise level of seed 002 eq. 36 added to the synthetic data."),
+    noise: float = typer.Option(0.02, help="Measurement noise level of Ding et al. (2021) eq. 36 added to the synthetic data."),
     seed: int = typer.Option(0, help="Seed of the noise and of the optimiser."),
     out: Path = typer.Option(None, help="Folder for a plot of the fit (PNG)."),
 ) -> None:

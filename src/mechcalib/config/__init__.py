@@ -37,7 +37,7 @@ example::
     weight = 2.0                    # channel weight in the objective
     # short form: channels = { restoring_force = ["displacement", "force", "time"] }
 
-    [[experiments]]                 # or synthetic data: the model's response plus seed 002 eq. 36 noise
+    [[experiments]]                 # or synthetic data: the model's response plus Ding et al. (2021) eq. 36 noise
     kind = "synthetic"
     values = { c = 0.2 }            # over the model preset (`preset = ...` to choose another)
     noise = 0.02

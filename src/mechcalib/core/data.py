@@ -126,7 +126,7 @@ class Curve:
         return replace(self, x=x_new, y=np.interp(x_new, self.x, self.y), t=t_new)
 
     def shifted(self, dx: float) -> Curve:
-        """A copy with the abscissa moved by ``dx`` (a time-origin shift, seed 003 section 9).
+        """A copy with the abscissa moved by ``dx`` (a time-origin shift, Mareš et al. (2016) section 9).
 
         Measured hydration curves start at mixing, the model at the onset of hydration: pass
         ``dx=-t0`` to move the data's origin ``t0`` hours later.
@@ -136,7 +136,7 @@ class Curve:
         return replace(self, x=self.x + float(dx), t=t)
 
     def with_noise(self, level: float, seed: int | np.random.Generator | None = None) -> Curve:
-        """Seed 002 eq. 36: ``y + level * std(y) * N(0, 1)`` (``level=0.05`` is 5 % noise)."""
+        """Ding et al. (2021) eq. 36: ``y + level * std(y) * N(0, 1)`` (``level=0.05`` is 5 % noise)."""
         if level < 0:
             raise DataError(f"noise level must be >= 0, got {level!r}")
         rng = np.random.default_rng(seed)

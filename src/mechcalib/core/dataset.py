@@ -5,7 +5,7 @@ their ``names``) and the simulated responses as arrays on a common abscissa per 
 ``(n, m_key)`` with ``abscissa[key]`` ``(m_key,)``. Two layouts come out of a simulation or a run store:
 
 * curves on a shared grid (a hydration degree ``alpha`` at the grid times): one key per channel, the abscissa
-  the channel's ``x``; the surrogate strategies of Hlobil et al. (2024) read one such channel;
+  the channel's ``x``; the surrogate strategies of Mareš et al. (2016) read one such channel;
 * resampled sequences (a loop ``r(u)`` whose abscissa differs between sets): each channel resampled to ``length``
   points equally spaced in its progress coordinate, one key per feature ``"<channel>.x"`` / ``"<channel>.y"``,
   the abscissa the sample index; the inverse networks (PartsNet and its family) read them as ``(n, L, C)``.

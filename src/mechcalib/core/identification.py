@@ -3,7 +3,7 @@
 A method learns from a :class:`~mechcalib.core.dataset.Dataset` once (:meth:`Method.fit`) and then identifies the
 parameters of an experiment or a curve (:meth:`Method.identify`), answering an :class:`Identification`: the
 parameters by name and as an array, the loss where the method minimises one, and its provenance (method,
-settings, the dataset it learnt from). The surrogate strategies of Hlobil et al. (2024)
+settings, the dataset it learnt from). The surrogate strategies of Mareš et al. (2016)
 (:mod:`mechcalib.surrogates`) and the inverse networks (:class:`mechcalib.inverse.InverseCalibrator`) implement
 it; a calibration by an optimiser converts with :meth:`Identification.from_result`.
 """

@@ -2,7 +2,7 @@
 
 A :class:`ParameterSpace` maps between physical parameter values and the unit cube ``[0, 1]^d`` in
 which every optimiser works. A parameter is free (bounds, linear or logarithmic scale) or fixed
-(a constant that the model receives but no optimiser sees). Seed 003 (Table 1) searches B2 through
+(a constant that the model receives but no optimiser sees). Mareš et al. (2016) (Table 1) searches B2 through
 a logarithm: ``Parameter("B2", 8e-7, 8e-3, scale="log")``.
 """
 

@@ -23,7 +23,7 @@ import numpy as np
 from .data import Experiment
 from ..errors import ConfigurationError
 from .model import Model, Response, SimulationFailure
-from ..objectives import Objective
+from .objective import Objective
 from .parameters import ParameterSpace
 
 OK, FAILED = "ok", "failed"
@@ -258,7 +258,7 @@ def experiment_from_model(
     seed: int | np.random.Generator | None = None,
     name: str = "synthetic",
 ) -> Experiment:
-    """A synthetic experiment: the model's response at known parameters, optionally with seed 002's
+    """A synthetic experiment: the model's response at known parameters, optionally with Ding et al.'s (2021)
     eq. 36 noise. The ground truth of recovery tests."""
     theta = model.full_vector(values, preset)
     (resp,) = model.simulate(theta[None, :], conditions)

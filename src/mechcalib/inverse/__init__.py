@@ -1,4 +1,4 @@
-"""Deep inverse calibration (seed 001): PartsNet, its ablation family, GDR-Net, metrics and error quantification.
+"""Deep inverse calibration (Hu et al. (2024)): PartsNet, its ablation family, GDR-Net, metrics and error quantification.
 
 Given simulated ``(parameters, response sequence)`` pairs, learn sequence -> parameters and then calibrate from a
 measured sequence in one forward pass.

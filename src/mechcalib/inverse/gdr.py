@@ -1,4 +1,4 @@
-"""GDR-Net (seed 001, section 2.1): quality labels, a VAE with a quality head, and parameter weights.
+"""GDR-Net (Hu et al. (2024), section 2.1): quality labels, a VAE with a quality head, and parameter weights.
 
 1. **Quality label** (eqs. 1-3): the cross-correlation of a simulated sequence ``X`` ``(N, K)`` with the
    experimental one ``X̃`` at lag ``m``, squashed by a sigmoid:

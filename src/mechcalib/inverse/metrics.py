@@ -1,4 +1,4 @@
-"""Regression metrics of seed 001 (Appendix A) and the error quantification of its section 4.2.
+"""Regression metrics of Hu et al. (2024) (Appendix A) and the error quantification of its section 4.2.
 
 Appendix A's formulas are the standard regression measures; for targets ``y`` and predictions ``ŷ`` of
 shape ``(n,)`` or ``(n, d)`` (``n`` samples, ``d`` parameters):
@@ -221,7 +221,7 @@ def standard_error(
     For each case ``c`` with target response ``x_c`` (``N_c`` samples of the compared channel, physical units)
     and the response ``y_c`` simulated with the identified parameters, ``SSE_c = Σ (x_c - y_c)²``; the value is
     ``sqrt(Σ_c SSE_c / Σ_c (N_c - p))`` with ``p = n_params`` calibrated parameters, i.e. the residual standard
-    deviation of the calibrated model across the verification cases, in the unit of the channel. Seed 001 reports
+    deviation of the calibrated model across the verification cases, in the unit of the channel. Hu et al. (2024) reports
     6.863 (PartsNet) and 26.622 (GRU+TransE) for the triaxial load without a definition; the force curves there peak
     at 405-678 N, which makes a residual standard deviation in newtons a plausible reading, but it is a reading.
 

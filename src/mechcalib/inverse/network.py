@@ -1,4 +1,4 @@
-"""PartsNet's Encoder-Net and Decoder-Net (seed 001, sections 2.2-2.3) and the ablation family of section 4.1.
+"""PartsNet's Encoder-Net and Decoder-Net (Hu et al. (2024), sections 2.2-2.3) and the ablation family of section 4.1.
 
 One model class, :class:`InverseNet`, configured by :class:`NetConfig`, maps a batch of sequences
 ``(B, L, C)`` to parameters ``(B, d)``:

@@ -1,4 +1,4 @@
-"""Training, prediction and persistence of inverse networks (seed 001, sections 2.4 and 3.3).
+"""Training, prediction and persistence of inverse networks (Hu et al. (2024), sections 2.4 and 3.3).
 
 :class:`InverseCalibrator` learns sequence -> parameters from a :class:`~mechcalib.inverse.data.SequenceDataset`
 and then calibrates from a measured sequence in one forward pass::
@@ -51,7 +51,7 @@ from .network import VARIANTS, InverseNet, NetConfig
 
 FORMAT = "mechcalib.inverse/1"
 
-#: Table 1 of seed 001 (triaxial test).
+#: Table 1 of Hu et al. (2024) (triaxial test).
 PAPER_001: dict[str, Any] = {
     "batch_size": 40,
     "hidden": 72,

@@ -1,4 +1,4 @@
-"""External simulators driven through files (seed 000 section 3.5: Python writes the parameters, 3DEC
+"""External simulators driven through files (Kibriya et al. (2023) section 3.5: Python writes the parameters, 3DEC
 runs, Python reads the result file back).
 
 Per parameter set :class:`ExternalModel`

@@ -4,9 +4,9 @@ Pure array functions implement the papers' equations; the :class:`Objective` cla
 channel by channel to a simulated response and an :class:`~mechcalib.core.data.Experiment` and sum the
 weighted per-channel values.
 
-* Seed 000, objective 1 (eqs. 16-20): :func:`overlap_rss` and :class:`OverlapRSS`.
-* Seed 003, F1 (eq. 3) and F2 (eq. 4): :func:`sum_squares`, :func:`sum_abs`; classes ``F1``, ``F2``.
-* Seed 002, eq. 27, ``g(a) = ||R_m - R_c(a)||^2``: the same sum of squares; class ``L2``.
+* Kibriya et al. (2023), objective 1 (eqs. 16-20): :func:`overlap_rss` and :class:`OverlapRSS`.
+* Mareš et al. (2016), F1 (eq. 3) and F2 (eq. 4): :func:`sum_squares`, :func:`sum_abs`; classes ``F1``, ``F2``.
+* Ding et al. (2021), eq. 27, ``g(a) = ||R_m - R_c(a)||^2``: the same sum of squares; class ``L2``.
 
 Pairing policy of objective 1 for a non-monotonic abscissa
 -----------------------------------------------------------
@@ -31,6 +31,7 @@ from typing import Literal
 import numpy as np
 
 from ..core.data import Curve, Experiment
+from ..core.objective import Objective
 from ..errors import DataError, SettingError
 from ..registry import Registry
 
@@ -41,7 +42,7 @@ Pairing = Literal["auto", "abscissa", "progress"]
 # Pure kernels
 # --------------------------------------------------------------------------------------------
 def overlap_bounds(x_exp: np.ndarray, x_sim: np.ndarray) -> tuple[float, float]:
-    """Seed 000 eqs. 16-17: ``(max(min x_exp, min x_sim), min(max x_exp, max x_sim))``."""
+    """Kibriya et al. (2023) eqs. 16-17: ``(max(min x_exp, min x_sim), min(max x_exp, max x_sim))``."""
     return float(max(np.min(x_exp), np.min(x_sim))), float(min(np.max(x_exp), np.max(x_sim)))
 
 
@@ -58,7 +59,7 @@ def _increasing(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray] |
 def overlap_rss(
     x_exp: np.ndarray, y_exp: np.ndarray, x_sim: np.ndarray, y_sim: np.ndarray, n_points: int = 200
 ) -> float:
-    """Seed 000 eqs. 16-19 for one curve: root of the summed squared ordinate differences at
+    """Kibriya et al. (2023) eqs. 16-19 for one curve: root of the summed squared ordinate differences at
     ``n_points`` abscissae uniformly spaced over the overlap of the two abscissa ranges, both curves
     linearly interpolated there. Both abscissae must be monotonic (either direction)."""
     e = _increasing(np.asarray(x_exp, float), np.asarray(y_exp, float))
@@ -97,7 +98,7 @@ def progress_rss(exp: Curve, sim: Curve, n_points: int = 200) -> float:
 
 
 def sum_squares(r: np.ndarray, d: np.ndarray) -> float:
-    """Seed 003 eq. 3 (F1) and seed 002 eq. 27: ``sum_i (r_i - d_i)^2``."""
+    """Mareš et al. (2016) eq. 3 (F1) and Ding et al. (2021) eq. 27: ``sum_i (r_i - d_i)^2``."""
     r, d = np.asarray(r, float), np.asarray(d, float)
     if r.shape != d.shape:
         raise DataError(f"response and data must have the same shape, got {r.shape} and {d.shape}")
@@ -106,7 +107,7 @@ def sum_squares(r: np.ndarray, d: np.ndarray) -> float:
 
 
 def sum_abs(r: np.ndarray, d: np.ndarray) -> float:
-    """Seed 003 eq. 4 (F2): ``sum_i |r_i - d_i|``."""
+    """Mareš et al. (2016) eq. 4 (F2): ``sum_i |r_i - d_i|``."""
     r, d = np.asarray(r, float), np.asarray(d, float)
     if r.shape != d.shape:
         raise DataError(f"response and data must have the same shape, got {r.shape} and {d.shape}")
@@ -131,62 +132,8 @@ def sim_at_data(sim: Curve, exp: Curve, rtol: float = 1e-9) -> np.ndarray:
 # Objectives over experiments
 # --------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class Objective:
-    """Base class: a weighted sum over channels of a per-channel misfit.
-
-    Args:
-        weights: ``{channel: weight}``; channels not named weigh 1. A channel of the experiment that the
-            simulation lacks is an error.
-        channels: restrict the objective to these channels (default: every channel of the experiment).
-    """
-
-    weights: Mapping[str, float] = field(default_factory=dict)
-    channels: tuple[str, ...] | None = None
-
-    name = "objective"
-
-    def __post_init__(self) -> None:
-        for k, w in dict(self.weights).items():
-            if not np.isfinite(w) or w < 0:
-                raise SettingError("", "weights", "finite weights >= 0", w,
-                                   message=f"channel weight for {k!r} must be finite and >= 0, got {w!r}")
-
-    def channel_misfit(self, sim: Curve, exp: Curve) -> float:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def breakdown(self, simulated: Mapping[str, Curve], experiment: Experiment) -> dict[str, float]:
-        """Unweighted misfit of each channel."""
-        names = self.channels if self.channels is not None else experiment.channel_names
-        out = {}
-        for ch in names:
-            if ch not in simulated:
-                raise DataError(
-                    f"the simulation has no channel {ch!r} measured in experiment {experiment.name!r}; "
-                    f"it has {sorted(simulated)}"
-                )
-            out[ch] = self.channel_misfit(simulated[ch], experiment[ch])
-        return out
-
-    def __call__(self, simulated: Mapping[str, Curve], experiment: Experiment) -> float:
-        parts = self.breakdown(simulated, experiment)
-        return float(sum(self.weights.get(ch, 1.0) * v for ch, v in parts.items()))
-
-    def values_many(self, simulated: Sequence[Mapping[str, Curve]], experiment: Experiment) -> list[float | Exception]:
-        """The objective of each response of a batch against ``experiment``, or the exception that response
-        raised (that set fails alone). Response by response here; an objective that gains from seeing the
-        whole batch (the neural smoother trains one stacked fit) overrides it with the same values."""
-        out: list[float | Exception] = []
-        for sim in simulated:
-            try:
-                out.append(float(self(sim, experiment)))
-            except Exception as exc:  # noqa: BLE001 - reported as that set's failure
-                out.append(exc)
-        return out
-
-
-@dataclass(frozen=True)
 class OverlapRSS(Objective):
-    """Seed 000 objective 1 (eqs. 16-20); ``n_points`` = 200 as in the paper."""
+    """Kibriya et al. (2023) objective 1 (eqs. 16-20); ``n_points`` = 200 as in the paper."""
 
     n_points: int = 200
     pairing: Pairing = "auto"
@@ -209,7 +156,7 @@ class OverlapRSS(Objective):
 
 @dataclass(frozen=True)
 class F1(Objective):
-    """Seed 003 eq. 3: sum of squared differences at the measured points."""
+    """Mareš et al. (2016) eq. 3: sum of squared differences at the measured points."""
 
     name = "f1"
 
@@ -219,7 +166,7 @@ class F1(Objective):
 
 @dataclass(frozen=True)
 class F2(Objective):
-    """Seed 003 eq. 4: sum of absolute differences at the measured points."""
+    """Mareš et al. (2016) eq. 4: sum of absolute differences at the measured points."""
 
     name = "f2"
 
@@ -229,7 +176,7 @@ class F2(Objective):
 
 @dataclass(frozen=True)
 class L2(F1):
-    """Seed 002 eq. 27, ``||R_m - R_c(a)||^2`` over all measured channels (numerically F1)."""
+    """Ding et al. (2021) eq. 27, ``||R_m - R_c(a)||^2`` over all measured channels (numerically F1)."""
 
     name = "l2"
 
@@ -245,7 +192,7 @@ OBJECTIVES: Registry[type[Objective]] = Registry(
     group="mechcalib.objectives",
     entries={
         **{c.name: c for c in (OverlapRSS, F1, F2, L2)},
-        # Seed 000 objective 2 (neural smoother, optional torch backend) lives in its own module.
+        # Kibriya et al. (2023) objective 2 (neural smoother, optional torch backend) lives in its own module.
         "smoothed_overlap_rss": "mechcalib.objectives.smoothing:SmoothedOverlapRSS",
     },
 )

@@ -1,4 +1,4 @@
-"""Seed 000 objective 2 (section 3.4.2): a neural smoother of force-displacement curves.
+"""Kibriya et al. (2023) objective 2 (section 3.4.2): a neural smoother of force-displacement curves.
 
 Explicit DEM time integration makes the simulated force oscillate and drop (stick-slip) about the physical
 response. Objective 2 removes that noise before scoring: each curve is discretised into 200 points and a
@@ -395,7 +395,7 @@ def discretise(curve: Curve, n_points: int, mode: SmoothMode = "auto") -> tuple[
 
 
 class NeuralSmoother:
-    """Seed 000 section 3.4.2: a dense network fitted to one curve, its output the smoothed curve.
+    """Kibriya et al. (2023) section 3.4.2: a dense network fitted to one curve, its output the smoothed curve.
 
     Args:
         n_layers, width: hidden layers and neurons per layer (5 and 20, tanh).
@@ -536,7 +536,7 @@ def _curve_key(c: Curve) -> str:
 
 @dataclass(frozen=True)
 class SmoothedOverlapRSS(OverlapRSS):
-    """Seed 000 objective 2: objective 1 (``n_points``, ``pairing`` as in :class:`OverlapRSS`) on the curves
+    """Kibriya et al. (2023) objective 2: objective 1 (``n_points``, ``pairing`` as in :class:`OverlapRSS`) on the curves
     smoothed by a :class:`NeuralSmoother` with the ``smooth_*`` settings, experiment and simulation alike.
 
     The smoothed experiment is cached (per process, by the curve's values and the settings), so it is

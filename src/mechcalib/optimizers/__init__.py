@@ -3,14 +3,14 @@
 ==================  ==========================  ==============================================
 registry name       class                       source
 ==================  ==========================  ==============================================
-``ga``              :class:`GA`                 seed 000 section 3.1 (``geneticalgorithm`` defaults)
-``pso``             :class:`PSO`                seed 000 eqs. 1-10
-``tbpso``           :class:`TBPSO`              seed 000 eqs. 11-15
-``abc``             :class:`ABC`                seed 002 eqs. 28-33 (Karaboga)
-``iabc``            :class:`IABC`               seed 002 eqs. 34-35
+``ga``              :class:`GA`                 Kibriya et al. (2023) section 3.1 (``geneticalgorithm`` defaults)
+``pso``             :class:`PSO`                Kibriya et al. (2023) eqs. 1-10
+``tbpso``           :class:`TBPSO`              Kibriya et al. (2023) eqs. 11-15
+``abc``             :class:`ABC`                Ding et al. (2021) eqs. 28-33 (Karaboga)
+``iabc``            :class:`IABC`               Ding et al. (2021) eqs. 34-35
 ``tsa``             :class:`TSA`                tree-seed algorithm (Kiran 2015)
 ``de``              :class:`DE`                 differential evolution rand/1/bin (Storn & Price)
-``grade``           :class:`GRADE`              seed 003 (Ibrahimbegovic et al. 2004; Kucerova 2007)
+``grade``           :class:`GRADE`              Mareš et al. (2016) (Ibrahimbegovic et al. 2004; Kucerova 2007)
 ``random``          :class:`RandomSearch`       baseline
 ``lhs``             :class:`LatinHypercube`     baseline
 ==================  ==========================  ==============================================

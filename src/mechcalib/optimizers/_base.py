@@ -138,7 +138,7 @@ class Optimizer(ABC):
 
     # -- helpers for subclasses ---------------------------------------------------------------------
     def _random_points(self, n: int) -> np.ndarray:
-        """``n`` uniform points in the unit cube (seed 002 eq. 28 in unit coordinates)."""
+        """``n`` uniform points in the unit cube (Ding et al. (2021) eq. 28 in unit coordinates)."""
         return self.rng.random((n, self.dim))
 
     def state_dict(self) -> dict[str, Any]:

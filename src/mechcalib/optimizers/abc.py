@@ -1,4 +1,4 @@
-"""Artificial bee colony (Karaboga) and the improved bee colony I-ABC of seed 002 (eqs. 28-35).
+"""Artificial bee colony (Karaboga) and the improved bee colony I-ABC of Ding et al. (2021) (eqs. 28-35).
 
 A colony of ``group_size`` bees keeps ``SN = group_size / 2`` food sources (candidate solutions, one per
 employed bee) and sends ``SN`` onlookers. One cycle, in ask/tell batches:
@@ -46,7 +46,7 @@ from ._base import Optimizer, SeedLike, check_choice, check_positive_int, check_
 
 
 def abc_fitness(g: np.ndarray) -> np.ndarray:
-    """Fitness of losses ``g`` ``(n,)`` by seed 002 eq. 32: ``1/(1+g)`` for ``g >= 0``, ``1+|g|`` otherwise.
+    """Fitness of losses ``g`` ``(n,)`` by Ding et al. (2021) eq. 32: ``1/(1+g)`` for ``g >= 0``, ``1+|g|`` otherwise.
 
     A loss of ``+inf`` (a failed simulation) gets fitness 0; ``-inf`` gets ``+inf``.
     """
@@ -71,7 +71,7 @@ def _normalise(w: np.ndarray) -> np.ndarray:
 
 
 def roulette_probabilities(g: np.ndarray) -> np.ndarray:
-    """Onlooker probabilities ``(SN,)`` of sources with losses ``g`` ``(SN,)``, seed 002 eqs. 31-32.
+    """Onlooker probabilities ``(SN,)`` of sources with losses ``g`` ``(SN,)``, Ding et al. (2021) eqs. 31-32.
 
     ``p_i = fit_i / sum_j fit_j``; uniform when every fitness is 0 (all sources failed).
     """
@@ -79,7 +79,7 @@ def roulette_probabilities(g: np.ndarray) -> np.ndarray:
 
 
 def tournament_scores(g: np.ndarray) -> np.ndarray:
-    """Round-robin tournament scores ``(SN,)`` of losses ``g`` ``(SN,)``, seed 002 eq. 35.
+    """Round-robin tournament scores ``(SN,)`` of losses ``g`` ``(SN,)``, Ding et al. (2021) eq. 35.
 
     Every source meets every other once; the lower loss scores 1, the higher 0, a tie 0.5 each (two
     failed sources, ``inf`` against ``inf``, tie). The scores sum to ``SN (SN - 1) / 2``.
@@ -99,7 +99,7 @@ def tournament_probabilities(g: np.ndarray) -> np.ndarray:
 def abc_candidates(
     X: np.ndarray, idx: np.ndarray, k: np.ndarray, phi: np.ndarray, j: np.ndarray | None = None
 ) -> np.ndarray:
-    """Local-search candidates of seed 002 eq. 29, ``v = a_i + phi (a_i - a_k)``.
+    """Local-search candidates of Ding et al. (2021) eq. 29, ``v = a_i + phi (a_i - a_k)``.
 
     Args:
         X: food sources ``(SN, D)``.
@@ -129,7 +129,7 @@ def abc_candidates(
 def iabc_candidates(
     X: np.ndarray, parents: np.ndarray, k: np.ndarray, phi: np.ndarray, de_mask: np.ndarray, F: float
 ) -> np.ndarray:
-    """Employed-bee candidates of I-ABC, seed 002 eq. 34 (one per source).
+    """Employed-bee candidates of I-ABC, Ding et al. (2021) eq. 34 (one per source).
 
     ``V_i^j = a_a^j + F (a_b^j - a_c^j) + F (a_d^j - a_e^j)`` where ``de_mask[i, j]`` (``rand < CR`` or
     ``j == j_rand``), else ``V_i^j = a_i^j + phi_ij (a_i^j - a_k^j)``.
@@ -178,7 +178,7 @@ def draw_partners(rng: np.random.Generator, idx: np.ndarray, sn: int) -> np.ndar
 def greedy_select(
     X: np.ndarray, f: np.ndarray, trials: np.ndarray, idx: np.ndarray, V: np.ndarray, fV: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Greedy selection of seed 002 eq. 30 with Karaboga's trial counters.
+    """Greedy selection of Ding et al. (2021) eq. 30 with Karaboga's trial counters.
 
     Candidate ``r`` (``V[r]`` with loss ``fV[r]``) replaces source ``idx[r]`` when its loss is strictly
     lower, which resets that source's counter to 0; otherwise the counter grows by 1. Candidates are judged
@@ -219,7 +219,7 @@ _INIT, _EMPLOYED, _ONLOOKER, _SCOUT = "init", "employed", "onlooker", "scout"
 
 
 class ABC(Optimizer):
-    """Artificial bee colony (Karaboga 2005; Karaboga and Akay 2009), seed 002 eqs. 28-33.
+    """Artificial bee colony (Karaboga 2005; Karaboga and Akay 2009), Ding et al. (2021) eqs. 28-33.
 
     Batches: the initial ``SN`` sources, then per cycle ``SN`` employed candidates, ``SN`` onlooker
     candidates and, when a source reached ``limit``, the scouts' random points.
@@ -227,7 +227,7 @@ class ABC(Optimizer):
     Args:
         group_size: bees in the colony (``GS``, even); ``SN = GS / 2`` food sources and as many onlookers.
         limit: failed trials after which a source is abandoned; ``None`` means eq. 33, ``GS * D / 2``.
-        max_cycles: the cycle budget (500 in seed 002); ``converged`` turns True once that many cycles are
+        max_cycles: the cycle budget (500 in Ding et al. (2021)); ``converged`` turns True once that many cycles are
             complete. ``None``: no own stop.
         selection: onlooker selection, ``"roulette"`` (eqs. 31-32) or ``"tournament"`` (eq. 35).
         local_step: how eq. 29 is applied: ``"one"`` random coordinate (Karaboga), ``"all"`` coordinates
@@ -274,7 +274,7 @@ class ABC(Optimizer):
     # -- presets ----------------------------------------------------------------------------------------
     @classmethod
     def paper_002(cls, **overrides: Any) -> ABC:
-        """Seed 002's settings: group size 50 (SN = 25), 500 cycles, limit by eq. 33, eq. 29 as printed
+        """Ding et al.'s (2021) settings: group size 50 (SN = 25), 500 cycles, limit by eq. 33, eq. 29 as printed
         (``local_step="vector"``)."""
         return cls(**{"group_size": 50, "max_cycles": 500, "local_step": "vector", **overrides})
 
@@ -373,7 +373,7 @@ class ABC(Optimizer):
 
 
 class IABC(ABC):
-    """Improved artificial bee colony of seed 002: DE/rand/2 employed search (eq. 34), tournament onlookers
+    """Improved artificial bee colony of Ding et al. (2021): DE/rand/2 employed search (eq. 34), tournament onlookers
     (eq. 35); everything else as :class:`ABC`.
 
     Args:
@@ -420,7 +420,7 @@ class IABC(ABC):
 
     @classmethod
     def paper_002(cls, **overrides: Any) -> IABC:
-        """Seed 002's settings: group size 50 (SN = 25), 500 cycles, F = 0.5, CR = 0.4, tournament, eq. 29
+        """Ding et al.'s (2021) settings: group size 50 (SN = 25), 500 cycles, F = 0.5, CR = 0.4, tournament, eq. 29
         as printed (``local_step="vector"``)."""
         return cls(**{"group_size": 50, "max_cycles": 500, "F": 0.5, "CR": 0.4, "local_step": "vector",
                       **overrides})

@@ -1,6 +1,6 @@
-"""Real-coded elitist genetic algorithm of seed 000 (section 3.1), as run there through ``geneticalgorithm``.
+"""Real-coded elitist genetic algorithm of Kibriya et al. (2023) (section 3.1), as run there through ``geneticalgorithm``.
 
-Seed 000 (section 3.1, 3.5) specifies real-valued genes, fitness-proportionate selection, uniform crossover
+Kibriya et al. (2023) (section 3.1, 3.5) specifies real-valued genes, fitness-proportionate selection, uniform crossover
 with probability 0.5 per gene giving two complementary offspring, random mutation with probability 10 % per
 gene and a population of 10; the computations were done with the ``geneticalgorithm`` Python library
 (R. M. Solgi, 2020), whose remaining defaults (one elite, a parents portion of 0.3, a mating probability of
@@ -43,7 +43,7 @@ __all__ = [
 def selection_probabilities(f: np.ndarray) -> np.ndarray:
     """Fitness-proportionate selection probabilities from losses (lower loss, higher probability).
 
-    The rule of ``geneticalgorithm`` (seed 000 section 3.5): losses are shifted by ``|min f|`` when the minimum
+    The rule of ``geneticalgorithm`` (Kibriya et al. (2023) section 3.5): losses are shifted by ``|min f|`` when the minimum
     is negative (which cancels out below), the weights are ``w_i = max(f) - f_i + 1`` and ``p_i = w_i / sum w``.
     The worst member keeps weight 1, so every finite member can be selected; note that for losses much
     smaller than 1 the weights are all close to 1 and selection is nearly uniform (the library's behaviour).
@@ -89,7 +89,7 @@ def roulette_select(p: np.ndarray, u: np.ndarray) -> np.ndarray:
 
 
 def uniform_crossover(p1: np.ndarray, p2: np.ndarray, swap: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Uniform crossover (seed 000 section 3.1): two complementary offspring per pair of parents.
+    """Uniform crossover (Kibriya et al. (2023) section 3.1): two complementary offspring per pair of parents.
 
     Where ``swap`` is True the first child takes the gene of the second parent and the second child that of
     the first parent; elsewhere each child keeps its own parent's gene. With ``swap`` drawn as
@@ -109,7 +109,7 @@ def uniform_crossover(p1: np.ndarray, p2: np.ndarray, swap: np.ndarray) -> tuple
 
 def random_reset(x: np.ndarray, mask: np.ndarray, lo: np.ndarray | float, hi: np.ndarray | float,
                  u: np.ndarray) -> np.ndarray:
-    """Random mutation (seed 000 section 3.1): genes under ``mask`` are replaced by ``lo + u * (hi - lo)``.
+    """Random mutation (Kibriya et al. (2023) section 3.1): genes under ``mask`` are replaced by ``lo + u * (hi - lo)``.
 
     Args:
         x: ``(m, dim)`` offspring.
@@ -140,19 +140,19 @@ def between_parents_bounds(p1: np.ndarray, p2: np.ndarray) -> tuple[np.ndarray, 
 
 
 class GA(Optimizer):
-    """Elitist real-coded genetic algorithm (seed 000 section 3.1; ``geneticalgorithm`` library rules).
+    """Elitist real-coded genetic algorithm (Kibriya et al. (2023) section 3.1; ``geneticalgorithm`` library rules).
 
     Batches: the first ``ask`` returns the ``pop_size`` random initial chromosomes; every later ``ask`` returns
     one generation of offspring, ``n_offspring = pop_size - n_parents`` points. Parents (elites included) pass
     into the next generation unchanged and are not re-evaluated: their known losses are kept, as the library
-    does. With the seed 000 settings (population 10) that is 10 evaluations, then 6 per generation (seed 000
+    does. With the Kibriya et al. (2023) settings (population 10) that is 10 evaluations, then 6 per generation (Kibriya et al. (2023)
     section 4 states ten simulations per iteration for every method; the library it names evaluates only the
     offspring, which is what is reproduced here).
 
     Args:
-        pop_size: chromosomes in the population (seed 000: 10).
-        mutation_probability: per-gene random-reset probability (seed 000: 0.1).
-        gene_swap_probability: per-gene swap probability of the uniform crossover (seed 000: 0.5; fixed at
+        pop_size: chromosomes in the population (Kibriya et al. (2023): 10).
+        mutation_probability: per-gene random-reset probability (Kibriya et al. (2023): 0.1).
+        gene_swap_probability: per-gene swap probability of the uniform crossover (Kibriya et al. (2023): 0.5; fixed at
             0.5 in the library).
         mating_probability: probability that a selected parent enters the mating pool (the library's
             ``crossover_probability``, default 0.5).
@@ -164,7 +164,7 @@ class GA(Optimizer):
             ``"uniform"`` (both children reset over ``[0, 1]``).
         seed: random seed or generator.
 
-    The class defaults are the seed 000 / library values, so :meth:`paper_000` equals ``GA()``.
+    The class defaults are the Kibriya et al. (2023) / library values, so :meth:`paper_000` equals ``GA()``.
     """
 
     name = "ga"
@@ -207,7 +207,7 @@ class GA(Optimizer):
 
     @classmethod
     def paper_000(cls, **overrides: Any) -> GA:
-        """Seed 000 (sections 3.1, 3.5, 4): population 10, uniform crossover 0.5, mutation 0.1, with the
+        """Kibriya et al. (2023) (sections 3.1, 3.5, 4): population 10, uniform crossover 0.5, mutation 0.1, with the
         ``geneticalgorithm`` defaults elite_ratio 0.01 (one elite), parents_portion 0.3 (four parents) and
         crossover (mating) probability 0.5."""
         kw: dict[str, Any] = dict(

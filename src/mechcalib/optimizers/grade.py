@@ -1,6 +1,6 @@
 """GRADE: genetic algorithm with differential-evolution-like crossover (Kučerová 2007).
 
-Seed 003 (section 8, and again in section 9 for the direct calibrations) minimises its error functions
+Mareš et al. (2016) (section 8, and again in section 9 for the direct calibrations) minimises its error functions
 with "the evolutionary algorithm GRADE, see [9]", without restating the algorithm or its settings. The
 operators below follow the published description of GRADE (Ibrahimbegović, Knopf-Lenoir, Kučerová &
 Villon 2004, IJNME; Kučerová's PhD thesis 2007; the author's GRADE page) and the authors' C++ source,
@@ -115,7 +115,7 @@ def draw_coefficients(rng: np.random.Generator, n: int, limit: float) -> np.ndar
 
 # -- optimiser ----------------------------------------------------------------------------------------
 class GRADE(Optimizer):
-    """GRADE (genetic algorithm + differential evolution), Kučerová 2007; used by seed 003 section 8.
+    """GRADE (genetic algorithm + differential evolution), Kučerová 2007; used by Mareš et al. (2016) section 8.
 
     Args:
         pool_rate: population size per dimension: ``N = pool_rate * dim`` parents, pool ``2 N``.
@@ -152,8 +152,8 @@ class GRADE(Optimizer):
     # -- presets ------------------------------------------------------------------------------------
     @classmethod
     def paper_003(cls, seed: SeedLike = None, **overrides: Any) -> GRADE:
-        """Seed 003's optimiser: GRADE with its authors' defaults (pool_rate 25, radioactivity 0.05,
-        cross_limit 2, published coefficient convention). Seed 003 itself quotes no values."""
+        """Mareš et al.'s (2016) optimiser: GRADE with its authors' defaults (pool_rate 25, radioactivity 0.05,
+        cross_limit 2, published coefficient convention). Mareš et al. (2016) itself quotes no values."""
         kw: dict[str, Any] = dict(pool_rate=25, radioactivity=0.05, cross_limit=2.0, limit_on="cross")
         kw.update(overrides)
         return cls(seed=seed, **kw)

@@ -1,9 +1,9 @@
-"""Particle swarm optimisation, seed 000 section 3.2 (eqs. 1-10).
+"""Particle swarm optimisation, Kibriya et al. (2023) section 3.2 (eqs. 1-10).
 
 Every velocity rule of the section is a configuration of the one class :class:`PSO`:
 
 ======================================  ===========================================================
-seed 000 equation                       settings
+Kibriya et al. (2023) equation                       settings
 ======================================  ===========================================================
 eq. 1 (original, no inertia)            ``inertia="none", constriction=False``
 eq. 4 (constant inertia)                ``inertia="constant", w_const=...``
@@ -35,7 +35,7 @@ BOUNDARY_RULES = ("clip", "reflect")
 
 # -- kernels ----------------------------------------------------------------------------------------
 def constriction_factor(phi: float) -> float:
-    """Clerc's constriction factor, seed 000 eq. 8: ``K = 2 / |2 - phi - sqrt(phi^2 - 4 phi)|``.
+    """Clerc's constriction factor, Kibriya et al. (2023) eq. 8: ``K = 2 / |2 - phi - sqrt(phi^2 - 4 phi)|``.
 
     ``phi`` is the sum of the acceleration weights (``phi1 + phi2`` in PSO, ``phi1 + phi2 + phi3`` in
     TBPSO). ``K = 1`` at ``phi = 4`` and ``K ~ 0.7298`` at ``phi = 4.1``. The formula needs
@@ -45,7 +45,7 @@ def constriction_factor(phi: float) -> float:
     phi = float(phi)
     if not np.isfinite(phi) or phi < 4.0:
         raise ConfigurationError(
-            f"constriction factor (seed 000 eq. 8): phi must be a finite number >= 4, got phi={phi!r}; "
+            f"constriction factor (Kibriya et al. (2023) eq. 8): phi must be a finite number >= 4, got phi={phi!r}; "
             "raise the acceleration weights or switch the constriction off"
         )
     return 2.0 / abs(2.0 - phi - math.sqrt(phi * phi - 4.0 * phi))
@@ -98,7 +98,7 @@ def pso_velocity(
     w: float = 1.0,
     K: float = 1.0,
 ) -> np.ndarray:
-    """The velocity update ``K [w V + phi1 R1 (P - X) + phi2 R2 (g - X)]`` (seed 000 eqs. 1, 4, 9, 10).
+    """The velocity update ``K [w V + phi1 R1 (P - X) + phi2 R2 (g - X)]`` (Kibriya et al. (2023) eqs. 1, 4, 9, 10).
 
     Eq. 1 is ``w = K = 1``, eq. 4 ``K = 1``, eq. 9 ``w = 1`` and eq. 10 the general form.
 
@@ -123,7 +123,7 @@ def update_personal_best(
 
 
 def global_best_index(fP: np.ndarray) -> int:
-    """Index of the global best, seed 000 eq. 3: the personal best with the lowest loss (``fP`` ``(n,)``).
+    """Index of the global best, Kibriya et al. (2023) eq. 3: the personal best with the lowest loss (``fP`` ``(n,)``).
 
     Ties go to the lowest index; when every loss is ``+inf`` this is particle 0.
     """
@@ -139,7 +139,7 @@ def clamp_velocity(V: np.ndarray, v_max: float | None) -> np.ndarray:
 
 
 def move(X: np.ndarray, V: np.ndarray, rule: str = "clip") -> tuple[np.ndarray, np.ndarray]:
-    """Position update ``X + V`` (seed 000 eq. 2) kept inside ``[0, 1]``; returns ``(X, V)``, ``(n, dim)``.
+    """Position update ``X + V`` (Kibriya et al. (2023) eq. 2) kept inside ``[0, 1]``; returns ``(X, V)``, ``(n, dim)``.
 
     - ``"clip"``: a component that leaves the cube is put on the wall and its velocity set to zero
       (absorbing wall: the particle does not keep pushing against the bound on the next step).
@@ -210,7 +210,7 @@ class SwarmOptimizer(Optimizer):
         phi, what = self._phi_total()
         if phi < 4.0:
             raise ConfigurationError(
-                f"{self.name}: constriction=True needs phi = {what} >= 4 (seed 000 eq. 8), got "
+                f"{self.name}: constriction=True needs phi = {what} >= 4 (Kibriya et al. (2023) eq. 8), got "
                 f"{what} = {phi!r}; raise the weights or set constriction=False"
             )
 
@@ -260,21 +260,21 @@ class SwarmOptimizer(Optimizer):
 
 
 class PSO(SwarmOptimizer):
-    """Global-best particle swarm (seed 000 eqs. 1-10); one ask is the whole swarm.
+    """Global-best particle swarm (Kibriya et al. (2023) eqs. 1-10); one ask is the whole swarm.
 
     The loop: the initial swarm is uniform in the unit cube; after each batch the personal bests and the
     global best (eq. 3) are updated, then every particle's velocity (eqs. 1/4/9/10 with fresh
     per-dimension ``R1``, ``R2``) and position (eq. 2) are updated and the new swarm is the next ask.
 
     Args:
-        swarm_size: particles, i.e. evaluations per batch (seed 000 section 4: 10).
-        phi1, phi2: cognitive and social weights (seed 000: 2 and 2, so ``phi = 4`` and eq. 8 gives K = 1).
+        swarm_size: particles, i.e. evaluations per batch (Kibriya et al. (2023) section 4: 10).
+        phi1, phi2: cognitive and social weights (Kibriya et al. (2023): 2 and 2, so ``phi = 4`` and eq. 8 gives K = 1).
         inertia: ``"none"`` (w = 1), ``"constant"`` (``w_const``), ``"linear"`` (eq. 6) or
             ``"nonlinear"`` (decreasing power law, see :func:`inertia_weight`).
-        w_max, w_min: start and end of the linear/nonlinear schedules (seed 000: 0.8 and 0.4).
-        w_const: the weight of ``inertia="constant"`` (eq. 4; seed 000 quotes Shi and Eberhart's range
+        w_max, w_min: start and end of the linear/nonlinear schedules (Kibriya et al. (2023): 0.8 and 0.4).
+        w_const: the weight of ``inertia="constant"`` (eq. 4; Kibriya et al. (2023) quotes Shi and Eberhart's range
             0.9-1.2).
-        w_exponent: the exponent ``n`` of the nonlinear schedule (seed 000 gives no value).
+        w_exponent: the exponent ``n`` of the nonlinear schedule (Kibriya et al. (2023) gives no value).
         constriction: multiply the update by Clerc's ``K`` (eq. 8) computed from ``phi = phi1 + phi2``
             (eqs. 9-10); needs ``phi >= 4``.
         max_iter: ``k_max`` of the inertia schedules, the number of velocity updates over which ``w``
@@ -285,7 +285,7 @@ class PSO(SwarmOptimizer):
         init_velocity: initial velocities are uniform in ``[-init_velocity, init_velocity]`` (fraction of
             each range); the default 0 starts every particle at rest, so the first move is pure
             attraction and no particle is thrown against a wall before it has been evaluated.
-        v_max: velocity clamp, a fraction of each parameter's range (``None``: no clamp; seed 000 does
+        v_max: velocity clamp, a fraction of each parameter's range (``None``: no clamp; Kibriya et al. (2023) does
             not say whether it used one). The default 0.5 keeps a step within half the range: the
             paper's weights (``phi = 4``, w from 0.8 to 0.4) never satisfy eq. 5 (``w > phi/2 - 1 = 1``).
             The clamp helps the paper's weights on the project's test functions (``docs/optimizers.md``).
@@ -328,7 +328,7 @@ class PSO(SwarmOptimizer):
     # -- presets --------------------------------------------------------------------------------------
     @classmethod
     def paper_000(cls, *, seed: SeedLike = None, **overrides: Any) -> PSO:
-        """Seed 000 section 4: 10 particles, phi1 = phi2 = 2, linear inertia 0.8 -> 0.4, 50 iterations
+        """Kibriya et al. (2023) section 4: 10 particles, phi1 = phi2 = 2, linear inertia 0.8 -> 0.4, 50 iterations
         (budget ``10 * 51`` evaluations with the initial swarm)."""
         s: dict[str, Any] = dict(swarm_size=10, phi1=2.0, phi2=2.0, inertia="linear", w_max=0.8, w_min=0.4,
                                  constriction=False, max_iter=50)

@@ -1,4 +1,4 @@
-"""Trust-based particle swarm optimisation (TBPSO), seed 000 section 3.3 (eqs. 11-15).
+"""Trust-based particle swarm optimisation (TBPSO), Kibriya et al. (2023) section 3.3 (eqs. 11-15).
 
 TBPSO adds a trust term to the PSO velocity (eq. 15): each particle is pulled (or pushed) by the
 particles it trusts, weighted by their relative distance (eq. 11) and by a trust score (eq. 12) that
@@ -22,7 +22,7 @@ TRUST_DIRECTIONS = ("toward", "away")
 
 # -- kernels ----------------------------------------------------------------------------------------
 def relative_distances(X: np.ndarray) -> np.ndarray:
-    """Relative distances, seed 000 eq. 11: ``d_rel[i, j] = d_ij / sum_j d_ij`` (Euclidean ``d``).
+    """Relative distances, Kibriya et al. (2023) eq. 11: ``d_rel[i, j] = d_ij / sum_j d_ij`` (Euclidean ``d``).
 
     ``X`` ``(n, dim)`` -> ``(n, n)``; each row sums to 1 (``d_ii = 0`` is part of the sum). A row whose
     distances are all zero (every particle on top of particle i) is all zero instead of 0/0.
@@ -33,7 +33,7 @@ def relative_distances(X: np.ndarray) -> np.ndarray:
 
 
 def update_trust(C: np.ndarray, fP: np.ndarray, f: np.ndarray, limit: float | None = None) -> np.ndarray:
-    """The trust matrix of seed 000 eq. 12; ``C[i, j]`` is particle i's trust in particle j.
+    """The trust matrix of Kibriya et al. (2023) eq. 12; ``C[i, j]`` is particle i's trust in particle j.
 
     ``C`` ``(n, n)`` is the previous trust, ``fP`` ``(n,)`` the personal-best losses *after* this step's
     personal-best update and ``f`` ``(n,)`` the losses of the current positions. For each pair:
@@ -60,7 +60,7 @@ def update_trust(C: np.ndarray, fP: np.ndarray, f: np.ndarray, limit: float | No
 def position_differences(X: np.ndarray, direction: str = "toward") -> np.ndarray:
     """Pairwise position differences ``(n, n, dim)`` from positions ``X`` ``(n, dim)``.
 
-    ``"away"``: ``dX[i, j] = x_i - x_j``, seed 000 eq. 13 as printed; with positive trust this pushes
+    ``"away"``: ``dX[i, j] = x_i - x_j``, Kibriya et al. (2023) eq. 13 as printed; with positive trust this pushes
     particle i away from the particles it trusts. ``"toward"``: ``dX[i, j] = x_j - x_i``, which pulls
     i toward them, as the text describes trust.
     """
@@ -73,7 +73,7 @@ def position_differences(X: np.ndarray, direction: str = "toward") -> np.ndarray
 
 
 def trust_component(D_rel: np.ndarray, C: np.ndarray, dX: np.ndarray) -> np.ndarray:
-    """The trust term ``T_i = sum_j d_rel[i, j] C[i, j] dX[i, j]``, seed 000 eq. 14.
+    """The trust term ``T_i = sum_j d_rel[i, j] C[i, j] dX[i, j]``, Kibriya et al. (2023) eq. 14.
 
     ``D_rel``, ``C`` ``(n, n)``; ``dX`` ``(n, n, dim)``; returns ``(n, dim)``.
     """
@@ -95,7 +95,7 @@ def tbpso_velocity(
     w: float = 1.0,
     K: float = 1.0,
 ) -> np.ndarray:
-    """The TBPSO velocity, seed 000 eq. 15:
+    """The TBPSO velocity, Kibriya et al. (2023) eq. 15:
     ``K [w V + phi1 R1 (P - X) + phi2 R2 (g - X) + phi3 R3 T]``.
 
     Shapes as :func:`~.pso.pso_velocity`, plus the trust term ``T`` and its random numbers ``R3``
@@ -106,7 +106,7 @@ def tbpso_velocity(
 
 # -- optimiser ----------------------------------------------------------------------------------------
 class TBPSO(SwarmOptimizer):
-    """Trust-based PSO (seed 000 eqs. 11-15): :class:`~.pso.PSO` plus a trust term in the velocity.
+    """Trust-based PSO (Kibriya et al. (2023) eqs. 11-15): :class:`~.pso.PSO` plus a trust term in the velocity.
 
     One step, after the swarm's losses ``f(x_k)`` are told: the personal bests and global best are
     updated (eq. 3); then the trust matrix ``C`` (initially 0) is updated by eq. 12 using the *updated*
@@ -117,7 +117,7 @@ class TBPSO(SwarmOptimizer):
 
     Args (besides :class:`~.pso.PSO`'s; the defaults are the paper's TBPSO weights phi1 = phi2 = 1,
     phi3 = 2 and linear inertia 0.8 -> 0.4, with ``max_iter=100`` and the trust capped at 1):
-        phi3: weight of the trust term (seed 000: 2, so phi1 + phi2 + phi3 = 4 and eq. 8 gives K = 1;
+        phi3: weight of the trust term (Kibriya et al. (2023): 2, so phi1 + phi2 + phi3 = 4 and eq. 8 gives K = 1;
             with ``constriction=True`` eq. 8 uses ``phi = phi1 + phi2 + phi3``).
         trust_direction: ``"toward"`` (``dX_ij = x_j - x_i``: positive trust attracts, negative repels)
             or ``"away"`` (``dX_ij = x_i - x_j``, eq. 13 as printed: positive trust repels). The class
@@ -173,7 +173,7 @@ class TBPSO(SwarmOptimizer):
 
     @classmethod
     def paper_000(cls, *, seed: SeedLike = None, **overrides: Any) -> TBPSO:
-        """Seed 000 sections 3.3 and 4: 10 particles, phi1, phi2, phi3 = 1, 1, 2 with K from eq. 8
+        """Kibriya et al. (2023) sections 3.3 and 4: 10 particles, phi1, phi2, phi3 = 1, 1, 2 with K from eq. 8
         (= 1 at phi = 4), linear inertia 0.8 -> 0.4, 20 iterations (budget ``10 * 21`` evaluations), the
         printed, unbounded trust rule and ``trust_direction="away"`` (eq. 13 as printed), the better
         direction on the project's optimiser benchmark (``docs/optimizers.md``); pass

@@ -23,7 +23,7 @@ iteration and the replacements are applied together after it (a synchronous upda
 the trees one after another, so a later tree's seeds can use a tree (and a best tree) replaced earlier in the
 same iteration; this is the only deviation from it.
 
-Seed 002 compares its improved ABC with "the tree seed algorithm (Ding et al., 2019)", which its
+Ding et al. (2021) compares its improved ABC with "the tree seed algorithm (Ding et al., 2019)", which its
 introduction calls the Lévy tree-seed algorithm, a variant with Lévy-flight steps; that variant is not
 implemented here -- this class is Kiran's basic TSA.
 """
@@ -122,7 +122,7 @@ class TSA(Optimizer):
     Args:
         n_trees: stand size ``N`` (at least 2). Kiran treats it as a free control parameter; 10 is the size
             used in the reference implementations consulted and matches the ten evaluations per iteration of
-            seed 000's comparisons (it is not a value prescribed by Kiran's paper).
+            Kibriya et al.'s (2023) comparisons (it is not a value prescribed by Kiran's paper).
         search_tendency: ``ST``, probability of the best-tree equation per dimension (Kiran: 0.1).
         seed_min_fraction, seed_max_fraction: the 10 % and 25 % of the stand that bound the seed count.
         seed: random seed or generator.

@@ -1,4 +1,4 @@
-"""Surrogate-based calibration (seed 003): designs of experiments, sensitivity analysis, neural networks
+"""Surrogate-based calibration (Mareš et al. (2016)): designs of experiments, sensitivity analysis, neural networks
 and the identification strategies of Table 2."""
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from .training import TRAINERS, train_batch
 
 @dataclass(frozen=True)
 class CVSettings:
-    """Table 3 of seed 003 (``h_max`` is a safety cap the paper does not need; ``trainer`` picks the
+    """Table 3 of Mareš et al. (2016) (``h_max`` is a safety cap the paper does not need; ``trainer`` picks the
     conjugate-gradient implementation, see the module docstring)."""
 
     V: int = 10

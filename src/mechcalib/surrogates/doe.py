@@ -1,4 +1,4 @@
-"""Designs of experiments and simulated datasets (seed 003, section 5).
+"""Designs of experiments and simulated datasets (Mareš et al. (2016), section 5).
 
 * :func:`lhs_md`: a Latin hypercube optimised for the modified L2 discrepancy (section 5: "Latin Hypercube
   Sampling optimised with respect to the modified L2 discrepancy"). scipy's own LHS optimiser minimises

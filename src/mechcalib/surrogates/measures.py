@@ -1,4 +1,4 @@
-"""Error measures of Hlobil et al. (2024) (eq. 15, section 8) and measured curves on a strategy's grid."""
+"""Error measures of Mareš et al. (2016) (eq. 15, section 8) and measured curves on a strategy's grid."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""One-hidden-layer perceptrons trained by conjugate gradients, sized by cross-validation (seed 003, s. 7).
+"""One-hidden-layer perceptrons trained by conjugate gradients, sized by cross-validation (Mareš et al. (2016), s. 7).
 
 Network (eqs. 1-2): inputs scaled to ``[0, 1]`` (min-max over the training data), one hidden layer of ``h``
 sigmoid neurons with a bias neuron in the input and hidden layers, one output neuron. The output neuron is
-linear and the target is scaled to ``[0, 1]`` by the training range; seed 003 only asks that data be
+linear and the target is scaled to ``[0, 1]`` by the training range; Mareš et al. (2016) only asks that data be
 transformed "into the range of the activation functions", and a linear output keeps the scaled target's
 ends reachable.
 

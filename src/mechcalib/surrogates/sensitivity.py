@@ -1,4 +1,4 @@
-"""Sampling-based sensitivity analysis and response reduction (seed 003, section 5).
+"""Sampling-based sensitivity analysis and response reduction (Mareš et al. (2016), section 5).
 
 * :func:`spearman` : Spearman's rank correlation of each parameter with each response component
   (Fig. 4b), computed for all pairs at once.
@@ -31,7 +31,7 @@ def _pearson_columns(A: np.ndarray, B: np.ndarray) -> np.ndarray:
 
 
 def spearman(P: np.ndarray, Y: np.ndarray) -> np.ndarray:
-    """Spearman's rank correlation ρ for every (parameter, response component) pair (seed 003, Fig. 4b).
+    """Spearman's rank correlation ρ for every (parameter, response component) pair (Mareš et al. (2016), Fig. 4b).
 
     Args:
         P: ``(n, d)`` parameters of ``n`` simulations.
@@ -49,7 +49,7 @@ def spearman(P: np.ndarray, Y: np.ndarray) -> np.ndarray:
 
 @dataclass
 class PCA:
-    """Principal component analysis of responses (seed 003, section 5).
+    """Principal component analysis of responses (Mareš et al. (2016), section 5).
 
     ``fit`` centres ``Y`` ``(n, m)`` and takes its SVD; the number of components with non-zero variance is
     at most ``min(n, m)`` (``N_PCA = N_DoE`` in the paper). ``transform`` gives the scores ``ᾱ``.

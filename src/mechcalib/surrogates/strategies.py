@@ -1,4 +1,4 @@
-"""Calibration strategies of seed 003 (Table 2, sections 3, 6, 8, 9) as reusable objects.
+"""Calibration strategies of Mareš et al. (2016) (Table 2, sections 3, 6, 8, 9) as reusable objects.
 
 Every strategy is a :class:`~mechcalib.core.identification.Method`: fitted once on a
 :class:`~mechcalib.core.dataset.Dataset` of ``(p_i, y_i)`` pairs (standardised parameters, one channel's responses

@@ -1,4 +1,4 @@
-"""Wet sand in a confined triaxial test (seed 001 section 3): the Edinburgh elasto-plastic adhesion (EEPA)
+"""Wet sand in a confined triaxial test (Hu et al. (2024) section 3): the Edinburgh elasto-plastic adhesion (EEPA)
 contact law (:mod:`.contact`), a 3D DEM of spheres and dual-sphere clumps (:mod:`.dem`), poured specimens
 cached on disk (:mod:`.specimen`) and the :class:`~.triaxial.EEPATriaxial` model (``eepa_triaxial``).
 """

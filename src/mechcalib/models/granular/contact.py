@@ -1,4 +1,4 @@
-"""The Edinburgh elasto-plastic adhesion (EEPA) contact law, seed 001 section 3.1 (eqs. 16-26), as pure
+"""The Edinburgh elasto-plastic adhesion (EEPA) contact law, Hu et al. (2024) section 3.1 (eqs. 16-26), as pure
 numba functions of scalars.
 
 Sign convention: the overlap ``delta`` [m] is positive in contact and a normal force is positive when it

@@ -1,4 +1,4 @@
-"""A 3D discrete element method for spheres and rigid clumps of spheres (seed 001 section 3.2.2: dual-sphere
+"""A 3D discrete element method for spheres and rigid clumps of spheres (Hu et al. (2024) section 3.2.2: dual-sphere
 particles) in a cylinder closed by a bottom plate and a piston, with the EEPA law of :mod:`.contact`.
 
 Bodies (``nb``) are rigid: centre of mass ``pos``, orientation quaternion ``quat`` (body to world, scalar

@@ -147,7 +147,7 @@ class SpecimenSpec:
 SPECIMENS: dict[str, SpecimenSpec] = {
     "paper": SpecimenSpec(
         "paper", pour_friction=1.0,
-        description="seed 001 section 3.2: dual spheres of radius 1 mm, 0.81 mm apart, 35 mm cylinder filled to "
+        description="Hu et al. (2024) section 3.2: dual spheres of radius 1 mm, 0.81 mm apart, 35 mm cylinder filled to "
         "60 mm; poured with friction 1.0 to the fast specimen's density (solid fraction about 0.525)"),
     "fast": SpecimenSpec(
         "fast", radius=1.5, half_spacing=0.6075,

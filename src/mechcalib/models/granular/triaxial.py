@@ -1,4 +1,4 @@
-"""The confined triaxial compression of wet sand of seed 001 section 3.2, on the DEM of :mod:`.dem` with the
+"""The confined triaxial compression of wet sand of Hu et al. (2024) section 3.2, on the DEM of :mod:`.dem` with the
 EEPA law of :mod:`.contact`.
 
 Test (section 3.2.2): dual-sphere clumps poured into an acrylic cylinder of 35 mm inner diameter to a height
@@ -121,7 +121,7 @@ class TriaxialRun:
 
 
 class EEPATriaxial(Model):
-    """Seed 001's confined triaxial test of wet sand on the EEPA DEM (module docstring).
+    """Hu et al.'s (2024) confined triaxial test of wet sand on the EEPA DEM (module docstring).
 
     Args:
         specimen: ``"paper"``, ``"fast"``, ``"tiny"`` or a :class:`~.specimen.SpecimenSpec`.
@@ -132,7 +132,7 @@ class EEPATriaxial(Model):
     """
 
     name = "eepa_triaxial"
-    description = "confined triaxial test of wet sand, 3D DEM of dual-sphere clumps with the EEPA law (seed 001)"
+    description = "confined triaxial test of wet sand, 3D DEM of dual-sphere clumps with the EEPA law (Hu et al. (2024))"
 
     def __init__(self, *, specimen: str | SpecimenSpec = "fast", seed: int = 0, cache_dir: str | Path | None = None,
                  free: Sequence[str] = ()) -> None:

@@ -1,4 +1,4 @@
-"""Loaders of isothermal calorimetry data for the hydration model (seed 003, section 9).
+"""Loaders of isothermal calorimetry data for the hydration model (Mareš et al. (2016), section 9).
 
 Every loader returns :class:`~mechcalib.core.data.Experiment` objects whose channels match
 :class:`~mechcalib.models.hydration.Hydration`: ``heat`` [J/g of cement] and/or ``heat_rate`` [J/(g h)]

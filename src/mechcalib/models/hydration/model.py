@@ -1,4 +1,4 @@
-"""The affinity hydration model of cement paste (seed 003, section 4, eqs. 5-9).
+"""The affinity hydration model of cement paste (Mareš et al. (2016), section 4, eqs. 5-9).
 
 Isothermal hydration at temperature ``T`` follows ``dα/dt = Ã_T(α)`` (eq. 5) with the normalised affinity
 (eq. 8)::
@@ -25,7 +25,7 @@ dormant stage ``α ≈ B2 exp(B1 α∞ (t - t0))``: a later onset ``t0`` trades 
 the earliest measurements separate them.
 
 The output grid (conditions ``t_min``, ``t_max``, ``n_steps``) is uniform in log time, 1161 steps as in
-section 5, from 0.1 h to 1000 h by default (see :func:`log_time_grid`). Seed 003 does not state the range;
+section 5, from 0.1 h to 1000 h by default (see :func:`log_time_grid`). Mareš et al. (2016) does not state the range;
 this one puts grid index 200 (0.5 h) in the dormant stage where the bundle of Table 1 curves has a negligible
 spread, as section 8 says of α_200, index 300 (1.1 h) at the first small spread, and covers the six weeks
 over which calorimetry runs last; the conditions change it. The integrator
@@ -166,7 +166,7 @@ def affinity_rate(params: np.ndarray, alpha: np.ndarray) -> np.ndarray:
 
 
 class Hydration(Model):
-    """Affinity hydration model (seed 003 eqs. 5-9) with channels ``alpha``, ``heat`` [J/g] and
+    """Affinity hydration model (Mareš et al. (2016) eqs. 5-9) with channels ``alpha``, ``heat`` [J/g] and
     ``heat_rate`` [J/(g h)] against time [h].
 
     Args:
@@ -180,7 +180,7 @@ class Hydration(Model):
     """
 
     name = "hydration"
-    description = "affinity hydration model of cement (seed 003 eqs. 5-9), numba RK4 on a log-time grid"
+    description = "affinity hydration model of cement (Mareš et al. (2016) eqs. 5-9), numba RK4 on a log-time grid"
 
     def __init__(
         self, *, fit: Sequence[str] = (), Q_pot: float = 500.0, Ea: float = EA_DEFAULT, t0: float = 0.0

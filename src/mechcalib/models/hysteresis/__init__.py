@@ -1,4 +1,4 @@
-"""Hysteretic forward models of seed 002: the five laws (:mod:`.laws`), the batched integrator
+"""Hysteretic forward models of Ding et al. (2021): the five laws (:mod:`.laws`), the batched integrator
 (:mod:`.integrate`), the SDOF systems (:mod:`.sdof`) and the 3-span, 4-storey frame (:mod:`.mdof`).
 See docs/hysteresis.md."""
 

@@ -1,4 +1,4 @@
-"""Batched time integration of structures with hysteretic components (seed 002, eqs. 24-26).
+"""Batched time integration of structures with hysteretic components (Ding et al. (2021), eqs. 24-26).
 
 The state of one parameter set is ``X = [u (n), u' (n), r (m), eps (m)]`` and its rate
 

@@ -1,4 +1,4 @@
-"""Hysteretic laws of seed 002 (eqs. 1-23) as compiled kernels.
+"""Hysteretic laws of Ding et al. (2021) (eqs. 1-23) as compiled kernels.
 
 Every law is written in the rate form of eq. 1, ``r' = f(r, u, u', a)``, with the paper's *effective*
 parameters ``a``. All five laws are rate-independent: ``f`` is ``u'`` times a tangent stiffness
@@ -11,7 +11,7 @@ the branch of a bilinear law (0 elastic, 1 yielding). :func:`tangent` evaluates 
 right-hand side of eqs. 4, 8, 11, 12 and 19-21, with the sign functions evaluated at the state.
 
 ==========  ===================================  ========================================================
-law id      law (registry key)                   ``a`` (seed 002)
+law id      law (registry key)                   ``a`` (Ding et al. (2021))
 ==========  ===================================  ========================================================
 0           bilinear, kinematic hardening        eqs. 2-4: ``[(k1 - k2)/2, k2, F0]``
             (``"bilinear_kinematic"``)
@@ -117,7 +117,7 @@ def tangent_row(law: int, a: np.ndarray, c: int, r: float, u: float, s: float, e
 
     Args:
         law: law id (module constants).
-        a, c: ``a[c]`` holds the component's ``MAX_PARAMS`` effective parameters of seed 002 (a row index
+        a, c: ``a[c]`` holds the component's ``MAX_PARAMS`` effective parameters of Ding et al. (2021) (a row index
             rather than a row view keeps the integrators' inner loops free of reference counting).
         r, u: restoring force and displacement of the component.
         s: ``sgn(u')`` (``+-1``).
@@ -290,18 +290,18 @@ LAWS: dict[str, LawSpec] = {
     spec.key: spec
     for spec in (
         # key, id, title, equations, meanings of a, units of a, the paper's test values of a
-        LawSpec("bilinear_kinematic", BILINEAR_KINEMATIC, "bilinear, kinematic hardening", "seed 002 eqs. 2-5",
+        LawSpec("bilinear_kinematic", BILINEAR_KINEMATIC, "bilinear, kinematic hardening", "Ding et al. (2021) eqs. 2-5",
                 ("(k1 - k2)/2", "k2: hardening stiffness", "F0: intercept of the hardening lines"),
                 ("N/m", "N/m", "N"), (1.0, 2.0, 1.0)),
-        LawSpec("bilinear_equal", BILINEAR_EQUAL, "bilinear, equal yielding force", "seed 002 eqs. 5-8",
+        LawSpec("bilinear_equal", BILINEAR_EQUAL, "bilinear, equal yielding force", "Ding et al. (2021) eqs. 5-8",
                 ("(k1 + k2)/2", "(k1 - k2)/2", "Fy: yielding force"), ("N/m", "N/m", "N"), (3.0, 1.0, 1.0)),
-        LawSpec("boucwen", BOUC_WEN, "Bouc-Wen", "seed 002 eqs. 9-11",
+        LawSpec("boucwen", BOUC_WEN, "Bouc-Wen", "Ding et al. (2021) eqs. 9-11",
                 ("A/eta", "nu beta/eta", "nu gamma/eta", "n: exponent"), ("N/m", _BW_UNIT, _BW_UNIT, "-"),
                 (2.0, 1.0, 0.5, 2.0)),
-        LawSpec("degradation", DEGRADATION, "Baber-Wen degradation", "seed 002 eqs. 12-18",
+        LawSpec("degradation", DEGRADATION, "Baber-Wen degradation", "Ding et al. (2021) eqs. 12-18",
                 ("beta", "gamma", "n: exponent", "delta_A", "delta_nu", "delta_eta"),
                 (_BW_UNIT, _BW_UNIT, "-", "1/J", "1/J", "1/J"), (2.0, 1.0, 2.0, 0.02, 0.02, 0.02)),
-        LawSpec("pinching", PINCHING, "Baber-Noori pinching", "seed 002 eqs. 19-23",
+        LawSpec("pinching", PINCHING, "Baber-Noori pinching", "Ding et al. (2021) eqs. 19-23",
                 ("A", "beta", "gamma", "n: exponent", "delta_s/sigma", "1/(2 sigma^2)"),
                 ("N/m", _BW_UNIT, _BW_UNIT, "-", "m/(N J)", "1/N^2"), (10.0, 5.0, 5.0, 2.0, 2.0, 2.0)),
     )

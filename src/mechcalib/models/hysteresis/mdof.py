@@ -1,4 +1,4 @@
-"""The 3-span, 4-storey frame with two bilinear hysteretic components (seed 002, "MDOF system with bilinear
+"""The 3-span, 4-storey frame with two bilinear hysteretic components (Ding et al. (2021), "MDOF system with bilinear
 hysteresis", eqs. 24-26).
 
 The paper gives the material (``E = 6.9e10 Pa``), the section (``b x h = 0.1 m x 0.04 m``), the component
@@ -158,7 +158,7 @@ def rayleigh(
 
 
 class FrameMDOF(_common.BatchedModel):
-    """Seed 002's frame with two bilinear kinematic-hardening components (see the module docstring).
+    """Ding et al.'s (2021) frame with two bilinear kinematic-hardening components (see the module docstring).
 
     Args:
         damping_ratio: Rayleigh damping ratio in the bare frame's first two modes.
@@ -172,7 +172,7 @@ class FrameMDOF(_common.BatchedModel):
     """
 
     name = "mdof_frame"
-    description = "3-span, 4-storey frame with two bilinear hysteretic components (seed 002 eqs. 24-26)"
+    description = "3-span, 4-storey frame with two bilinear hysteretic components (Ding et al. (2021) eqs. 24-26)"
     default_t_end = 5.0
 
     def __init__(
@@ -241,7 +241,7 @@ class FrameMDOF(_common.BatchedModel):
                 nm = f"a{c}{j}"
                 names.append((nm, v))
                 params.append(
-                    Parameter(nm, 0.5 * v, 2.0 * v, unit=unit, description=f"component {c}: {what} (seed 002 eqs. 2-4)")
+                    Parameter(nm, 0.5 * v, 2.0 * v, unit=unit, description=f"component {c}: {what} (Ding et al. (2021) eqs. 2-4)")
                 )
         self.space = ParameterSpace(params)
         self.presets = {"default": dict(names)}

@@ -1,4 +1,4 @@
-"""The paper's SDOF system (seed 002) in OpenSees, for cross-checks and speed comparisons (extra "opensees").
+"""The paper's SDOF system (Ding et al. (2021)) in OpenSees, for cross-checks and speed comparisons (extra "opensees").
 
 A zeroLength element carries ``Elastic(k = 1) || material || Viscous(c = 0.2)``, mass 1, load ``5 sin t``,
 Newmark average acceleration. The parameter mapping of each law is written in docs/hysteresis.md.
@@ -24,7 +24,7 @@ def import_opensees() -> Any:
 
 
 def boucwen_material(a1: float, a2: float, a3: float, n: float) -> list:
-    """OpenSees ``BoucWen`` arguments for seed 002 eq. 11 with ``r = ko z``: ``ko = a1``, ``Ao = 1``,
+    """OpenSees ``BoucWen`` arguments for Ding et al. (2021) eq. 11 with ``r = ko z``: ``ko = a1``, ``Ao = 1``,
     ``beta = a2 a1^(n-1)``, ``gamma = a3 a1^(n-1)``, no degradation."""
     return ["BoucWen", 0.0, a1, n, a3 * a1 ** (n - 1), a2 * a1 ** (n - 1), 1.0, 0.0, 0.0, 0.0, 1e-12, 50]
 

@@ -1,4 +1,4 @@
-"""Single-degree-of-freedom systems with one hysteretic component (seed 002, "SDOF system with hysteresis").
+"""Single-degree-of-freedom systems with one hysteretic component (Ding et al. (2021), "SDOF system with hysteresis").
 
 ``m u'' + c u' + k u + r = F(t)``, ``r' = f(r, u, u', a)`` (eq. 26 with ``T = [1]``), from rest. The paper's
 test case: ``m = 1 kg``, ``k = 1 N/m``, ``c = 0.2 N s/m``, ``F(t) = 5 sin(t) N`` over 0-20 s, the
@@ -65,7 +65,7 @@ class HystereticSDOF(_common.BatchedModel):
     """
 
     name = "sdof"
-    description = "SDOF with a hysteretic component (seed 002)"
+    description = "SDOF with a hysteretic component (Ding et al. (2021))"
     law_key: ClassVar[str | None] = None
     invalid_input = "parameters must be finite and the mass positive"
 
@@ -119,7 +119,7 @@ class HystereticSDOF(_common.BatchedModel):
         self.channels = (
             Channel("displacement", "time", "displacement", "s", "m"),
             Channel("velocity", "time", "velocity", "s", "m/s"),
-            Channel("acceleration", "time", "acceleration", "s", "m/s^2", "the measured channel of seed 002"),
+            Channel("acceleration", "time", "acceleration", "s", "m/s^2", "the measured channel of Ding et al. (2021)"),
             Channel("restoring_force_history", "time", "restoring force", "s", "N", "hysteretic force r(t)"),
             Channel("restoring_force", "displacement", "restoring force", "m", "N", "hysteresis loop r(u), t = time"),
         )
@@ -186,7 +186,7 @@ class SDOFBilinearKinematic(HystereticSDOF):
     """The paper's SDOF with the bilinear kinematic-hardening law (eqs. 2-5); default ``a = [1, 2, 1]``."""
 
     name = "sdof_bilinear_kinematic"
-    description = "SDOF with a bilinear kinematic-hardening component (seed 002 eqs. 2-5)"
+    description = "SDOF with a bilinear kinematic-hardening component (Ding et al. (2021) eqs. 2-5)"
     law_key = "bilinear_kinematic"
 
 
@@ -194,7 +194,7 @@ class SDOFBilinearEqual(HystereticSDOF):
     """The paper's SDOF with the bilinear equal-yielding-force law (eqs. 6-8); default ``a = [3, 1, 1]``."""
 
     name = "sdof_bilinear_equal"
-    description = "SDOF with a bilinear equal-yielding-force component (seed 002 eqs. 6-8)"
+    description = "SDOF with a bilinear equal-yielding-force component (Ding et al. (2021) eqs. 6-8)"
     law_key = "bilinear_equal"
 
 
@@ -202,7 +202,7 @@ class SDOFBoucWen(HystereticSDOF):
     """The paper's SDOF with the Bouc-Wen law (eqs. 9-11); default ``a = [2, 1, 0.5, 2]``."""
 
     name = "sdof_boucwen"
-    description = "SDOF with a Bouc-Wen component (seed 002 eqs. 9-11)"
+    description = "SDOF with a Bouc-Wen component (Ding et al. (2021) eqs. 9-11)"
     law_key = "boucwen"
 
 
@@ -211,7 +211,7 @@ class SDOFDegradation(HystereticSDOF):
     ``a = [2, 1, 2, 0.02, 0.02, 0.02]`` (Table 4; the text prints 0.2 for the deltas)."""
 
     name = "sdof_degradation"
-    description = "SDOF with a Baber-Wen degrading component (seed 002 eqs. 12-18)"
+    description = "SDOF with a Baber-Wen degrading component (Ding et al. (2021) eqs. 12-18)"
     law_key = "degradation"
 
 
@@ -219,5 +219,5 @@ class SDOFPinching(HystereticSDOF):
     """The paper's SDOF with the Baber-Noori pinching law (eqs. 19-23); default ``a = [10, 5, 5, 2, 2, 2]``."""
 
     name = "sdof_pinching"
-    description = "SDOF with a Baber-Noori pinching component (seed 002 eqs. 19-23)"
+    description = "SDOF with a Baber-Noori pinching component (Ding et al. (2021) eqs. 19-23)"
     law_key = "pinching"

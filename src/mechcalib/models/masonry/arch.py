@@ -1,10 +1,10 @@
-"""The dry-joint stone masonry arch of seed 000 (Birhane's quasi-static test, sections 2.1-2.4), on the
+"""The dry-joint stone masonry arch of Kibriya et al. (2023) (Birhane's quasi-static test, sections 2.1-2.4), on the
 2D rigid-block DEM of :mod:`.dem`.
 
-Parameters (seed 000 section 4 bounds): ``kn`` and ``ks`` [Pa/m], normal and shear joint stiffness per unit
+Parameters (Kibriya et al. (2023) section 4 bounds): ``kn`` and ``ks`` [Pa/m], normal and shear joint stiffness per unit
 area, searched on a log scale within [1e8, 1e10]; ``phi`` [deg], the joint friction angle, in [25, 45].
 The ``"default"`` preset is Pulatsu's calibration case (kn = 4 GPa/m, ks = 1.6 GPa/m, phi = 30.5 deg);
-``"pso_obj1"`` is the best set of seed 000 Table 1 (kn = 3.13, ks = 3.66 GPa/m, phi = 30.31 deg).
+``"pso_obj1"`` is the best set of Kibriya et al. (2023) Table 1 (kn = 3.13, ks = 3.66 GPa/m, phi = 30.31 deg).
 
 Geometry (constructor options, lengths in mm): a segmental arch of ``span`` 1200, ``rise`` 400,
 ``thickness`` 160, ``width`` 200 and ``n_blocks`` 13 (intrados radius 650 mm, half-opening 67.38 deg,
@@ -16,7 +16,7 @@ is glued to the fifth voussoir; the steel bearing's roller loads its top vertica
 (``load_fraction`` 0.25 of the span from the left springing). The bearing seats on the wood through a
 spring ``kn * 110 mm * 200 mm`` (the plate interface is a joint of the same normal stiffness).
 
-Conditions: ``velocity`` [mm/s] of the loading plate (10, the calibration velocity of seed 000 section
+Conditions: ``velocity`` [mm/s] of the loading plate (10, the calibration velocity of Kibriya et al. (2023) section
 2.4.2), ``max_displacement`` [mm] (12), ``n_samples`` (241: every 0.05 mm), ``damping`` (local damping,
 0.8), ``dt_factor`` (0.5 of the stable step), ``eq_tol`` (1e-5, self-weight equilibrium ratio),
 ``rounding`` (0.02: sub-contacts stay active 2 % of the joint length past a face's end).
@@ -49,7 +49,7 @@ from .failure import FailureMode, failure_mode
 from .geometry import GRANITE_DENSITY, LAYOUTS, ArchGeometry, birhane_arch
 
 PULATSU = {"kn": 4.0e9, "ks": 1.6e9, "phi": 30.5}
-MEASURED_PEAK_KN = 2.71  # seed 000 section 2.2
+MEASURED_PEAK_KN = 2.71  # Kibriya et al. (2023) section 2.2
 
 
 @dataclass(frozen=True)
@@ -83,10 +83,10 @@ class ArchRun:
 
 
 class MasonryArch(Model):
-    """Seed 000's stone masonry arch on the 2D rigid-block DEM (module docstring)."""
+    """Kibriya et al.'s (2023) stone masonry arch on the 2D rigid-block DEM (module docstring)."""
 
     name = "masonry_arch"
-    description = "dry-joint stone masonry arch under a quarter-span load (2D rigid-block DEM, numba; seed 000)"
+    description = "dry-joint stone masonry arch under a quarter-span load (2D rigid-block DEM, numba; Kibriya et al. (2023))"
 
     def __init__(
         self,
@@ -211,7 +211,7 @@ class MasonryArch(Model):
 
     def plot(self, run: ArchRun, *, state: str = "end", scale: float = 5.0, path=None, title: str = "", ax=None):
         """Deformed shape of ``run`` at ``state`` (``"peak"`` or ``"end"``), coloured by displacement, with its
-        hinges and sliding joints (seed 000 Figs. 3, 16)."""
+        hinges and sliding joints (Kibriya et al. (2023) Figs. 3, 16)."""
         pos = run.pos_peak if state == "peak" else run.pos_end
         mode = run.mode_peak if state == "peak" else run.mode_end
         from ...reporting import plot_deformed  # plotting lives in the reporting layer; imported on use

@@ -15,7 +15,7 @@ Bodies are rigid clumps of convex polygons with three degrees of freedom (centro
 
 Motion: explicit central differences, ``v(t + dt/2) = v(t - dt/2) + dt * (F + Fd) / m``,
 ``x(t + dt) = x(t) + dt * v(t + dt/2)``, for each degree of freedom with its mass or moment of inertia, and
-Cundall's local damping ``Fd = -alpha * |F| * sign(v)`` (alpha = 0.8 in seed 000 section 2.3).
+Cundall's local damping ``Fd = -alpha * |F| * sign(v)`` (alpha = 0.8 in Kibriya et al. (2023) section 2.3).
 
 Stable time step (:func:`stable_dt`): ``dt = f * 2 / omega_max``, where ``omega_max^2`` is the largest
 eigenvalue of ``M^(-1/2) K M^(-1/2)`` with every sub-contact closed and sticking (the stiffest state the

@@ -12,12 +12,12 @@ Contact layouts along a joint (position ``s`` in [0, 1] from the joint's first e
   ends half of that): the nodes of a face mesh with their tributary lengths, rocking about the edges.
 * ``"midpoint"``: ``n`` contacts at the centres of ``n`` equal segments, ``w = 1/n``: no contact at the
   edges, so rocking happens ``length/(2n)`` inside them.
-* ``"pulatsu"``: seed 000 section 2.4.1, each stone made of 8 sub-blocks through the radial thickness, each
+* ``"pulatsu"``: Kibriya et al. (2023) section 2.4.1, each stone made of 8 sub-blocks through the radial thickness, each
   sub-block face triangulated "radial-8" (corners, edge midpoints and centroid). Projected onto the
   radial coordinate a sub-block face has nodes at its two ends and its middle with area fractions 1/4,
   1/2, 1/4 (corner and edge-midpoint nodes carry 1/12 of the face each, the centroid 1/3); over 8
   sub-blocks this is 17 nodes every ``length/16`` with trapezoid weights.
-* ``"surface"``: seed 000 section 2.4.1, the face meshed at size ``h``: ``ceil(length/h)`` equal segments,
+* ``"surface"``: Kibriya et al. (2023) section 2.4.1, the face meshed at size ``h``: ``ceil(length/h)`` equal segments,
   nodes at their ends, trapezoid weights (``h = 12 mm`` on a 160 mm joint gives 15 nodes; ``h = 10 mm``
   gives the 17 nodes of ``"pulatsu"``). The 3D unstructured mesh of the paper is irregular across the
   out-of-plane width; in 2D only the radial node positions and their tributary lengths remain.
@@ -357,7 +357,7 @@ def birhane_arch(
     wood_density: float = WOOD_DENSITY,
     n_sub: int = 8,
 ) -> Assembly:
-    """The Birhane arch of seed 000 section 2.1 (or any :class:`ArchGeometry`) with its loading.
+    """The Birhane arch of Kibriya et al. (2023) section 2.1 (or any :class:`ArchGeometry`) with its loading.
 
     Blocks: 0 = left abutment (fixed), 1..n = voussoirs, n + 1 = right abutment (fixed). The wooden
     interface (``wood_width`` horizontal x ``wood_height`` at its left, lower side, as deep as the arch) is

@@ -1,11 +1,11 @@
 """The reference experiment of the masonry-arch calibrations, shipped as ``mechcalib/data/arch_reference.csv``.
 
-It is **simulated, not measured** (seed 000's curves are not public): the DEM of :mod:`.arch` with Pulatsu's
+It is **simulated, not measured** (Kibriya et al.'s (2023) curves are not public): the DEM of :mod:`.arch` with Pulatsu's
 geometry (``contacts="pulatsu"``) and parameters (kn = 4 GPa/m, ks = 1.6 GPa/m, phi = 30.5 deg) loaded at
-0.5 mm/s to 12 mm, the slow verification velocity of seed 000 section 4.2.3. ``benchmarks/make_arch_reference.py``
+0.5 mm/s to 12 mm, the slow verification velocity of Kibriya et al. (2023) section 4.2.3. ``benchmarks/make_arch_reference.py``
 regenerates it; ``mechcalib/data/arch_reference.README.md`` documents it.
 
-The calibrations fit the model at 10 mm/s to it (seed 000 fits 3DEC at 10 mm/s to a test at 0.005 mm/s):
+The calibrations fit the model at 10 mm/s to it (Kibriya et al. (2023) fits 3DEC at 10 mm/s to a test at 0.005 mm/s):
 :func:`reference_experiment` returns the curves with the *model's* conditions for the fit (``velocity``
 10 mm/s by default); how the curves were made is in :data:`REFERENCE`.
 """
@@ -35,7 +35,7 @@ def reference_experiment(velocity: float = 10.0, max_displacement: float = 12.0)
     ``masonry_arch``: ``vertical`` (force against plate displacement) and ``horizontal`` (force against the
     horizontal displacement of the right-abutment voussoir), both with the plate displacement as progress
     coordinate ``t``. ``velocity`` [mm/s] and ``max_displacement`` [mm] are the conditions under which the
-    model is simulated against it (10 mm/s: the calibration case; 0.5 mm/s: seed 000 Fig. 26)."""
+    model is simulated against it (10 mm/s: the calibration case; 0.5 mm/s: Kibriya et al. (2023) Fig. 26)."""
     p, h, f = COLUMNS
     return Experiment.from_csv(
         reference_path(),
