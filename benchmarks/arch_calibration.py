@@ -40,13 +40,13 @@ import numpy as np
 
 from mechcalib import EvaluationBatch, Problem, Termination, calibrate
 from mechcalib.core.model import SimulationFailure
+from mechcalib.core.problem import _simulate_isolated
 from mechcalib.models.masonry.arch import PULATSU, MasonryArch
 from mechcalib.models.masonry.reference import reference_experiment, reference_path
 from mechcalib.objectives import OverlapRSS
+from mechcalib.objectives.smoothing import SmoothedOverlapRSS
 from mechcalib.optimizers import GA, PSO, TBPSO
 from mechcalib.reporting import save_png
-from mechcalib.core.problem import _simulate_isolated
-from mechcalib.objectives.smoothing import SmoothedOverlapRSS
 from mechcalib.storage import RunStore, problem_fingerprint
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -55,7 +55,10 @@ REPORT = RESULTS / "arch.md"
 
 GEOMETRIES = {
     "pulatsu": ("Pulatsu's geometry (8 sub-blocks, 17 contacts per joint)", {"contacts": "pulatsu"}),
-    "surface": ("surface-meshed geometry, h = 12 mm (15 contacts per joint)", {"contacts": "surface", "mesh_size": 12.0}),
+    "surface": (
+        "surface-meshed geometry, h = 12 mm (15 contacts per joint)",
+        {"contacts": "surface", "mesh_size": 12.0},
+    ),
 }
 OBJECTIVE_NAMES = {1: "objective 1 (raw curves)", 2: "objective 2 (neural smoothing)"}
 # label: (process, iterations, optimiser factory)
@@ -137,8 +140,10 @@ def model_for(geom: str) -> MasonryArch:
 
 def problem_for(geom: str, k: int) -> ArchProblem:
     obj = make_objective(k)
-    label = (f"arch_calibration/v1/{geom}:{json.dumps(GEOMETRIES[geom][1], sort_keys=True)}/{obj!r}/"
-             f"reference:{_reference_digest()}/velocity:{VELOCITY}")
+    label = (
+        f"arch_calibration/v1/{geom}:{json.dumps(GEOMETRIES[geom][1], sort_keys=True)}/{obj!r}/"
+        f"reference:{_reference_digest()}/velocity:{VELOCITY}"
+    )
     return ArchProblem(model_for(geom), reference_experiment(velocity=VELOCITY), obj, label=label)
 
 
@@ -160,15 +165,37 @@ def run_one(store: RunStore, geom: str, k: int, method: str, r: int) -> dict | N
     process, iters, factory = METHODS[method]
     load0 = os.getloadavg()
     t0 = time.perf_counter()
-    res = calibrate(problem, factory(r), Termination(max_iters=iters + 1), store=store, run_name=name,
-                    config={"geometry": geom, "objective": k, "method": method, "process": process,
-                            "iterations": iters, "run": r, "velocity": VELOCITY},
-                    checkpoint_every=5)
-    rec = {"run": name, "seconds": round(time.perf_counter() - t0, 2), "n_evals": res.n_evals,
-           "n_simulated": res.n_simulated, "n_replayed": res.n_replayed, "n_cached": res.n_cached,
-           "best": res.best_loss, "params": res.best_params, "loadavg_start": load0, "loadavg_end": os.getloadavg(),
-           "numba_threads": int(os.environ.get("NUMBA_NUM_THREADS", "0")) or None,
-           "finished": time.strftime("%Y-%m-%d %H:%M:%S")}
+    res = calibrate(
+        problem,
+        factory(r),
+        Termination(max_iters=iters + 1),
+        store=store,
+        run_name=name,
+        config={
+            "geometry": geom,
+            "objective": k,
+            "method": method,
+            "process": process,
+            "iterations": iters,
+            "run": r,
+            "velocity": VELOCITY,
+        },
+        checkpoint_every=5,
+    )
+    rec = {
+        "run": name,
+        "seconds": round(time.perf_counter() - t0, 2),
+        "n_evals": res.n_evals,
+        "n_simulated": res.n_simulated,
+        "n_replayed": res.n_replayed,
+        "n_cached": res.n_cached,
+        "best": res.best_loss,
+        "params": res.best_params,
+        "loadavg_start": load0,
+        "loadavg_end": os.getloadavg(),
+        "numba_threads": int(os.environ.get("NUMBA_NUM_THREADS", "0")) or None,
+        "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
+    }
     with store.path.with_suffix(".runs.jsonl").open("a") as fh:
         fh.write(json.dumps(rec) + "\n")
     return rec
@@ -176,8 +203,13 @@ def run_one(store: RunStore, geom: str, k: int, method: str, r: int) -> dict | N
 
 def cmd_run(args: argparse.Namespace) -> int:
     deadline = time.time() + args.hours * 3600 if args.hours else math.inf
-    todo = [(k, r, g, m) for k in args.objectives for r in range(1, args.runs + 1) for g in args.geometries
-            for m in args.methods]
+    todo = [
+        (k, r, g, m)
+        for k in args.objectives
+        for r in range(1, args.runs + 1)
+        for g in args.geometries
+        for m in args.methods
+    ]
     with RunStore(args.store) as store:
         for k, r, g, m in todo:
             if time.time() > deadline:
@@ -185,8 +217,10 @@ def cmd_run(args: argparse.Namespace) -> int:
                 break
             rec = run_one(store, g, k, m, r)
             if rec is not None:
-                sys.stdout.write(f"{rec['run']}: best {rec['best']:.4g} after {rec['n_evals']} evaluations, "
-                                 f"{rec['seconds']:.0f} s (load {rec['loadavg_end'][0]:.1f})\n")
+                sys.stdout.write(
+                    f"{rec['run']}: best {rec['best']:.4g} after {rec['n_evals']} evaluations, "
+                    f"{rec['seconds']:.0f} s (load {rec['loadavg_end'][0]:.1f})\n"
+                )
                 sys.stdout.flush()
     return 0
 
@@ -229,16 +263,39 @@ class RunData:
         return np.arange(1, self.n_evals + 1), np.minimum.accumulate(f)
 
     def to_json(self) -> dict:
-        return {"name": self.name, "geometry": self.geom, "objective": self.k, "method": self.method, "run": self.r,
-                "complete": self.complete, "n_evals": self.n_evals, "steps": self.steps.tolist(),
-                "step_losses": [float(v) for v in self.step_losses], "step_batches": self.step_batches.tolist(),
-                "best_params": self.best_params, "seconds": self.seconds, "n_live": self.n_live}
+        return {
+            "name": self.name,
+            "geometry": self.geom,
+            "objective": self.k,
+            "method": self.method,
+            "run": self.r,
+            "complete": self.complete,
+            "n_evals": self.n_evals,
+            "steps": self.steps.tolist(),
+            "step_losses": [float(v) for v in self.step_losses],
+            "step_batches": self.step_batches.tolist(),
+            "best_params": self.best_params,
+            "seconds": self.seconds,
+            "n_live": self.n_live,
+        }
 
     @classmethod
     def from_json(cls, d: dict) -> RunData:
-        return cls(d["name"], d["geometry"], d["objective"], d["method"], d["run"], d["complete"], d["n_evals"],
-                   np.array(d["steps"], dtype=np.int64), np.array(d["step_losses"], dtype=float),
-                   np.array(d["step_batches"], dtype=np.int64), d["best_params"], d["seconds"], d["n_live"])
+        return cls(
+            d["name"],
+            d["geometry"],
+            d["objective"],
+            d["method"],
+            d["run"],
+            d["complete"],
+            d["n_evals"],
+            np.array(d["steps"], dtype=np.int64),
+            np.array(d["step_losses"], dtype=float),
+            np.array(d["step_batches"], dtype=np.int64),
+            d["best_params"],
+            d["seconds"],
+            d["n_live"],
+        )
 
 
 def load_runs(store: RunStore) -> list[RunData]:
@@ -261,9 +318,23 @@ def load_runs(store: RunStore) -> list[RunData]:
                 sec += max(x.finished for x in g) - min(x.started for x in g)
         method = c["method"]
         done = info.status == "finished" and len(recs) >= EVALS[method]
-        out.append(RunData(info.name, c["geometry"], int(c["objective"]), method, int(c["run"]), done, len(recs),
-                           steps, run_min[steps], batch[steps], recs[int(steps[-1])].params, sec,
-                           sum(x.source == "live" for x in recs)))
+        out.append(
+            RunData(
+                info.name,
+                c["geometry"],
+                int(c["objective"]),
+                method,
+                int(c["run"]),
+                done,
+                len(recs),
+                steps,
+                run_min[steps],
+                batch[steps],
+                recs[int(steps[-1])].params,
+                sec,
+                sum(x.source == "live" for x in recs),
+            )
+        )
     return out
 
 
@@ -275,8 +346,15 @@ SUMMARY_FORMAT = "arch_calibration summary 1"
 def write_summary(runs: list[RunData], loads: list[float], path: Path) -> None:
     """The runs as the report reads them and the load averages of the run log, one run per line."""
     lines = [json.dumps(x.to_json()) for x in runs]
-    path.write_text('{"format": ' + json.dumps(SUMMARY_FORMAT) + ', "loads": ' + json.dumps(loads)
-                    + ', "runs": [\n' + ",\n".join(lines) + "\n]}\n")
+    path.write_text(
+        '{"format": '
+        + json.dumps(SUMMARY_FORMAT)
+        + ', "loads": '
+        + json.dumps(loads)
+        + ', "runs": [\n'
+        + ",\n".join(lines)
+        + "\n]}\n"
+    )
 
 
 def read_summary(path: Path) -> tuple[list[RunData], list[float]]:
@@ -297,16 +375,29 @@ def paper_table(runs: list[RunData], geom: str, k: int, n_best: int = 5) -> str:
     """Kibriya et al.'s (2023) layout: per method the five best runs (best set of each run), best first."""
     rows = []
     for method, (process, iters, _) in METHODS.items():
-        sel = sorted((x for x in runs if x.geom == geom and x.k == k and x.method == method and x.complete),
-                     key=lambda x: x.best)[:n_best]
+        sel = sorted(
+            (x for x in runs if x.geom == geom and x.k == k and x.method == method and x.complete), key=lambda x: x.best
+        )[:n_best]
         for i, x in enumerate(sel):
             p = x.best_params
-            rows.append([process if i == 0 else "", str(iters) if i == 0 else "", str(i + 1), f"{p['kn'] / 1e9:.2f}",
-                         f"{p['ks'] / 1e9:.2f}", f"{p['phi']:.2f}", f"{x.best:.2f}", str(x.r)])
+            rows.append(
+                [
+                    process if i == 0 else "",
+                    str(iters) if i == 0 else "",
+                    str(i + 1),
+                    f"{p['kn'] / 1e9:.2f}",
+                    f"{p['ks'] / 1e9:.2f}",
+                    f"{p['phi']:.2f}",
+                    f"{x.best:.2f}",
+                    str(x.r),
+                ]
+            )
         if not sel:
             rows.append([process, str(iters), "-", "", "", "", "(no finished run)", ""])
-    return _fmt_table(rows, ["Calibration process", "Iterations", "Run ID", "kn (GPa/m)", "ks (GPa/m)", "phi (deg)",
-                             "Fitness (-)", "seed"])
+    return _fmt_table(
+        rows,
+        ["Calibration process", "Iterations", "Run ID", "kn (GPa/m)", "ks (GPa/m)", "phi (deg)", "Fitness (-)", "seed"],
+    )
 
 
 def summary_table(runs: list[RunData]) -> str:
@@ -324,11 +415,39 @@ def summary_table(runs: list[RunData]) -> str:
             sec = sum(x.seconds for x in sel)
             live = sum(x.n_live for x in sel)
             n = sum(x.n_evals for x in sel)
-            rows.append([str(t), geom, str(k), f"{process} {iters}", str(len(sel)), f"{np.median(f):.1f}",
-                         f"{f.min():.1f}", f"{f.max():.1f}", at20, f"{live / n:.0%}", f"{sec / max(live, 1):.3f}",
-                         f"{sec / len(sel):.0f}"])
-    return _fmt_table(rows, ["Table", "geometry", "objective", "method", "runs", "median best", "min", "max",
-                             "median best after 20 it.", "simulated (not cached)", "s / simulation", "s / run"])
+            rows.append(
+                [
+                    str(t),
+                    geom,
+                    str(k),
+                    f"{process} {iters}",
+                    str(len(sel)),
+                    f"{np.median(f):.1f}",
+                    f"{f.min():.1f}",
+                    f"{f.max():.1f}",
+                    at20,
+                    f"{live / n:.0%}",
+                    f"{sec / max(live, 1):.3f}",
+                    f"{sec / len(sel):.0f}",
+                ]
+            )
+    return _fmt_table(
+        rows,
+        [
+            "Table",
+            "geometry",
+            "objective",
+            "method",
+            "runs",
+            "median best",
+            "min",
+            "max",
+            "median best after 20 it.",
+            "simulated (not cached)",
+            "s / simulation",
+            "s / run",
+        ],
+    )
 
 
 def claim_table(runs: list[RunData]) -> str:
@@ -337,8 +456,10 @@ def claim_table(runs: list[RunData]) -> str:
 
     rows = []
     for (geom, k), t in sorted(TABLES.items(), key=lambda kv: kv[1]):
-        get = {m: np.array([x.best for x in runs if x.geom == geom and x.k == k and x.method == m and x.complete])
-               for m in METHODS}
+        get = {
+            m: np.array([x.best for x in runs if x.geom == geom and x.k == k and x.method == m and x.complete])
+            for m in METHODS
+        }
         tb = get["tbpso20"]
         if tb.size == 0:
             continue
@@ -348,12 +469,34 @@ def claim_table(runs: list[RunData]) -> str:
                 continue
             p = mannwhitneyu(tb, o, alternative="two-sided").pvalue if min(tb.size, o.size) >= 2 else float("nan")
             share = float(np.mean(tb <= np.median(o)))
-            verdict = ("TBPSO 20 as good or better" if np.median(tb) <= np.median(o) else "TBPSO 20 worse")
-            rows.append([str(t), geom, str(k), f"TBPSO 20 vs {METHODS[other][0]} {METHODS[other][1]}",
-                         f"{tb.size} / {o.size}", f"{np.median(tb):.1f} vs {np.median(o):.1f}",
-                         f"{share:.0%}", f"{p:.2f}", verdict])
-    return _fmt_table(rows, ["Table", "geometry", "obj.", "comparison", "runs", "median best", "TBPSO runs <= other's median",
-                             "Mann-Whitney p", "reading"])
+            verdict = "TBPSO 20 as good or better" if np.median(tb) <= np.median(o) else "TBPSO 20 worse"
+            rows.append(
+                [
+                    str(t),
+                    geom,
+                    str(k),
+                    f"TBPSO 20 vs {METHODS[other][0]} {METHODS[other][1]}",
+                    f"{tb.size} / {o.size}",
+                    f"{np.median(tb):.1f} vs {np.median(o):.1f}",
+                    f"{share:.0%}",
+                    f"{p:.2f}",
+                    verdict,
+                ]
+            )
+    return _fmt_table(
+        rows,
+        [
+            "Table",
+            "geometry",
+            "obj.",
+            "comparison",
+            "runs",
+            "median best",
+            "TBPSO runs <= other's median",
+            "Mann-Whitney p",
+            "reading",
+        ],
+    )
 
 
 def compact_mode(mode) -> str:
@@ -396,8 +539,14 @@ def plot_convergence(runs: list[RunData], path: Path) -> None:
         for method in METHODS:
             for i, x in enumerate(x for x in runs if x.geom == geom and x.k == k and x.method == method):
                 n, best = x.curve()
-                ax.plot(n, best, color=COLORS[method], lw=0.9, alpha=0.8,
-                        label=f"{METHODS[method][0]} {METHODS[method][1]}" if i == 0 else None)
+                ax.plot(
+                    n,
+                    best,
+                    color=COLORS[method],
+                    lw=0.9,
+                    alpha=0.8,
+                    label=f"{METHODS[method][0]} {METHODS[method][1]}" if i == 0 else None,
+                )
         ax.set_title(f"Table {t}: {geom}, {OBJECTIVE_NAMES[k]}", fontsize=9)
         ax.set_ylabel("best fitness so far")
         ax.grid(alpha=0.3, which="both")
@@ -475,12 +624,17 @@ def plot_params(runs: list[RunData], path: Path) -> None:
     axes[1].set_ylabel("ks [GPa/m]")
     from matplotlib.lines import Line2D
 
-    h = [Line2D([], [], color=c, marker="o", ls="none", label=f"{METHODS[m][0]} {METHODS[m][1]}") for m, c in COLORS.items()]
+    h = [
+        Line2D([], [], color=c, marker="o", ls="none", label=f"{METHODS[m][0]} {METHODS[m][1]}")
+        for m, c in COLORS.items()
+    ]
     h += [Line2D([], [], color="0.3", marker=mk, ls="none", label=f"{g}, obj. {k}") for (g, k), mk in markers.items()]
     h += [Line2D([], [], color="k", marker="*", ls="none", ms=12, label="reference parameters")]
     axes[1].legend(handles=h, fontsize=7, ncol=2)
-    fig.suptitle("best set of each finished run (the model at 10 mm/s, so kn is pulled below the reference's 4 GPa/m)",
-                 fontsize=9)
+    fig.suptitle(
+        "best set of each finished run (the model at 10 mm/s, so kn is pulled below the reference's 4 GPa/m)",
+        fontsize=9,
+    )
     fig.tight_layout()
     save_png(fig, path, dpi=100)
     plt.close(fig)
@@ -495,8 +649,9 @@ def plot_smoothing(path: Path) -> None:
     ref = reference_experiment()
     (sim,) = _simulate("surface", [PULATSU], VELOCITY)
     fig, axes = plt.subplots(2, 2, figsize=(12, 7.5))
-    for row, (label, resp) in enumerate((("reference (0.5 mm/s)", ref.channels),
-                                         ("surface-meshed model, Pulatsu's parameters, 10 mm/s", sim.response))):
+    for row, (label, resp) in enumerate(
+        (("reference (0.5 mm/s)", ref.channels), ("surface-meshed model, Pulatsu's parameters, 10 mm/s", sim.response))
+    ):
         for steps, color in ((1000, "tab:red"), (3000, "tab:blue")):
             sm = NeuralSmoother(steps=steps).smooth_many([resp["vertical"], resp["horizontal"]])
             for col, c in enumerate(sm):
@@ -536,14 +691,26 @@ def fig26(runs: list[RunData], path: Path) -> list[list[str]]:
         for v in (0.5, VELOCITY):
             sims = _simulate(geom, list(sets.values()), v)
             for (lab, p), s in zip(sets.items(), sims, strict=True):
-                rows.append([geom, lab, f"{p['kn'] / 1e9:.2f}", f"{p['ks'] / 1e9:.2f}", f"{p['phi']:.2f}", f"{v:g}",
-                             f"{s.peak_force:.2f}", f"{np.interp(12.0, s.response['vertical'].x, s.response['vertical'].y):.2f}",
-                             f"{obj1(s.response, ref05):.1f}", compact_mode(s.mode_end)])
+                rows.append(
+                    [
+                        geom,
+                        lab,
+                        f"{p['kn'] / 1e9:.2f}",
+                        f"{p['ks'] / 1e9:.2f}",
+                        f"{p['phi']:.2f}",
+                        f"{v:g}",
+                        f"{s.peak_force:.2f}",
+                        f"{np.interp(12.0, s.response['vertical'].x, s.response['vertical'].y):.2f}",
+                        f"{obj1(s.response, ref05):.1f}",
+                        compact_mode(s.mode_end),
+                    ]
+                )
                 if v == 0.5:
                     for col, ch in enumerate(("vertical", "horizontal")):
                         c = s.response[ch]
-                        axes[i, col].plot(c.x, c.y, lw=1.0, ls="--" if lab.startswith("Pulatsu") else "-",
-                                          label=f"{lab}, 0.5 mm/s")
+                        axes[i, col].plot(
+                            c.x, c.y, lw=1.0, ls="--" if lab.startswith("Pulatsu") else "-", label=f"{lab}, 0.5 mm/s"
+                        )
         for col, ch in enumerate(("vertical", "horizontal")):
             ax = axes[i, col]
             c = ref05[ch]
@@ -585,11 +752,20 @@ def projection(runs: list[RunData]) -> tuple[str, float]:
                 left += EVALS[m] - (min(done[0].n_evals, EVALS[m]) if done else 0)
             hours = left * spe / 3600
             total += hours if math.isfinite(hours) else 0.0
-            rows.append([str(t), geom, str(k), f"{METHODS[m][0]} {METHODS[m][1]}", str(left),
-                         f"{spe:.3f} ({src})" if math.isfinite(spe) else "not measured yet",
-                         f"{hours:.2f}" if math.isfinite(hours) else "-"])
-    return _fmt_table(rows, ["Table", "geometry", "objective", "method", "evaluations left", "s / evaluation",
-                             "hours"]), total
+            rows.append(
+                [
+                    str(t),
+                    geom,
+                    str(k),
+                    f"{METHODS[m][0]} {METHODS[m][1]}",
+                    str(left),
+                    f"{spe:.3f} ({src})" if math.isfinite(spe) else "not measured yet",
+                    f"{hours:.2f}" if math.isfinite(hours) else "-",
+                ]
+            )
+    return _fmt_table(
+        rows, ["Table", "geometry", "objective", "method", "evaluations left", "s / evaluation", "hours"]
+    ), total
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -603,16 +779,22 @@ def cmd_report(args: argparse.Namespace) -> int:
         runs.sort(key=lambda x: x.name)
         write_summary(runs, loads, summary_path)
         source = f"the run store `{args.store.name}`"
-        again = ("Resume or extend the study with `python benchmarks/arch_calibration.py run --runs 10` (finished "
-                 "runs are skipped, interrupted ones resume).")
+        again = (
+            "Resume or extend the study with `python benchmarks/arch_calibration.py run --runs 10` (finished "
+            "runs are skipped, interrupted ones resume)."
+        )
     elif summary_path.exists():
         runs, loads = read_summary(summary_path)
         source = f"`{summary_path.name}`, the summary of its run store `{args.store.name}`"
-        again = ("The store is not in the repository: `python benchmarks/arch_calibration.py run --runs 10` "
-                 "computes the study afresh (benchmarks/README.md gives the cost).")
+        again = (
+            "The store is not in the repository: `python benchmarks/arch_calibration.py run --runs 10` "
+            "computes the study afresh (benchmarks/README.md gives the cost)."
+        )
     else:
-        raise SystemExit(f"report: neither the run store {args.store} nor its summary {summary_path} exists; "
-                         "run `python benchmarks/arch_calibration.py run` first")
+        raise SystemExit(
+            f"report: neither the run store {args.store} nor its summary {summary_path} exists; "
+            "run `python benchmarks/arch_calibration.py run` first"
+        )
     runs.sort(key=lambda x: x.name)
     fin = [x for x in runs if x.complete]
     out = args.out
@@ -660,32 +842,99 @@ def cmd_report(args: argparse.Namespace) -> int:
         "reference (itself at 0.5 mm/s; for Pulatsu's geometry and parameters at 0.5 mm/s the curve is the "
         "reference)."
     )
-    parts = ["# Masonry arch: calibration of kn, ks, phi with PSO, GA and TBPSO (Kibriya et al. (2023) Tables 1-4)", "",
-             intro, "", setup, "", target, ""]
+    parts = [
+        "# Masonry arch: calibration of kn, ks, phi with PSO, GA and TBPSO (Kibriya et al. (2023) Tables 1-4)",
+        "",
+        intro,
+        "",
+        setup,
+        "",
+        target,
+        "",
+    ]
     for (geom, k), t in sorted(TABLES.items(), key=lambda kv: kv[1]):
-        parts += [f"## Table {t}. Five best solution sets, {OBJECTIVE_NAMES[k]}, {GEOMETRIES[geom][0]}", "",
-                  paper_table(runs, geom, k), ""]
+        parts += [
+            f"## Table {t}. Five best solution sets, {OBJECTIVE_NAMES[k]}, {GEOMETRIES[geom][0]}",
+            "",
+            paper_table(runs, geom, k),
+            "",
+        ]
         m = [f"{METHODS[mm][0]} {METHODS[mm][1]}: {modes[(geom, k, mm)]}" for mm in METHODS if (geom, k, mm) in modes]
         if m:
-            parts += [("Failure mode at 12 mm of each method's best set at 10 mm/s (H: rotational hinge, S: sliding "
-                       "joint; the reference shows 3 H + 1 S):"), ""] + [f"- {x}" for x in m] + [""]
-    parts += ["## Summary per configuration", "", summary, "", summary_table(runs), "",
-              "## The claim: TBPSO in 20 iterations reaches what PSO and GA reach in 50", "",
-              claim_table(runs), "", "![convergence](arch.convergence.png)", "",
-              "## Fits against the reference (Figs. 15, 18, 21, 24)", "", "![fits](arch.fits.png)", "",
-              "## Objective 2's smoother (Fig. 9)", "", "![smoothing](arch.smoothing.png)", "",
-              "## Calibrated parameter sets (Figs. 14, 17, 20, 23)", "", "![params](arch.params.png)", "",
-              "## Fig. 26: calibrated parameters at 0.5 mm/s", "", f26_text, "",
-              _fmt_table(f26, ["geometry", "set", "kn", "ks", "phi", "velocity [mm/s]", "peak [kN]", "F(12 mm) [kN]",
-                               "objective 1 vs reference", "failure mode at 12 mm"]), "",
-              "![fig26](arch.fig26.png)", "",
-              "## Cost and what is left", "", proj, "",
-              (f"Projected time of the rest of the full study at these rates: {hours:.1f} h on this machine "
-               "(one process)."), ""]
+            parts += (
+                [
+                    (
+                        "Failure mode at 12 mm of each method's best set at 10 mm/s (H: rotational hinge, S: sliding "
+                        "joint; the reference shows 3 H + 1 S):"
+                    ),
+                    "",
+                ]
+                + [f"- {x}" for x in m]
+                + [""]
+            )
+    parts += [
+        "## Summary per configuration",
+        "",
+        summary,
+        "",
+        summary_table(runs),
+        "",
+        "## The claim: TBPSO in 20 iterations reaches what PSO and GA reach in 50",
+        "",
+        claim_table(runs),
+        "",
+        "![convergence](arch.convergence.png)",
+        "",
+        "## Fits against the reference (Figs. 15, 18, 21, 24)",
+        "",
+        "![fits](arch.fits.png)",
+        "",
+        "## Objective 2's smoother (Fig. 9)",
+        "",
+        "![smoothing](arch.smoothing.png)",
+        "",
+        "## Calibrated parameter sets (Figs. 14, 17, 20, 23)",
+        "",
+        "![params](arch.params.png)",
+        "",
+        "## Fig. 26: calibrated parameters at 0.5 mm/s",
+        "",
+        f26_text,
+        "",
+        _fmt_table(
+            f26,
+            [
+                "geometry",
+                "set",
+                "kn",
+                "ks",
+                "phi",
+                "velocity [mm/s]",
+                "peak [kN]",
+                "F(12 mm) [kN]",
+                "objective 1 vs reference",
+                "failure mode at 12 mm",
+            ],
+        ),
+        "",
+        "![fig26](arch.fig26.png)",
+        "",
+        "## Cost and what is left",
+        "",
+        proj,
+        "",
+        (f"Projected time of the rest of the full study at these rates: {hours:.1f} h on this machine (one process)."),
+        "",
+    ]
     if loads:
-        parts += [(f"Load average (1 min) of the 2-core machine at the start and end of the runs: "
-                   f"{min(loads):.1f} to {max(loads):.1f} (median {np.median(loads):.1f}); the timings are of a "
-                   "shared machine."), ""]
+        parts += [
+            (
+                f"Load average (1 min) of the 2-core machine at the start and end of the runs: "
+                f"{min(loads):.1f} to {max(loads):.1f} (median {np.median(loads):.1f}); the timings are of a "
+                "shared machine."
+            ),
+            "",
+        ]
     out.write_text("\n".join(parts))
     sys.stdout.write(f"wrote {out} and its PNGs\n")
     return 0
@@ -712,29 +961,60 @@ def cmd_speed(args: argparse.Namespace) -> int:
         return (time.process_time() - t0) / n
 
     sims: list = []
-    rows.append(("DEM (batched call, numba threads as set)", cpu(lambda: sims.extend(model_for(geom).simulate(X, exp.conditions)))))
+    rows.append(
+        (
+            "DEM (batched call, numba threads as set)",
+            cpu(lambda: sims.extend(model_for(geom).simulate(X, exp.conditions))),
+        )
+    )
     o1 = OverlapRSS()
     rows.append(("objective 1", cpu(lambda: [o1(s, exp) for s in sims])))
     for dtype in ("float32", "float64"):
         o2 = SmoothedOverlapRSS(smooth_dtype=dtype)
         o2.values_many(sims[:1], exp)  # the experiment's smoothing is cached once per calibration
-        rows.append((f"objective 2, {dtype}, the batch's {2 * n} networks stacked", cpu(lambda o2=o2: o2.values_many(sims, exp))))
-        rows.append((f"objective 2, {dtype}, one simulation (2 networks) at a time", cpu(lambda o2=o2: [o2(s, exp) for s in sims])))
+        rows.append(
+            (
+                f"objective 2, {dtype}, the batch's {2 * n} networks stacked",
+                cpu(lambda o2=o2: o2.values_many(sims, exp)),
+            )
+        )
+        rows.append(
+            (
+                f"objective 2, {dtype}, one simulation (2 networks) at a time",
+                cpu(lambda o2=o2: [o2(s, exp) for s in sims]),
+            )
+        )
     fit = sm.fit_numpy
     try:  # the previous implementation: the reference trainer, one simulation at a time
-        sm.fit_numpy = lambda s, Y, mask, th0, sizes, steps, lr, dtype="float64", **kw: sm.fit_reference(s, Y, mask, th0, sizes, steps, lr)
+        sm.fit_numpy = lambda s, Y, mask, th0, sizes, steps, lr, dtype="float64", **kw: sm.fit_reference(
+            s, Y, mask, th0, sizes, steps, lr
+        )
         o2 = SmoothedOverlapRSS(smooth_dtype="float64")
         o2.values_many(sims[:1], exp)
-        rows.append(("objective 2, float64, reference trainer, one simulation at a time (previous)",
-                     cpu(lambda: [o2(s, exp) for s in sims])))
+        rows.append(
+            (
+                "objective 2, float64, reference trainer, one simulation at a time (previous)",
+                cpu(lambda: [o2(s, exp) for s in sims]),
+            )
+        )
     finally:
         sm.fit_numpy = fit
     load = os.getloadavg()[0]
-    head = (f"`python benchmarks/arch_calibration.py speed` ({geom} geometry, {n} random sets, "
-            f"NUMBA_NUM_THREADS={os.environ.get('NUMBA_NUM_THREADS', 'unset')}, load average {load:.1f} on "
-            f"{os.cpu_count()} cores at the end; CPU time, which a loaded machine still inflates).")
-    text = "\n".join(["# Masonry arch: CPU seconds per simulation of the calibration case", "", head,
-                      "", _fmt_table([[k, f"{v:.3f}"] for k, v in rows], ["part", "CPU s / simulation"]), ""])
+    head = (
+        f"`python benchmarks/arch_calibration.py speed` ({geom} geometry, {n} random sets, "
+        f"NUMBA_NUM_THREADS={os.environ.get('NUMBA_NUM_THREADS', 'unset')}, load average {load:.1f} on "
+        f"{os.cpu_count()} cores at the end; CPU time, which a loaded machine still inflates)."
+    )
+    text = "\n".join(
+        [
+            "# Masonry arch: CPU seconds per simulation of the calibration case",
+            "",
+            head,
+            "",
+            _fmt_table([[k, f"{v:.3f}"] for k, v in rows], ["part", "CPU s / simulation"]),
+            "",
+        ]
+    )
     args.out.write_text(text)
     sys.stdout.write(text)
     return 0

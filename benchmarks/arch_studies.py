@@ -65,51 +65,86 @@ def _curves_png(runs: dict[str, object], path: Path | None, title: str) -> None:
 def contact_placement(velocities: Sequence[float] = (10.0, 1.0), png: Path | None = None) -> list[dict]:
     """Peak load for each contact layout (2 contacts at the joint edges, evenly spaced with and without
     edge contacts, Pulatsu's 8 sub-blocks, surface mesh 12 mm) at each velocity [mm/s]."""
-    layouts = [("edges (2)", {"contacts": "edges"}), ("uniform 15 (edges included)", {"contacts": "uniform", "n_contacts": 15}),
-               ("midpoint 15 (inset)", {"contacts": "midpoint", "n_contacts": 15}), ("pulatsu (17)", {"contacts": "pulatsu"}),
-               ("surface h = 12 mm (15)", {"contacts": "surface", "mesh_size": 12.0}),
-               ("uniform 5", {"contacts": "uniform", "n_contacts": 5}), ("midpoint 5 (inset)", {"contacts": "midpoint", "n_contacts": 5})]
+    layouts = [
+        ("edges (2)", {"contacts": "edges"}),
+        ("uniform 15 (edges included)", {"contacts": "uniform", "n_contacts": 15}),
+        ("midpoint 15 (inset)", {"contacts": "midpoint", "n_contacts": 15}),
+        ("pulatsu (17)", {"contacts": "pulatsu"}),
+        ("surface h = 12 mm (15)", {"contacts": "surface", "mesh_size": 12.0}),
+        ("uniform 5", {"contacts": "uniform", "n_contacts": 5}),
+        ("midpoint 5 (inset)", {"contacts": "midpoint", "n_contacts": 5}),
+    ]
     rows, runs = [], {}
     for label, opts in layouts:
         m = MasonryArch(**opts)
         for v in velocities:
             (r,) = m.run(PULATSU_THETA, {"velocity": v})
-            rows.append({"layout": label, "velocity": v, "peak_kN": r.peak_force, "u_peak_mm": r.peak_displacement,
-                         "F12_kN": _force_at(r, 12.0), "mode": r.mode_end.summary()})
+            rows.append(
+                {
+                    "layout": label,
+                    "velocity": v,
+                    "peak_kN": r.peak_force,
+                    "u_peak_mm": r.peak_displacement,
+                    "F12_kN": _force_at(r, 12.0),
+                    "mode": r.mode_end.summary(),
+                }
+            )
             if v == min(velocities):
                 runs[label] = r
     _curves_png(runs, png, f"contact layout, Pulatsu's parameters, {min(velocities):g} mm/s")
     return rows
 
 
-def velocity_study(velocities: Sequence[float] = (0.5, 1.0, 5.0, 10.0, 50.0), contacts: str = "uniform",
-                   png: Path | None = None, **opts) -> list[dict]:
+def velocity_study(
+    velocities: Sequence[float] = (0.5, 1.0, 5.0, 10.0, 50.0),
+    contacts: str = "uniform",
+    png: Path | None = None,
+    **opts,
+) -> list[dict]:
     """Kibriya et al. (2023) Fig. 7: the response against the loading velocity [mm/s]."""
     m = MasonryArch(contacts=contacts, **opts)
     rows, runs = [], {}
     for v in velocities:
         t0 = time.perf_counter()
         (r,) = m.run(PULATSU_THETA, {"velocity": v})
-        rows.append({"velocity": v, "peak_kN": r.peak_force, "u_peak_mm": r.peak_displacement,
-                     "F1.6_kN": _force_at(r, 1.6), "F12_kN": _force_at(r, 12.0), "seconds": time.perf_counter() - t0,
-                     "steps": r.load_steps, "mode": r.mode_end.summary()})
+        rows.append(
+            {
+                "velocity": v,
+                "peak_kN": r.peak_force,
+                "u_peak_mm": r.peak_displacement,
+                "F1.6_kN": _force_at(r, 1.6),
+                "F12_kN": _force_at(r, 12.0),
+                "seconds": time.perf_counter() - t0,
+                "steps": r.load_steps,
+                "mode": r.mode_end.summary(),
+            }
+        )
         runs[f"{v:g} mm/s"] = r
     _curves_png(runs, png, f"loading velocity ({contacts}), Pulatsu's parameters")
     return rows
 
 
 RATE_VARIANTS: tuple[dict, ...] = (
-    {"velocity": 0.5}, {"velocity": 1.0}, {"velocity": 10.0},
-    {"velocity": 10.0, "dt_factor": 0.25}, {"velocity": 10.0, "dt_factor": 0.125},
-    {"velocity": 10.0, "kp_factor": 0.1}, {"velocity": 10.0, "kp_factor": 10.0},
-    {"velocity": 1.0, "alpha": 0.4}, {"velocity": 10.0, "alpha": 0.4},
-    {"velocity": 1.0, "alpha": 0.0}, {"velocity": 10.0, "alpha": 0.0},
-    {"velocity": 50.0}, {"velocity": 50.0, "alpha": 0.4}, {"velocity": 50.0, "alpha": 0.0},
+    {"velocity": 0.5},
+    {"velocity": 1.0},
+    {"velocity": 10.0},
+    {"velocity": 10.0, "dt_factor": 0.25},
+    {"velocity": 10.0, "dt_factor": 0.125},
+    {"velocity": 10.0, "kp_factor": 0.1},
+    {"velocity": 10.0, "kp_factor": 10.0},
+    {"velocity": 1.0, "alpha": 0.4},
+    {"velocity": 10.0, "alpha": 0.4},
+    {"velocity": 1.0, "alpha": 0.0},
+    {"velocity": 10.0, "alpha": 0.0},
+    {"velocity": 50.0},
+    {"velocity": 50.0, "alpha": 0.4},
+    {"velocity": 50.0, "alpha": 0.0},
 )
 
 
-def rate_study(variants: Sequence[dict] = RATE_VARIANTS, contacts: str = "uniform", max_displacement: float = 12.0,
-               **opts) -> list[dict]:
+def rate_study(
+    variants: Sequence[dict] = RATE_VARIANTS, contacts: str = "uniform", max_displacement: float = 12.0, **opts
+) -> list[dict]:
     """Where the rate sensitivity comes from: Pulatsu's parameters at a velocity [mm/s], with the time step
     (``dt_factor``), the loading plate's spring (``kp_factor`` times the default ``kn x 110 mm x 200 mm``; the
     plate itself is kinematic, it has no mass) and the local damping (``alpha``) varied one at a time.
@@ -121,28 +156,60 @@ def rate_study(variants: Sequence[dict] = RATE_VARIANTS, contacts: str = "unifor
         v, a = float(var["velocity"]), float(var.get("alpha", 0.8))
         f, kpf = float(var.get("dt_factor", 0.5)), float(var.get("kp_factor", 1.0))
         t0 = time.perf_counter()
-        res = dem.run_batch(m.system, kn, ks, phi, velocity=v / 1e3, duration=max_displacement / v, n_samples=241,
-                            alpha=a, dt_factor=f, kp=kpf * kn * m.system.load_area, eq_tol=1e-5, rounding=0.02)
+        res = dem.run_batch(
+            m.system,
+            kn,
+            ks,
+            phi,
+            velocity=v / 1e3,
+            duration=max_displacement / v,
+            n_samples=241,
+            alpha=a,
+            dt_factor=f,
+            kp=kpf * kn * m.system.load_area,
+            eq_tol=1e-5,
+            rounding=0.02,
+        )
         s = res.samples[0]
         u, F = s[:, dem.S_DISP] * 1e3, s[:, dem.S_FORCE] / 1e3
-        rows.append({"velocity": v, "alpha": a, "dt_factor": f, "kp_factor": kpf, "dt_ms": float(res.dt[0]) * 1e3,
-                     "peak_kN": float(F.max()), "F1.6_kN": float(np.interp(1.6, u, F)),
-                     "F12_kN": float(np.interp(max_displacement, u, F)), "max_KE_mJ": float(s[:, dem.S_KE].max()) * 1e3,
-                     "steps": int(res.load_steps[0]), "seconds": time.perf_counter() - t0})
+        rows.append(
+            {
+                "velocity": v,
+                "alpha": a,
+                "dt_factor": f,
+                "kp_factor": kpf,
+                "dt_ms": float(res.dt[0]) * 1e3,
+                "peak_kN": float(F.max()),
+                "F1.6_kN": float(np.interp(1.6, u, F)),
+                "F12_kN": float(np.interp(max_displacement, u, F)),
+                "max_KE_mJ": float(s[:, dem.S_KE].max()) * 1e3,
+                "steps": int(res.load_steps[0]),
+                "seconds": time.perf_counter() - t0,
+            }
+        )
     return rows
 
 
-def mesh_study(sizes: Sequence[float] = (10, 12, 15, 20, 25, 30, 35), velocity: float = 10.0,
-               png: Path | None = None) -> list[dict]:
+def mesh_study(
+    sizes: Sequence[float] = (10, 12, 15, 20, 25, 30, 35), velocity: float = 10.0, png: Path | None = None
+) -> list[dict]:
     """Kibriya et al. (2023) Fig. 8: surface-meshed joints of size h [mm], with Pulatsu's geometry for reference."""
     rows, runs = [], {}
-    for label, opts in [("pulatsu", {"contacts": "pulatsu"})] + [(f"h = {h:g} mm", {"contacts": "surface", "mesh_size": float(h)})
-                                                                    for h in sizes]:
+    for label, opts in [("pulatsu", {"contacts": "pulatsu"})] + [
+        (f"h = {h:g} mm", {"contacts": "surface", "mesh_size": float(h)}) for h in sizes
+    ]:
         m = MasonryArch(**opts)
         (r,) = m.run(PULATSU_THETA, {"velocity": velocity})
-        rows.append({"mesh": label, "contacts_per_joint": int(m.system.n_contacts // len(m.assembly.joints)),
-                     "peak_kN": r.peak_force, "F1.6_kN": _force_at(r, 1.6), "F12_kN": _force_at(r, 12.0),
-                     "mode": r.mode_end.summary()})
+        rows.append(
+            {
+                "mesh": label,
+                "contacts_per_joint": int(m.system.n_contacts // len(m.assembly.joints)),
+                "peak_kN": r.peak_force,
+                "F1.6_kN": _force_at(r, 1.6),
+                "F12_kN": _force_at(r, 12.0),
+                "mode": r.mode_end.summary(),
+            }
+        )
         runs[label] = r
     _curves_png(runs, png, f"joint mesh size, {velocity:g} mm/s")
     return rows
@@ -154,28 +221,51 @@ def friction_study(phis: Sequence[float] = (27.0, 30.5, 35.0), velocity: float =
     th = np.array([[PULATSU["kn"], PULATSU["ks"], p] for p in phis])
     rows = []
     for p, r in zip(phis, m.run(th, {"velocity": velocity}), strict=True):
-        rows.append({"phi": p, "peak_kN": r.peak_force, "F12_kN": _force_at(r, 12.0), "mode": r.mode_end.summary(),
-                     "limit_kN": static_collapse(m.assembly, mu=math.tan(math.radians(p))).load / 1e3})
+        rows.append(
+            {
+                "phi": p,
+                "peak_kN": r.peak_force,
+                "F12_kN": _force_at(r, 12.0),
+                "mode": r.mode_end.summary(),
+                "limit_kN": static_collapse(m.assembly, mu=math.tan(math.radians(p))).load / 1e3,
+            }
+        )
     return rows
 
 
-def limit_convergence(kns: Sequence[float] = (4e8, 4e9, 4e10), velocities: Sequence[float] = (1.0, 0.2),
-                      contacts: Sequence[str] = ("edges", "uniform"), phi: float = 60.0) -> tuple[dict, list[dict]]:
+def limit_convergence(
+    kns: Sequence[float] = (4e8, 4e9, 4e10),
+    velocities: Sequence[float] = (1.0, 0.2),
+    contacts: Sequence[str] = ("edges", "uniform"),
+    phi: float = 60.0,
+) -> tuple[dict, list[dict]]:
     """DEM peak (``ks = 0.4 kn``, high friction, slow loading) against the rigid-block collapse load."""
     ref = MasonryArch()
     lp = static_collapse(ref.assembly)
     km = hinge_mechanisms(ref.assembly)
-    limit = {"static_kN": lp.load / 1e3, "kinematic_kN": km.load / 1e3, "hinges": lp.hinges,
-             "friction_30.5_kN": static_collapse(ref.assembly, mu=math.tan(math.radians(30.5))).load / 1e3}
+    limit = {
+        "static_kN": lp.load / 1e3,
+        "kinematic_kN": km.load / 1e3,
+        "hinges": lp.hinges,
+        "friction_30.5_kN": static_collapse(ref.assembly, mu=math.tan(math.radians(30.5))).load / 1e3,
+    }
     rows = []
     for lay in contacts:
         m = MasonryArch(contacts=lay)
         for v in velocities:
             th = np.array([[k, 0.4 * k, phi] for k in kns])
             for k, r in zip(kns, m.run(th, {"velocity": v, "max_displacement": 3.0, "n_samples": 301}), strict=True):
-                rows.append({"contacts": lay, "velocity": v, "kn": k, "peak_kN": r.peak_force,
-                             "ratio_to_limit": r.peak_force / limit["static_kN"], "u_peak_mm": r.peak_displacement,
-                             "hinges": r.mode_peak.hinges})
+                rows.append(
+                    {
+                        "contacts": lay,
+                        "velocity": v,
+                        "kn": k,
+                        "peak_kN": r.peak_force,
+                        "ratio_to_limit": r.peak_force / limit["static_kN"],
+                        "u_peak_mm": r.peak_displacement,
+                        "hinges": r.mode_peak.hinges,
+                    }
+                )
     return limit, rows
 
 
@@ -186,12 +276,21 @@ def reference_experiment(velocity: float = 0.5, contacts: str = "pulatsu") -> Ex
     model conditions only, so it can serve in a :class:`~mechcalib.core.problem.Problem`."""
     m = MasonryArch(contacts=contacts)
     (resp,) = m.simulate(PULATSU_THETA, {"velocity": velocity})
-    return Experiment(dict(resp), conditions={"velocity": velocity},
-                      name=f"simulated_reference_{contacts}_{velocity:g}mmps")
+    return Experiment(
+        dict(resp), conditions={"velocity": velocity}, name=f"simulated_reference_{contacts}_{velocity:g}mmps"
+    )
 
 
-def objective_contour(reference: Experiment, *, n_kn: int = 13, n_phi: int = 13, ratio: float = 2.5,
-                      velocity: float = 10.0, contacts: str = "pulatsu", png: Path | None = None) -> dict:
+def objective_contour(
+    reference: Experiment,
+    *,
+    n_kn: int = 13,
+    n_phi: int = 13,
+    ratio: float = 2.5,
+    velocity: float = 10.0,
+    contacts: str = "pulatsu",
+    png: Path | None = None,
+) -> dict:
     """Kibriya et al. (2023) Fig. 12: objective 1 over a linear grid of kn in [1e8, 1e10] Pa/m and phi in [25, 45] deg
     with ``ks = kn / ratio``, the model at ``velocity`` against ``reference``. Returns the grid and losses."""
     m = MasonryArch(contacts=contacts)
@@ -200,8 +299,12 @@ def objective_contour(reference: Experiment, *, n_kn: int = 13, n_phi: int = 13,
     K, P = np.meshgrid(kn, phi, indexing="ij")
     theta = np.column_stack([K.ravel(), K.ravel() / ratio, P.ravel()])
     obj = OverlapRSS()
-    losses = np.array([np.inf if isinstance(r, SimulationFailure) else obj(r, reference)
-                       for r in m.simulate(theta, {"velocity": velocity})]).reshape(K.shape)
+    losses = np.array(
+        [
+            np.inf if isinstance(r, SimulationFailure) else obj(r, reference)
+            for r in m.simulate(theta, {"velocity": velocity})
+        ]
+    ).reshape(K.shape)
     if png is not None:
         import matplotlib
 
@@ -212,7 +315,9 @@ def objective_contour(reference: Experiment, *, n_kn: int = 13, n_phi: int = 13,
         cs = ax.contourf(K / 1e9, P, losses, levels=20, cmap="viridis")
         fig.colorbar(cs, ax=ax, label="objective 1 [kN]")
         i, j = np.unravel_index(np.argmin(losses), losses.shape)
-        ax.plot(K[i, j] / 1e9, P[i, j], "r*", ms=12, label=f"grid minimum ({K[i, j] / 1e9:.2f} GPa/m, {P[i, j]:.1f} deg)")
+        ax.plot(
+            K[i, j] / 1e9, P[i, j], "r*", ms=12, label=f"grid minimum ({K[i, j] / 1e9:.2f} GPa/m, {P[i, j]:.1f} deg)"
+        )
         ax.plot(PULATSU["kn"] / 1e9, PULATSU["phi"], "wo", mec="k", label="reference parameters")
         ax.set_xlabel("kn [GPa/m] (ks = kn / 2.5)")
         ax.set_ylabel("phi [deg]")
@@ -249,16 +354,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     grid = objective_contour(ref, png=out / "objective_contour.png")
     i, j = np.unravel_index(np.argmin(grid["loss"]), grid["loss"].shape)
     base = OverlapRSS()(MasonryArch(contacts="pulatsu").simulate(PULATSU_THETA)[0], ref)
-    parts += ["## Objective 1 over kn x phi (ks = kn / 2.5), model at 10 mm/s against the 0.5 mm/s reference",
-              (f"grid minimum {grid['loss'][i, j]:.4g} at kn = {grid['kn'][i] / 1e9:.3g} GPa/m, "
-               f"phi = {grid['phi'][j]:.3g} deg; the reference parameters at 10 mm/s score {base:.4g}")]
+    parts += [
+        "## Objective 1 over kn x phi (ks = kn / 2.5), model at 10 mm/s against the 0.5 mm/s reference",
+        (
+            f"grid minimum {grid['loss'][i, j]:.4g} at kn = {grid['kn'][i] / 1e9:.3g} GPa/m, "
+            f"phi = {grid['phi'][j]:.3g} deg; the reference parameters at 10 mm/s score {base:.4g}"
+        ),
+    ]
     m = MasonryArch()
     (r,) = m.run(PULATSU_THETA, {"velocity": 1.0})
-    m.plot(r, state="end", scale=5, path=out / "deformed_1mmps.png",
-           title="Pulatsu's parameters, 1 mm/s, 12 mm (x5): " + r.mode_end.summary())
+    m.plot(
+        r,
+        state="end",
+        scale=5,
+        path=out / "deformed_1mmps.png",
+        title="Pulatsu's parameters, 1 mm/s, 12 mm (x5): " + r.mode_end.summary(),
+    )
     (r,) = m.run(PULATSU_THETA)
-    m.plot(r, state="end", scale=5, path=out / "deformed_10mmps.png",
-           title="Pulatsu's parameters, 10 mm/s, 12 mm (x5)")
+    m.plot(r, state="end", scale=5, path=out / "deformed_10mmps.png", title="Pulatsu's parameters, 10 mm/s, 12 mm (x5)")
     (out / "studies.md").write_text("\n\n".join(parts) + "\n")
     sys.stdout.write(f"wrote {out / 'studies.md'} and the PNGs beside it\n")
     return 0

@@ -18,15 +18,15 @@ import os
 import platform
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
 import mechcalib as mc
+from mechcalib.core.problem import EvaluationBatch, ProblemBase
 from mechcalib.execution import PoolEvaluator, SerialEvaluator
 from mechcalib.optimizers import RandomSearch
-from mechcalib.core.problem import EvaluationBatch, ProblemBase
 from mechcalib.storage import RunStore
 
 RESULTS = Path(__file__).resolve().parent / "results" / "engine.md"
@@ -147,7 +147,7 @@ def main() -> None:
     lines = [
         "# Run-engine benchmark",
         "",
-        f"`python benchmarks/engine.py{' --quick' if args.quick else ''}`, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; "
+        f"`python benchmarks/engine.py{' --quick' if args.quick else ''}`, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; "
         f"Python {platform.python_version()}, {os.cpu_count()} CPUs, load average before the run "
         f"{load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} (shared machine: figures are indicative).",
         "",

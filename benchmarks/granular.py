@@ -46,9 +46,11 @@ SEEDS = {"fast": (0, 1, 2, 3), "paper": (0, 1)}
 PAPER_EDEM_S = 0.1714 * 3600  # EDEM, one setup-1 simulation of 8238 particles (section 3.2.3)
 PAPER_EDEM_SETUP2_S = 1.2985 * 3600
 SETUP2 = {"v_load": 5.0, "t_load": 0.4, "v_unload": 2.0, "t_end": 0.6}
-DATASET_CMD = (f"NUMBA_NUM_THREADS=1 nice -n 10 mechcalib inverse dataset eepa_triaxial --n 200 --seed 0 "
-               f"--store {STORE.relative_to(HERE.parent)} --run-name {RUN_NAME} --workers 2 "
-               f"--out {(RESULTS / 'granular.fast_dataset.npz').relative_to(HERE.parent)}")
+DATASET_CMD = (
+    f"NUMBA_NUM_THREADS=1 nice -n 10 mechcalib inverse dataset eepa_triaxial --n 200 --seed 0 "
+    f"--store {STORE.relative_to(HERE.parent)} --run-name {RUN_NAME} --workers 2 "
+    f"--out {(RESULTS / 'granular.fast_dataset.npz').relative_to(HERE.parent)}"
+)
 
 
 def load() -> dict:
@@ -76,11 +78,19 @@ def set_threads(k: int) -> int:
 
 def record(run, n_spheres: int) -> dict:
     """The figures and the 2000 Hz curve of one TriaxialRun."""
-    return {"peak_N": run.peak_force, "steps": run.steps, "dt_s": run.dt, "status": run.status,
-            "preload_time_s": run.preload_time, "preload_steady": run.preload_steady,
-            "sphere_steps": run.steps * n_spheres,
-            "time": run.time.tolist(), "disp_mm": run.displacement.tolist(), "force_N": run.force.tolist(),
-            "wall_N": run.wall_force.tolist()}
+    return {
+        "peak_N": run.peak_force,
+        "steps": run.steps,
+        "dt_s": run.dt,
+        "status": run.status,
+        "preload_time_s": run.preload_time,
+        "preload_steady": run.preload_steady,
+        "sphere_steps": run.steps * n_spheres,
+        "time": run.time.tolist(),
+        "disp_mm": run.displacement.tolist(),
+        "force_N": run.force.tolist(),
+        "wall_N": run.wall_force.tolist(),
+    }
 
 
 def timed_runs(model, thetas: np.ndarray, conditions: dict | None = None, threads: int = 1) -> tuple[list, float]:
@@ -112,10 +122,17 @@ def stage_fast(res: dict) -> dict:
     (r1,), w1 = timed_runs(m, m.full_vector()[None], threads=1)
     threads = set_threads(2)
     runs2, w2 = timed_runs(m, np.repeat(m.full_vector()[None], 2, axis=0), threads=2)
-    return {"threads_batch2": threads, "specimen": spec, "n_spheres": nsph, "default": record(r1, nsph), "seconds_1thread": w1,
-            "sphere_steps_per_s_1core": r1.steps * nsph / w1, "seconds_batch2_2threads": w2,
-            "sphere_steps_per_s_2cores": sum(r.steps for r in runs2) * nsph / w2,
-            "load": [load0, loadavg()]}
+    return {
+        "threads_batch2": threads,
+        "specimen": spec,
+        "n_spheres": nsph,
+        "default": record(r1, nsph),
+        "seconds_1thread": w1,
+        "sphere_steps_per_s_1core": r1.steps * nsph / w1,
+        "seconds_batch2_2threads": w2,
+        "sphere_steps_per_s_2cores": sum(r.steps for r in runs2) * nsph / w2,
+        "load": [load0, loadavg()],
+    }
 
 
 def stage_dataset(res: dict, n_sets: int, workers: int) -> dict:
@@ -128,12 +145,21 @@ def stage_dataset(res: dict, n_sets: int, workers: int) -> dict:
     g = generate_dataset(m, 200, STORE, run_name=RUN_NAME, seed=0, workers=workers, budget=n_sets)
     wall = time.perf_counter() - t0
     per = wall / max(g.simulated, 1)
-    return {"n": 200, "sets_done": g.done, "sets_simulated_here": g.simulated, "failed": g.failed,
-            "workers": workers, "seconds": wall, "seconds_per_set": per,
-            "projected_rest_s": per * (200 - g.done), "store": str(STORE.relative_to(HERE.parent)),
-            "run_name": RUN_NAME, "command": DATASET_CMD,
-            "peaks_N": [float(x[:, 1].max()) for x in g.dataset.X] if g.dataset is not None else [],
-            "load": [load0, loadavg()]}
+    return {
+        "n": 200,
+        "sets_done": g.done,
+        "sets_simulated_here": g.simulated,
+        "failed": g.failed,
+        "workers": workers,
+        "seconds": wall,
+        "seconds_per_set": per,
+        "projected_rest_s": per * (200 - g.done),
+        "store": str(STORE.relative_to(HERE.parent)),
+        "run_name": RUN_NAME,
+        "command": DATASET_CMD,
+        "peaks_N": [float(x[:, 1].max()) for x in g.dataset.X] if g.dataset is not None else [],
+        "load": [load0, loadavg()],
+    }
 
 
 def dataset_state() -> list[str]:
@@ -149,9 +175,14 @@ def dataset_state() -> list[str]:
         t = st.timing(RUN_NAME)
         n_ok = st.n_evaluations(RUN_NAME, status="ok")
     per = t["seconds"] / max(t["n_live"], 1)
-    return [(f"Store now (read when this report was written): {info.n_evals} of 200 sets stored ({n_ok} ok, "
-             f"{info.n_evals - n_ok} failed), run status `{info.status}`; {per:.1f} s of simulation per set on "
-             f"average (each set on one core; the runs shared the machine with other jobs)."), ""]
+    return [
+        (
+            f"Store now (read when this report was written): {info.n_evals} of 200 sets stored ({n_ok} ok, "
+            f"{info.n_evals - n_ok} failed), run status `{info.status}`; {per:.1f} s of simulation per set on "
+            f"average (each set on one core; the runs shared the machine with other jobs)."
+        ),
+        "",
+    ]
 
 
 def stage_escale(res: dict) -> dict:
@@ -170,8 +201,10 @@ def stage_escale(res: dict) -> dict:
 # One at a time from the default [0.575, 0.520, 0.347] to an end of the dataset ranges (the far end for f_ss,
 # f_sa: the default lies near their lower ends).
 PARAM_SETS = {
-    "lambda_p=0.55": {"lambda_p": 0.55}, "lambda_p=0.75": {"lambda_p": 0.75},
-    "f_ss=0.56": {"f_ss": 0.56}, "f_sa=0.52": {"f_sa": 0.52},
+    "lambda_p=0.55": {"lambda_p": 0.55},
+    "lambda_p=0.75": {"lambda_p": 0.75},
+    "f_ss=0.56": {"f_ss": 0.56},
+    "f_sa=0.52": {"f_sa": 0.52},
 }
 
 
@@ -207,8 +240,14 @@ def stage_paper(res: dict) -> dict:
     spec = specimen_stage(m)
     nsph = 2 * spec["n_particles"]
     (r,), w = timed_runs(m, m.full_vector()[None])
-    return {"specimen": spec, "n_spheres": nsph, "seconds": w, "sphere_steps_per_s_1core": r.steps * nsph / w,
-            **record(r, nsph), "load": [load0, loadavg()]}
+    return {
+        "specimen": spec,
+        "n_spheres": nsph,
+        "seconds": w,
+        "sphere_steps_per_s_1core": r.steps * nsph / w,
+        **record(r, nsph),
+        "load": [load0, loadavg()],
+    }
 
 
 def stage_seeds(res: dict) -> dict:
@@ -222,8 +261,16 @@ def stage_seeds(res: dict) -> dict:
             m = get_model("eepa_triaxial", specimen=name, seed=seed)
             spec = specimen_stage(m)
             (r,), w = timed_runs(m, m.full_vector()[None])
-            rows.append({"seed": seed, "n_particles": spec["n_particles"], "mass_g": spec["mass_g"],
-                         "solid_fraction": spec["solid_fraction"], "peak_N": r.peak_force, "seconds": w})
+            rows.append(
+                {
+                    "seed": seed,
+                    "n_particles": spec["n_particles"],
+                    "mass_g": spec["mass_g"],
+                    "solid_fraction": spec["solid_fraction"],
+                    "peak_N": r.peak_force,
+                    "seconds": w,
+                }
+            )
         out[name] = rows
     out["load"].append(loadavg())
     return out
@@ -295,8 +342,11 @@ def plots(res: dict) -> list[Path]:
             fig, ax = plt.subplots(1, 4, figsize=(15, 3.8), gridspec_kw={"width_ratios": [2, 1, 1, 1]})
             for x in ds.X:
                 ax[0].plot(x[:, 0], x[:, 1], lw=0.8)
-            ax[0].set(xlabel="piston displacement [mm]", ylabel="piston force [N]",
-                      title=f"{len(ds)} stored sets of the 200-set dataset")
+            ax[0].set(
+                xlabel="piston displacement [mm]",
+                ylabel="piston force [N]",
+                title=f"{len(ds)} stored sets of the 200-set dataset",
+            )
             peak = ds.X[:, :, 1].max(axis=1)
             for j, nm in enumerate(ds.names):
                 ax[j + 1].plot(ds.Y[:, j], peak, "o")
@@ -310,48 +360,85 @@ def fmt(v: float, nd: int = 1) -> str:
 
 
 def report(res: dict) -> str:
-    L = ["# Wet sand EEPA DEM: speed, curves, velocity study, dataset (Hu et al. (2024), section 3)", "",
-         ("Written by `benchmarks/granular.py` from `granular.json`; reproduce with "
-         "`NUMBA_NUM_THREADS=2 nice -n 10 python benchmarks/granular.py` (stages resume; `--redo STAGE`). "
-         "Machine: 2 cores shared with other jobs; `load` is the 1-minute load average at the start and end of a "
-         "stage. A sphere-step is one sphere advanced by one time step (a clump has two spheres)."), ""]
+    L = [
+        "# Wet sand EEPA DEM: speed, curves, velocity study, dataset (Hu et al. (2024), section 3)",
+        "",
+        (
+            "Written by `benchmarks/granular.py` from `granular.json`; reproduce with "
+            "`NUMBA_NUM_THREADS=2 nice -n 10 python benchmarks/granular.py` (stages resume; `--redo STAGE`). "
+            "Machine: 2 cores shared with other jobs; `load` is the 1-minute load average at the start and end of a "
+            "stage. A sphere-step is one sphere advanced by one time step (a clump has two spheres)."
+        ),
+        "",
+    ]
     fast, paper = res.get("fast"), res.get("paper")
     if fast:
         s = fast["specimen"]
-        L += ["## Speed", "",
-              "| run | bodies (spheres) | steps | wall time [s] | sphere-steps/s | load |", "|---|---|---|---|---|---|",
-              (f"| `fast` specimen, generated once (pour, relax, preload) | {s['n_particles']} ({2 * s['n_particles']}) | "
-              f"{s.get('pour_steps', 0) + s.get('relax_steps', 0) + s.get('preload_steps', 0):,} | "
-              f"{fmt(s['seconds_here'])} (0 when cached) | | {fast['load'][0]} |"),
-              (f"| `fast`, default, 1 thread | {s['n_particles']} ({fast['n_spheres']}) | {fast['default']['steps']:,} | "
-              f"{fmt(fast['seconds_1thread'])} | {fast['sphere_steps_per_s_1core']:.3g} | {fast['load'][1]} |"),
-              (f"| `fast`, batch of 2, 2 threads | same | 2 x {fast['default']['steps']:,} | "
-              f"{fmt(fast['seconds_batch2_2threads'])} | {fast['sphere_steps_per_s_2cores']:.3g} | {fast['load'][1]} |")]
+        L += [
+            "## Speed",
+            "",
+            "| run | bodies (spheres) | steps | wall time [s] | sphere-steps/s | load |",
+            "|---|---|---|---|---|---|",
+            (
+                f"| `fast` specimen, generated once (pour, relax, preload) | {s['n_particles']} ({2 * s['n_particles']}) | "
+                f"{s.get('pour_steps', 0) + s.get('relax_steps', 0) + s.get('preload_steps', 0):,} | "
+                f"{fmt(s['seconds_here'])} (0 when cached) | | {fast['load'][0]} |"
+            ),
+            (
+                f"| `fast`, default, 1 thread | {s['n_particles']} ({fast['n_spheres']}) | {fast['default']['steps']:,} | "
+                f"{fmt(fast['seconds_1thread'])} | {fast['sphere_steps_per_s_1core']:.3g} | {fast['load'][1]} |"
+            ),
+            (
+                f"| `fast`, batch of 2, 2 threads | same | 2 x {fast['default']['steps']:,} | "
+                f"{fmt(fast['seconds_batch2_2threads'])} | {fast['sphere_steps_per_s_2cores']:.3g} | {fast['load'][1]} |"
+            ),
+        ]
         if "velocity" in res:
             v = res["velocity"]["setup2"]
-            L.append(f"| `fast`, Fig. 7 setup 2 (0.6 s), 1 thread | same | {v['steps']:,} | {fmt(v['seconds'])} | "
-                     f"{v['sphere_steps'] / v['seconds']:.3g} | {res['velocity']['load'][1]} |")
+            L.append(
+                f"| `fast`, Fig. 7 setup 2 (0.6 s), 1 thread | same | {v['steps']:,} | {fmt(v['seconds'])} | "
+                f"{v['sphere_steps'] / v['seconds']:.3g} | {res['velocity']['load'][1]} |"
+            )
         if paper:
             ps = paper["specimen"]
-            L += [(f"| `paper` specimen, generated once | {ps['n_particles']} ({2 * ps['n_particles']}) | "
-                  f"{ps.get('pour_steps', 0) + ps.get('relax_steps', 0) + ps.get('preload_steps', 0):,} | "
-                  f"{fmt(ps['seconds_here'])} (0 when cached) | | {paper['load'][0]} |"),
-                  (f"| `paper`, default, 1 thread | {ps['n_particles']} ({paper['n_spheres']}) | {paper['steps']:,} | "
-                  f"{fmt(paper['seconds'])} | {paper['sphere_steps_per_s_1core']:.3g} | {paper['load'][1]} |")]
-        L += ["", (f"Targets: one `fast` simulation under 60 s: **{fmt(fast['seconds_1thread'])} s**; one `paper` "
-              f"simulation under 15 min: **{fmt(paper['seconds']) + ' s' if paper else 'not run'}**. The paper's "
-              f"EDEM took 0.1714 h = {PAPER_EDEM_S:.0f} s per setup-1 simulation of 8238 particles and 1.2985 h = "
-              f"{PAPER_EDEM_SETUP2_S:.0f} s for setup 2 (hardware not given)."), ""]
+            L += [
+                (
+                    f"| `paper` specimen, generated once | {ps['n_particles']} ({2 * ps['n_particles']}) | "
+                    f"{ps.get('pour_steps', 0) + ps.get('relax_steps', 0) + ps.get('preload_steps', 0):,} | "
+                    f"{fmt(ps['seconds_here'])} (0 when cached) | | {paper['load'][0]} |"
+                ),
+                (
+                    f"| `paper`, default, 1 thread | {ps['n_particles']} ({paper['n_spheres']}) | {paper['steps']:,} | "
+                    f"{fmt(paper['seconds'])} | {paper['sphere_steps_per_s_1core']:.3g} | {paper['load'][1]} |"
+                ),
+            ]
+        L += [
+            "",
+            (
+                f"Targets: one `fast` simulation under 60 s: **{fmt(fast['seconds_1thread'])} s**; one `paper` "
+                f"simulation under 15 min: **{fmt(paper['seconds']) + ' s' if paper else 'not run'}**. The paper's "
+                f"EDEM took 0.1714 h = {PAPER_EDEM_S:.0f} s per setup-1 simulation of 8238 particles and 1.2985 h = "
+                f"{PAPER_EDEM_SETUP2_S:.0f} s for setup 2 (hardware not given)."
+            ),
+            "",
+        ]
     ds = res.get("dataset")
     if ds:
-        L += ["## The 200-set `fast` dataset through the run store", "",
-              (f"{ds['sets_simulated_here']} sets simulated here ({ds['sets_done']} of {ds['n']} stored, "
-              f"{ds['failed']} failed) with a pool of {ds['workers']} workers in {fmt(ds['seconds'])} s, "
-              f"{fmt(ds['seconds_per_set'])} s per set including the pool's start (load {ds['load'][0]} -> "
-              f"{ds['load'][1]}). The remaining {ds['n'] - ds['sets_done']} sets at that rate: "
-              f"{fmt(ds['projected_rest_s'] / 60)} min. Store `{ds['store']}`, run `{ds['run_name']}`; "
-              "the same command continues it (stored sets are read back, not simulated) and writes the dataset:"), "",
-              f"    {ds['command']}", ""]
+        L += [
+            "## The 200-set `fast` dataset through the run store",
+            "",
+            (
+                f"{ds['sets_simulated_here']} sets simulated here ({ds['sets_done']} of {ds['n']} stored, "
+                f"{ds['failed']} failed) with a pool of {ds['workers']} workers in {fmt(ds['seconds'])} s, "
+                f"{fmt(ds['seconds_per_set'])} s per set including the pool's start (load {ds['load'][0]} -> "
+                f"{ds['load'][1]}). The remaining {ds['n'] - ds['sets_done']} sets at that rate: "
+                f"{fmt(ds['projected_rest_s'] / 60)} min. Store `{ds['store']}`, run `{ds['run_name']}`; "
+                "the same command continues it (stored sets are read back, not simulated) and writes the dataset:"
+            ),
+            "",
+            f"    {ds['command']}",
+            "",
+        ]
         if ds["peaks_N"]:
             pk = np.asarray(ds["peaks_N"])
             L += [f"Peak piston force over these sets: {pk.min():.0f} - {pk.max():.0f} N (mean {pk.mean():.0f} N).", ""]
@@ -359,14 +446,21 @@ def report(res: dict) -> str:
     if fast:
         d = fast["default"]
         f, u = np.asarray(d["force_N"]), np.asarray(d["disp_mm"])
-        L += ["## Curves (`granular.curves.png`)", "",
-              (f"Default parameters, `fast`: peak {d['peak_N']:.1f} N at {u[np.argmax(f)]:.2f} mm; "
-              f"force at the end of unloading {f[-1]:.1f} N; preload reached in {1e3 * d['preload_time_s']:.1f} ms "
-              f"(steady: {d['preload_steady']}); time step {1e6 * d['dt_s']:.3f} us.")]
+        L += [
+            "## Curves (`granular.curves.png`)",
+            "",
+            (
+                f"Default parameters, `fast`: peak {d['peak_N']:.1f} N at {u[np.argmax(f)]:.2f} mm; "
+                f"force at the end of unloading {f[-1]:.1f} N; preload reached in {1e3 * d['preload_time_s']:.1f} ms "
+                f"(steady: {d['preload_steady']}); time step {1e6 * d['dt_s']:.3f} us."
+            ),
+        ]
         if paper:
-            L.append(f"Default parameters, `paper` specimen: peak {paper['peak_N']:.1f} N "
-                     f"({paper['specimen']['n_particles']} clumps, {paper['specimen']['mass_g']:.1f} g, solid "
-                     f"fraction {paper['specimen']['solid_fraction']:.3f}).")
+            L.append(
+                f"Default parameters, `paper` specimen: peak {paper['peak_N']:.1f} N "
+                f"({paper['specimen']['n_particles']} clumps, {paper['specimen']['mass_g']:.1f} g, solid "
+                f"fraction {paper['specimen']['solid_fraction']:.3f})."
+            )
         L.append("")
         if "params" in res:
             L += ["| set | peak [N] | peak / default | end of unloading [N] |", "|---|---|---|---|"]
@@ -380,32 +474,52 @@ def report(res: dict) -> str:
         grid = np.linspace(0, 2.0, 41)
         i1, i2 = int(np.argmax(f1)), int(np.argmax(f2))
         dl = np.abs(np.interp(grid, u1[: i1 + 1], f1[: i1 + 1]) - np.interp(grid, u2[: i2 + 1], f2[: i2 + 1])).max()
-        L += ["## Velocity study, Fig. 7 (`granular.velocity.png`)", "",
-              (f"Setup 1 (50 mm/s for 0.04 s, 20 mm/s back to 0.06 s): peak {f1.max():.1f} N. Setup 2 (5 mm/s for "
-              f"0.4 s, 2 mm/s back to 0.6 s): peak {f2.max():.1f} N ({100 * (f2.max() / f1.max() - 1):+.1f} %); the "
-              f"loading branches differ by at most {dl:.1f} N over 0-2 mm. Setup 3 (the real velocity) was not run: "
-              "about 100 times setup 1."), ""]
+        L += [
+            "## Velocity study, Fig. 7 (`granular.velocity.png`)",
+            "",
+            (
+                f"Setup 1 (50 mm/s for 0.04 s, 20 mm/s back to 0.06 s): peak {f1.max():.1f} N. Setup 2 (5 mm/s for "
+                f"0.4 s, 2 mm/s back to 0.6 s): peak {f2.max():.1f} N ({100 * (f2.max() / f1.max() - 1):+.1f} %); the "
+                f"loading branches differ by at most {dl:.1f} N over 0-2 mm. Setup 3 (the real velocity) was not run: "
+                "about 100 times setup 1."
+            ),
+            "",
+        ]
     if fast and "escale" in res:
-        L += ["## Young's modulus scaling (`granular.E_scale.png`)", "",
-              "| E scale | specimen bodies | solid fraction | time step [us] | steps | wall [s] | peak [N] |",
-              "|---|---|---|---|---|---|---|",
-              (f"| 1 | {fast['specimen']['n_particles']} | {fast['specimen']['solid_fraction']:.3f} | "
-              f"{1e6 * fast['default']['dt_s']:.3f} | {fast['default']['steps']:,} | {fmt(fast['seconds_1thread'])} | "
-              f"{fast['default']['peak_N']:.1f} |")]
+        L += [
+            "## Young's modulus scaling (`granular.E_scale.png`)",
+            "",
+            "| E scale | specimen bodies | solid fraction | time step [us] | steps | wall [s] | peak [N] |",
+            "|---|---|---|---|---|---|---|",
+            (
+                f"| 1 | {fast['specimen']['n_particles']} | {fast['specimen']['solid_fraction']:.3f} | "
+                f"{1e6 * fast['default']['dt_s']:.3f} | {fast['default']['steps']:,} | {fmt(fast['seconds_1thread'])} | "
+                f"{fast['default']['peak_N']:.1f} |"
+            ),
+        ]
         for k in ("0.1", "0.01"):
             s = res["escale"][k]
-            L.append(f"| {k} | {s['specimen']['n_particles']} | {s['specimen']['solid_fraction']:.3f} | "
-                     f"{1e6 * s['dt_s']:.3f} | {s['steps']:,} | {fmt(s['seconds'])} | {s['peak_N']:.1f} |")
+            L.append(
+                f"| {k} | {s['specimen']['n_particles']} | {s['specimen']['solid_fraction']:.3f} | "
+                f"{1e6 * s['dt_s']:.3f} | {s['steps']:,} | {fmt(s['seconds'])} | {s['peak_N']:.1f} |"
+            )
         L += ["", "The model uses E x 1 (no scaling) by default: the curve changes with the modulus.", ""]
     if "seeds" in res:
         sd = res["seeds"]
-        L += ["## Seed-to-seed scatter (one packing per seed, default parameters)", "",
-              f"Load {sd['load'][0]} -> {sd['load'][1]}.", "",
-              "| specimen | seed | bodies | mass [g] | solid fraction | peak [N] |", "|---|---|---|---|---|---|"]
+        L += [
+            "## Seed-to-seed scatter (one packing per seed, default parameters)",
+            "",
+            f"Load {sd['load'][0]} -> {sd['load'][1]}.",
+            "",
+            "| specimen | seed | bodies | mass [g] | solid fraction | peak [N] |",
+            "|---|---|---|---|---|---|",
+        ]
         for name in SEEDS:
             for row in sd.get(name, []):
-                L.append(f"| {name} | {row['seed']} | {row['n_particles']} | {row['mass_g']:.1f} | "
-                         f"{row['solid_fraction']:.4f} | {row['peak_N']:.1f} |")
+                L.append(
+                    f"| {name} | {row['seed']} | {row['n_particles']} | {row['mass_g']:.1f} | "
+                    f"{row['solid_fraction']:.4f} | {row['peak_N']:.1f} |"
+                )
             pk = np.array([row["peak_N"] for row in sd.get(name, [])])
             if pk.size > 1:
                 L.append(f"| {name} | mean (SD) | | | | {pk.mean():.0f} ({pk.std(ddof=1):.0f}) |")

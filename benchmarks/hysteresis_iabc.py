@@ -78,17 +78,17 @@ from typing import Any
 import numpy as np
 
 import mechcalib as mc
+from mechcalib.core.problem import experiment_from_model
 from mechcalib.execution import SerialEvaluator
 from mechcalib.models import get_model
 from mechcalib.optimizers import ABC, IABC, PSO, TBPSO, TSA
-from mechcalib.reporting import save_png
 from mechcalib.optimizers._base import (
     Optimizer,
     SeedLike,
     check_positive_int,
     check_range,
 )
-from mechcalib.core.problem import experiment_from_model
+from mechcalib.reporting import save_png
 from mechcalib.storage import RunStore
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -105,16 +105,31 @@ FRAME_CASES = {  # data case -> (channels, noise %)
     "M3": (("acceleration_node5", "acceleration_node7", "acceleration_node13", "acceleration_node19"), 5),
     "M4": (("acceleration_node5", "acceleration_node7", "acceleration_node13", "acceleration_node19"), 10),
 }
-TABLE7_ROWS = {"M1": ("M1", "iabc"), "M2": ("M2", "iabc"), "M3": ("M3", "iabc"), "M4": ("M4", "iabc"),
-               "M5": ("M4", "abc"), "M6": None, "M7": ("M4", "tsa")}
+TABLE7_ROWS = {
+    "M1": ("M1", "iabc"),
+    "M2": ("M2", "iabc"),
+    "M3": ("M3", "iabc"),
+    "M4": ("M4", "iabc"),
+    "M5": ("M4", "abc"),
+    "M6": None,
+    "M7": ("M4", "tsa"),
+}
 PAPER_ALGS = ("iabc", "abc", "tsa")
 PEERS = ("pso", "tbpso", "cma")
 ALGORITHMS = PAPER_ALGS + PEERS
 # Ablation of eq. 29's reading: Karaboga's one-coordinate step in place of the printed vector step (the
 # study's first pass; its runs are kept under these names and compared in the report).
 ONE_COORD = {"iabc-1coord": "iabc", "abc-1coord": "abc"}
-LABEL = {"iabc": "I-ABC", "abc": "ABC", "tsa": "TSA", "pso": "PSO", "tbpso": "TBPSO", "cma": "CMA-ES",
-         "iabc-1coord": "I-ABC, one-coordinate eq. 29", "abc-1coord": "ABC, one-coordinate eq. 29"}
+LABEL = {
+    "iabc": "I-ABC",
+    "abc": "ABC",
+    "tsa": "TSA",
+    "pso": "PSO",
+    "tbpso": "TBPSO",
+    "cma": "CMA-ES",
+    "iabc-1coord": "I-ABC, one-coordinate eq. 29",
+    "abc-1coord": "ABC, one-coordinate eq. 29",
+}
 
 # -- the paper's numbers (Ding et al. (2021) Tables 1-5 and 7) ---------------------------------------------------
 TRUE = {
@@ -136,14 +151,28 @@ PAPER = {  # (model, noise %, algorithm) -> (identified, error %)
     ("bilinear_equal", 5, "iabc"): ([2.9987, 1.0001, 1.0089], [0.04, 0.01, 0.89]),
     ("bilinear_equal", 10, "iabc"): ([3.0055, 1.0103, 0.9975], [0.18, 1.03, 0.25]),
     ("degradation", 0, "iabc"): ([1.9810, 1.0005, 1.9888, 0.0199, 0.0201, 0.0201], [0.95, 0.05, 0.56, 0.5, 0.93, 0.45]),
-    ("degradation", 5, "iabc"): ([2.1500, 1.0270, 2.0630, 0.0197, 0.0178, 0.0192], [7.50, 2.70, 3.15, 1.50, 10.9, 3.80]),
-    ("degradation", 10, "iabc"): ([2.1220, 1.1940, 2.1010, 0.0217, 0.0175, 0.0175],
-                                  [6.10, 19.40, 5.05, 8.43, 12.68, 12.68]),
+    ("degradation", 5, "iabc"): (
+        [2.1500, 1.0270, 2.0630, 0.0197, 0.0178, 0.0192],
+        [7.50, 2.70, 3.15, 1.50, 10.9, 3.80],
+    ),
+    ("degradation", 10, "iabc"): (
+        [2.1220, 1.1940, 2.1010, 0.0217, 0.0175, 0.0175],
+        [6.10, 19.40, 5.05, 8.43, 12.68, 12.68],
+    ),
     ("pinching", 0, "iabc"): ([9.8510, 4.9310, 5.1360, 1.9170, 1.9818, 1.9898], [1.49, 1.38, 2.72, 4.15, 0.91, 0.51]),
     ("pinching", 5, "iabc"): ([9.5765, 5.2510, 5.1625, 2.0580, 1.8190, 2.2340], [4.24, 5.02, 3.25, 2.90, 9.05, 11.70]),
-    ("pinching", 5, "I-ABC1"): ([9.2382, 6.1571, 4.6516, 2.1159, 1.6115, 2.2201], [7.62, 23.14, 6.97, 5.80, 19.42, 11.01]),
-    ("pinching", 5, "I-ABC2"): ([9.0782, 6.2598, 4.4661, 1.8969, 1.8570, 2.2741], [9.22, 25.20, 10.68, 5.16, 7.15, 13.71]),
-    ("pinching", 10, "iabc"): ([9.2770, 6.0515, 4.7555, 2.1432, 1.7344, 2.2432], [7.23, 21.03, 4.89, 7.16, 13.28, 12.16]),
+    ("pinching", 5, "I-ABC1"): (
+        [9.2382, 6.1571, 4.6516, 2.1159, 1.6115, 2.2201],
+        [7.62, 23.14, 6.97, 5.80, 19.42, 11.01],
+    ),
+    ("pinching", 5, "I-ABC2"): (
+        [9.0782, 6.2598, 4.4661, 1.8969, 1.8570, 2.2741],
+        [9.22, 25.20, 10.68, 5.16, 7.15, 13.71],
+    ),
+    ("pinching", 10, "iabc"): (
+        [9.2770, 6.0515, 4.7555, 2.1432, 1.7344, 2.2432],
+        [7.23, 21.03, 4.89, 7.16, 13.28, 12.16],
+    ),
 }
 PAPER_T7 = {
     "M1": ([0.7512, 0.5004, 0.2, 0.7538, 0.4070, 0.4149], [0.12, 0.08, 0.00, 0.51, 0.6, 3.73]),
@@ -187,8 +216,15 @@ class CMAES(Optimizer):
     name = "cmaes"
     presets = ()
 
-    def __init__(self, *, sigma0: float = 0.3, popsize: int | None = None, tolfun: float = 1e-12,
-                 tolx: float = 1e-12, seed: SeedLike = None) -> None:
+    def __init__(
+        self,
+        *,
+        sigma0: float = 0.3,
+        popsize: int | None = None,
+        tolfun: float = 1e-12,
+        tolx: float = 1e-12,
+        seed: SeedLike = None,
+    ) -> None:
         super().__init__(seed=seed)
         self.sigma0 = check_range(self.name, "sigma0", sigma0, 0.0, 1.0, lo_open=True)
         self.popsize = None if popsize is None else check_positive_int(self.name, "popsize", popsize, minimum=2)
@@ -204,8 +240,14 @@ class CMAES(Optimizer):
     def _new_es(self) -> Any:
         import cma
 
-        opts = {"bounds": [0.0, 1.0], "popsize": self._lam, "verbose": -9, "tolfun": self.tolfun,
-                "tolx": self.tolx, "randn": self._randn}
+        opts = {
+            "bounds": [0.0, 1.0],
+            "popsize": self._lam,
+            "verbose": -9,
+            "tolfun": self.tolfun,
+            "tolx": self.tolx,
+            "randn": self._randn,
+        }
         return cma.CMAEvolutionStrategy(self.rng.random(self.dim), self.sigma0, opts)
 
     def _next_batch_size(self) -> int:
@@ -306,8 +348,15 @@ def applicable(case: str, alg: str) -> bool:
     return False
 
 
-def plan(models: Sequence[str], noises: Sequence[int], scenarios: Sequence[str], algs: Sequence[str],
-         seeds: Sequence[int], peer_seeds: Sequence[int], mdof_seeds: Sequence[int]) -> list[Job]:
+def plan(
+    models: Sequence[str],
+    noises: Sequence[int],
+    scenarios: Sequence[str],
+    algs: Sequence[str],
+    seeds: Sequence[int],
+    peer_seeds: Sequence[int],
+    mdof_seeds: Sequence[int],
+) -> list[Job]:
     """Jobs in priority order: noise-free SDOF, noisy SDOF, frame, then peers."""
     sdof = [m for m in models if m != "frame"]
     frame = [s for s in scenarios if "frame" in models and FRAME_CASES[s][1] in noises]
@@ -335,8 +384,11 @@ def is_done(store: RunStore, name: str, budget: int) -> bool:
     if not store.has_run(name):
         return False
     info = store.run(name)
-    return (info.status == "finished" and info.stop_reason in ("max_evals", "converged")
-            and (info.termination or {}).get("max_evals") == budget)
+    return (
+        info.status == "finished"
+        and info.stop_reason in ("max_evals", "converged")
+        and (info.termination or {}).get("max_evals") == budget
+    )
 
 
 def run_job(job: Job, store_path: str, budget: int, deadline: float | None, threads: int | None) -> dict:
@@ -353,15 +405,30 @@ def run_job(job: Job, store_path: str, budget: int, deadline: float | None, thre
         return deadline is not None and time.time() > deadline
 
     with RunStore(store_path, timeout=120.0) as store:
-        res = mc.calibrate(problem, opt, max_evals=budget, evaluator=SerialEvaluator(), store=store,
-                           run_name=job.run_name, checkpoint_every=CHECKPOINT_EVERY, callback=stop,
-                           config={"case": job.case, "algorithm": job.alg, "seed": job.seed, "budget": budget},
-                           n_alternatives=1)
+        res = mc.calibrate(
+            problem,
+            opt,
+            max_evals=budget,
+            evaluator=SerialEvaluator(),
+            store=store,
+            run_name=job.run_name,
+            checkpoint_every=CHECKPOINT_EVERY,
+            callback=stop,
+            config={"case": job.case, "algorithm": job.alg, "seed": job.seed, "budget": budget},
+            n_alternatives=1,
+        )
         if is_done(store, job.run_name, budget):  # not a run stopped by the time limit: it must resume
             store.compact_run(job.run_name)  # improvements and failures only: the report needs no more
-    return {"run": job.run_name, "stop": res.stop_reason, "n_evals": res.n_evals, "simulated": res.n_simulated,
-            "replayed": res.n_replayed, "best_loss": res.best_loss, "wall": time.perf_counter() - t0,
-            "cpu": time.process_time() - c0}
+    return {
+        "run": job.run_name,
+        "stop": res.stop_reason,
+        "n_evals": res.n_evals,
+        "simulated": res.n_simulated,
+        "replayed": res.n_replayed,
+        "best_loss": res.best_loss,
+        "wall": time.perf_counter() - t0,
+        "cpu": time.process_time() - c0,
+    }
 
 
 def _init_worker(threads: int) -> None:
@@ -374,8 +441,11 @@ def execute(jobs: list[Job], store_path: Path, budget: int, workers: int, max_mi
     deadline = time.time() + 60 * max_minutes if max_minutes else None
     with RunStore(store_path) as store:
         todo = [j for j in jobs if not is_done(store, j.run_name, budget)]
-    print(f"{len(jobs)} runs selected, {len(jobs) - len(todo)} already finished, {len(todo)} to run "
-          f"(load average {' / '.join(f'{x:.2f}' for x in os.getloadavg())})", flush=True)
+    print(
+        f"{len(jobs)} runs selected, {len(jobs) - len(todo)} already finished, {len(todo)} to run "
+        f"(load average {' / '.join(f'{x:.2f}' for x in os.getloadavg())})",
+        flush=True,
+    )
     if not todo:
         return
     if workers <= 1:
@@ -387,8 +457,9 @@ def execute(jobs: list[Job], store_path: Path, budget: int, workers: int, max_mi
         return
     import multiprocessing as mp
 
-    with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"), initializer=_init_worker,
-                             initargs=(1,)) as pool:
+    with ProcessPoolExecutor(
+        workers, mp_context=mp.get_context("spawn"), initializer=_init_worker, initargs=(1,)
+    ) as pool:
         pending, queue = set(), list(todo)
         while queue or pending:
             while queue and len(pending) < workers and (deadline is None or time.time() < deadline):
@@ -402,9 +473,12 @@ def execute(jobs: list[Job], store_path: Path, budget: int, workers: int, max_mi
 
 
 def _report_one(r: dict) -> None:
-    print(f"{r['run']:<34} {r['stop']:<9} evals {r['n_evals']:>6} (simulated {r['simulated']:>6}, replayed "
-          f"{r['replayed']:>6})  best {r['best_loss']:.4g}  wall {r['wall']:.0f} s  cpu {r['cpu']:.0f} s  "
-          f"load {os.getloadavg()[0]:.2f}", flush=True)
+    print(
+        f"{r['run']:<34} {r['stop']:<9} evals {r['n_evals']:>6} (simulated {r['simulated']:>6}, replayed "
+        f"{r['replayed']:>6})  best {r['best_loss']:.4g}  wall {r['wall']:.0f} s  cpu {r['cpu']:.0f} s  "
+        f"load {os.getloadavg()[0]:.2f}",
+        flush=True,
+    )
 
 
 # -- reading the store back -------------------------------------------------------------------------------
@@ -443,10 +517,19 @@ def load_runs(store_path: Path) -> dict[str, RunSummary]:
             t = st.timing(info.id)
             names = info.free_names
             out[info.name] = RunSummary(
-                info.name, f"{parts[0]}/{parts[1]}", parts[2], int(parts[3][1:]), info.status, info.stop_reason,
-                info.n_evals, best.loss if best is not None else math.inf,
+                info.name,
+                f"{parts[0]}/{parts[1]}",
+                parts[2],
+                int(parts[3][1:]),
+                info.status,
+                info.stop_reason,
+                info.n_evals,
+                best.loss if best is not None else math.inf,
                 np.array([best.params[n] for n in names]) if best is not None else np.full(len(names), np.nan),
-                curve, float(t["seconds"]), float(t["active_seconds"]))
+                curve,
+                float(t["seconds"]),
+                float(t["active_seconds"]),
+            )
     return out
 
 
@@ -462,10 +545,18 @@ def write_summary(runs: dict[str, RunSummary], path: Path) -> None:
     rows = {}
     for name, r in sorted(runs.items()):
         steps = np.flatnonzero(np.r_[True, r.curve[1:] != r.curve[:-1]]) if r.curve.size else np.zeros(0, int)
-        rows[name] = {"status": r.status, "stop_reason": r.stop_reason, "n_evals": r.n_evals,
-                      "best_loss": float(r.best_loss), "best": [float(v) for v in r.best],
-                      "seconds": r.seconds, "span": r.span, "curve_size": int(r.curve.size),
-                      "curve_steps": steps.tolist(), "curve_values": [float(v) for v in r.curve[steps]]}
+        rows[name] = {
+            "status": r.status,
+            "stop_reason": r.stop_reason,
+            "n_evals": r.n_evals,
+            "best_loss": float(r.best_loss),
+            "best": [float(v) for v in r.best],
+            "seconds": r.seconds,
+            "span": r.span,
+            "curve_size": int(r.curve.size),
+            "curve_steps": steps.tolist(),
+            "curve_values": [float(v) for v in r.curve[steps]],
+        }
     text = json.dumps({"format": "hysteresis_iabc summary 1", "runs": rows}, separators=(",", ":"))
     path.write_bytes(gzip.compress(text.encode(), compresslevel=9, mtime=0))
 
@@ -477,9 +568,20 @@ def read_summary(path: Path) -> dict[str, RunSummary]:
         case, alg, seed = name.rsplit("/", 2)
         f = np.full(d["curve_size"], np.inf)
         f[np.asarray(d["curve_steps"], dtype=np.int64)] = d["curve_values"]
-        out[name] = RunSummary(name, case, alg, int(seed[1:]), d["status"], d["stop_reason"], d["n_evals"],
-                               d["best_loss"], np.array(d["best"], dtype=float),
-                               np.minimum.accumulate(f) if f.size else f, d["seconds"], d["span"])
+        out[name] = RunSummary(
+            name,
+            case,
+            alg,
+            int(seed[1:]),
+            d["status"],
+            d["stop_reason"],
+            d["n_evals"],
+            d["best_loss"],
+            np.array(d["best"], dtype=float),
+            np.minimum.accumulate(f) if f.size else f,
+            d["seconds"],
+            d["span"],
+        )
     return out
 
 
@@ -493,8 +595,9 @@ def compact_finished(store_path: Path) -> None:
         for name in done:
             st.compact_run(name)
         st.vacuum()
-    print(f"compacted {len(done)} finished runs; {size0:.1f} -> {store_path.stat().st_size / 2**20:.1f} MiB",
-          flush=True)
+    print(
+        f"compacted {len(done)} finished runs; {size0:.1f} -> {store_path.stat().st_size / 2**20:.1f} MiB", flush=True
+    )
 
 
 def complete(r: RunSummary, budget: int) -> bool:
@@ -524,9 +627,13 @@ def sdof_table(model: str, runs: dict[str, RunSummary], budget: int) -> list[str
     truth = np.array(TRUE[model], float)
     d = len(truth)
     head = "| | " + " | ".join(f"a{j + 1}" for j in range(d)) + " | seeds |"
-    lines = [f"### Table {TABLE_NO[model]}: {TITLE[model]} (`sdof_{model}`)", "", head,
-             "|---|" + "---:|" * d + "---|",
-             "| true value | " + " | ".join(_fmt(v) for v in truth) + " | |"]
+    lines = [
+        f"### Table {TABLE_NO[model]}: {TITLE[model]} (`sdof_{model}`)",
+        "",
+        head,
+        "|---|" + "---:|" * d + "---|",
+        "| true value | " + " | ".join(_fmt(v) for v in truth) + " | |",
+    ]
     for n in NOISES:
         case = case_id(model, n)
         nl = "without noise" if n == 0 else f"{n} % noise"
@@ -534,13 +641,18 @@ def sdof_table(model: str, runs: dict[str, RunSummary], budget: int) -> list[str
         for alg in algs:
             pk = PAPER.get((model, n, alg))
             if pk:
-                lines.append(f"| paper {LABEL[alg]}, {nl}: identified | " + " | ".join(_fmt(v) for v in pk[0]) + " | 1 |")
+                lines.append(
+                    f"| paper {LABEL[alg]}, {nl}: identified | " + " | ".join(_fmt(v) for v in pk[0]) + " | 1 |"
+                )
                 lines.append("| paper error (%) | " + " | ".join(_pct(v) for v in pk[1]) + " | |")
             sel = _select(runs, case, alg, budget)
             if sel:
                 med, emed, emax, seeds = _stats(sel, truth)
-                lines.append(f"| **ours {LABEL[alg]}, {nl}**: identified (median) | " + " | ".join(_fmt(v) for v in med)
-                             + f" | {len(seeds)} ({','.join(map(str, seeds))}) |")
+                lines.append(
+                    f"| **ours {LABEL[alg]}, {nl}**: identified (median) | "
+                    + " | ".join(_fmt(v) for v in med)
+                    + f" | {len(seeds)} ({','.join(map(str, seeds))}) |"
+                )
                 lines.append("| ours error (%), median | " + " | ".join(_pct(v) for v in emed) + " | |")
                 lines.append("| ours error (%), worst | " + " | ".join(_pct(v) for v in emax) + " | |")
             else:
@@ -556,10 +668,13 @@ def sdof_table(model: str, runs: dict[str, RunSummary], budget: int) -> list[str
 def table7(runs: dict[str, RunSummary], budget: int) -> list[str]:
     truth = np.array(TRUE["frame"], float)
     names = ["a11", "a12", "a13", "a21", "a22", "a23"]
-    lines = ["### Table 7: frame (`mdof_frame`)", "",
-             "| scenario | source | " + " | ".join(names) + " | max error (%) | seeds |",
-             "|---|---|" + "---:|" * 7 + "---|",
-             "| | true value | " + " | ".join(_fmt(v) for v in truth) + " | | |"]
+    lines = [
+        "### Table 7: frame (`mdof_frame`)",
+        "",
+        "| scenario | source | " + " | ".join(names) + " | max error (%) | seeds |",
+        "|---|---|" + "---:|" * 7 + "---|",
+        "| | true value | " + " | ".join(_fmt(v) for v in truth) + " | | |",
+    ]
     for row, spec in TABLE7_ROWS.items():
         pv, pe = PAPER_T7[row]
         alg = "BMO" if spec is None else LABEL[spec[1]]
@@ -573,8 +688,11 @@ def table7(runs: dict[str, RunSummary], budget: int) -> list[str]:
             lines.append(f"| | ours {alg} | " + " | ".join("not run" for _ in truth) + " | | 0 |")
             continue
         med, emed, emax, seeds = _stats(sel, truth)
-        lines.append(f"| | **ours {alg}**: identified (median) | " + " | ".join(_fmt(v) for v in med)
-                     + f" | | {len(seeds)} ({','.join(map(str, seeds))}) |")
+        lines.append(
+            f"| | **ours {alg}**: identified (median) | "
+            + " | ".join(_fmt(v) for v in med)
+            + f" | | {len(seeds)} ({','.join(map(str, seeds))}) |"
+        )
         lines.append("| | ours error (%), median | " + " | ".join(_pct(v) for v in emed) + f" | {emed.max():.2f} | |")
         lines.append("| | ours error (%), worst | " + " | ".join(_pct(v) for v in emax) + f" | {emax.max():.2f} | |")
     return lines + [""]
@@ -582,8 +700,10 @@ def table7(runs: dict[str, RunSummary], budget: int) -> list[str]:
 
 def peers_table(runs: dict[str, RunSummary], budget: int) -> list[str]:
     cases = [case_id(m, n) for m in SDOF for n in NOISES] + [case_id("frame", s) for s in FRAME_CASES]
-    lines = ["| case | algorithm | seeds | best loss (median) | max parameter error (%), median over seeds | worst |",
-             "|---|---|---|---:|---:|---:|"]
+    lines = [
+        "| case | algorithm | seeds | best loss (median) | max parameter error (%), median over seeds | worst |",
+        "|---|---|---|---:|---:|---:|",
+    ]
     for c in cases:
         model, _ = parse_case(c)
         truth = np.array(TRUE[model], float)
@@ -592,8 +712,10 @@ def peers_table(runs: dict[str, RunSummary], budget: int) -> list[str]:
             if not sel:
                 continue
             errs = np.array([np.max(100 * np.abs(r.best - truth) / np.abs(truth)) for r in sel])
-            lines.append(f"| {c} | {LABEL[alg]} | {len(sel)} | {np.median([r.best_loss for r in sel]):.4g} | "
-                         f"{np.median(errs):.2f} | {errs.max():.2f} |")
+            lines.append(
+                f"| {c} | {LABEL[alg]} | {len(sel)} | {np.median([r.best_loss for r in sel]):.4g} | "
+                f"{np.median(errs):.2f} | {errs.max():.2f} |"
+            )
     return lines + [""]
 
 
@@ -601,8 +723,10 @@ def ablation_table(runs: dict[str, RunSummary], budget: int) -> list[str]:
     """Eq. 29 as printed (one random number scales ``a_i - a_k``) against Karaboga's one-coordinate step,
     for every case where both readings ran, on the seeds both completed (same data, same start)."""
     cases = [case_id(m, n) for m in SDOF for n in NOISES] + [case_id("frame", s) for s in FRAME_CASES]
-    lines = ["| case | algorithm | eq. 29 step | seeds | best loss (median) | max parameter error (%), median | "
-             "worst |", "|---|---|---|---|---:|---:|---:|"]
+    lines = [
+        "| case | algorithm | eq. 29 step | seeds | best loss (median) | max parameter error (%), median | worst |",
+        "|---|---|---|---|---:|---:|---:|",
+    ]
     for c in cases:
         truth = np.array(TRUE[parse_case(c)[0]], float)
         for ablated, base in ONE_COORD.items():
@@ -612,10 +736,12 @@ def ablation_table(runs: dict[str, RunSummary], budget: int) -> list[str]:
             if not common:
                 continue
             sels = [(a, how, [r for r in done[a] if r.seed in common]) for a, how in pair]
-            for a, how, sel in sels:
+            for _a, how, sel in sels:
                 errs = np.array([np.max(100 * np.abs(r.best - truth) / np.abs(truth)) for r in sel])
-                lines.append(f"| {c} | {LABEL[base]} | {how} | {len(sel)} | "
-                             f"{np.median([r.best_loss for r in sel]):.7g} | {np.median(errs):.2f} | {errs.max():.2f} |")
+                lines.append(
+                    f"| {c} | {LABEL[base]} | {how} | {len(sel)} | "
+                    f"{np.median([r.best_loss for r in sel]):.7g} | {np.median(errs):.2f} | {errs.max():.2f} |"
+                )
     return lines + [""]
 
 
@@ -639,8 +765,15 @@ def convergence_plots(runs: dict[str, RunSummary], budget: int, store_path: Path
             sel = _select(runs, case, alg, budget, partial=True)
             for k, r in enumerate(sorted(sel, key=lambda r: r.seed)):
                 x = np.arange(1, r.curve.size + 1) / GROUP
-                ax.semilogy(x, r.curve, color=styles[alg], lw=1.0, alpha=0.85, ls="--" if "1coord" in alg else "-",
-                            label=LABEL[alg] if k == 0 else None)
+                ax.semilogy(
+                    x,
+                    r.curve,
+                    color=styles[alg],
+                    lw=1.0,
+                    alpha=0.85,
+                    ls="--" if "1coord" in alg else "-",
+                    label=LABEL[alg] if k == 0 else None,
+                )
                 drawn = True
         ax.set_title(title, fontsize=9)
         ax.set_xlabel(f"cycles (evaluations / {GROUP})")
@@ -699,15 +832,19 @@ def projection(runs: dict[str, RunSummary], jobs: list[Job], budget: int) -> lis
         secs += left * cost
         left_evals += left
         remaining.setdefault(f"{j.case} {LABEL[j.alg]}", []).append(j.seed)
-    lines = [f"Remaining runs of the full plan (5 seeds for the paper's algorithms, 1 for the peers): "
-             f"{sum(len(v) for v in remaining.values())}, about {left_evals / 1e6:.2f} million evaluations, projected "
-             f"**{secs / 3600:.1f} run-hours**, i.e. about {secs / 3600 / 2:.1f} h elapsed with `--workers 2`, at "
-             "the wall time per evaluation of the runs stored here (median per model of a run's computing time / "
-             "its evaluations; " + ", ".join(f"{k} {np.median(v) * 1e3:.1f} ms" for k, v in sorted(per_eval.items()))
-             + "; measured on a shared 2-CPU machine whose load varied from run to run and is not stored with "
-             "the runs, so this projection is rough: the Speed section gives an idle-machine run). Models "
-             "without a timed run are projected at the median of all runs (for the frame an overestimate: "
-             "docs/hysteresis.md measures its simulation at about 0.6x the SDOF's CPU).", ""]
+    lines = [
+        f"Remaining runs of the full plan (5 seeds for the paper's algorithms, 1 for the peers): "
+        f"{sum(len(v) for v in remaining.values())}, about {left_evals / 1e6:.2f} million evaluations, projected "
+        f"**{secs / 3600:.1f} run-hours**, i.e. about {secs / 3600 / 2:.1f} h elapsed with `--workers 2`, at "
+        "the wall time per evaluation of the runs stored here (median per model of a run's computing time / "
+        "its evaluations; "
+        + ", ".join(f"{k} {np.median(v) * 1e3:.1f} ms" for k, v in sorted(per_eval.items()))
+        + "; measured on a shared 2-CPU machine whose load varied from run to run and is not stored with "
+        "the runs, so this projection is rough: the Speed section gives an idle-machine run). Models "
+        "without a timed run are projected at the median of all runs (for the frame an overestimate: "
+        "docs/hysteresis.md measures its simulation at about 0.6x the SDOF's CPU).",
+        "",
+    ]
     if remaining:
         lines.append("<details><summary>runs not yet complete</summary>")
         lines.append("")
@@ -724,39 +861,59 @@ def speed_section(speed: Path) -> list[str]:
     s = json.loads(speed.read_text())
     m, o, r = s["mechcalib"], s["opensees"], s.get("iabc_run")
     lines = [
-        (f"Measured {s['date']} on {s['cpus']} CPUs, load average (1, 5, 15 min) {s['load_before']} before and "
-         f"{s['load_after']} after (shared machine; medians of {s['repeats']} repeats; CPU = the "
-         "process's own CPU time). One SDOF Bouc-Wen simulation, paper's test values, 20 s at 1000 Hz "
-         "(20 001 samples):"), "",
+        (
+            f"Measured {s['date']} on {s['cpus']} CPUs, load average (1, 5, 15 min) {s['load_before']} before and "
+            f"{s['load_after']} after (shared machine; medians of {s['repeats']} repeats; CPU = the "
+            "process's own CPU time). One SDOF Bouc-Wen simulation, paper's test values, 20 s at 1000 Hz "
+            "(20 001 samples):"
+        ),
+        "",
         "| | wall per simulation | CPU per simulation | wall ratio OpenSees / mechcalib | CPU ratio |",
-        "|---|---:|---:|---:|---:|"]
+        "|---|---:|---:|---:|---:|",
+    ]
     base_w, base_c = m["single_wall"], m["single_cpu"]
     rows = [
         ("mechcalib `simulate`, one set", m["single_wall"], m["single_cpu"]),
-        (f"mechcalib `simulate`, batch of {m['batch']} random sets ({m['threads']} threads), per set",
-         m["batch_wall"], m["batch_cpu"]),
-        ("openseespy, build + `analyze` step by step reading the acceleration (as the cross-check test)",
-         o["loop_wall"], o["loop_cpu"]),
+        (
+            f"mechcalib `simulate`, batch of {m['batch']} random sets ({m['threads']} threads), per set",
+            m["batch_wall"],
+            m["batch_cpu"],
+        ),
+        (
+            "openseespy, build + `analyze` step by step reading the acceleration (as the cross-check test)",
+            o["loop_wall"],
+            o["loop_cpu"],
+        ),
         ("openseespy, build + one `analyze(20000)` call, no output read (lower bound)", o["bulk_wall"], o["bulk_cpu"]),
     ]
     for name, w, c in rows:
         lines.append(f"| {name} | {w * 1e3:.2f} ms | {c * 1e3:.2f} ms | {w / base_w:.1f} | {c / base_c:.1f} |")
-    lines += ["", ("Ratios are against mechcalib's single-set call; against its batched cost per set "
-                   f"the OpenSees loop costs {o['loop_wall'] / m['batch_wall']:.1f}x (wall) and "
-                   f"{o['loop_cpu'] / m['batch_cpu']:.1f}x (CPU). The two responses agree to "
-                   f"{s['acc_agreement']:.1e} of the acceleration's RMS (max difference). mechcalib runs "
-                   "its defaults (scalar SDOF kernel, one RK4 step per 4 samples, the samples between "
-                   "interpolated; error below 1.1e-5 of the RMS over the bounds, docs/hysteresis.md); OpenSees "
-                   "Newmark at 1 ms."), ""]
+    lines += [
+        "",
+        (
+            "Ratios are against mechcalib's single-set call; against its batched cost per set "
+            f"the OpenSees loop costs {o['loop_wall'] / m['batch_wall']:.1f}x (wall) and "
+            f"{o['loop_cpu'] / m['batch_cpu']:.1f}x (CPU). The two responses agree to "
+            f"{s['acc_agreement']:.1e} of the acceleration's RMS (max difference). mechcalib runs "
+            "its defaults (scalar SDOF kernel, one RK4 step per 4 samples, the samples between "
+            "interpolated; error below 1.1e-5 of the RMS over the bounds, docs/hysteresis.md); OpenSees "
+            "Newmark at 1 ms."
+        ),
+        "",
+    ]
     if r is None:
         return lines + ["The timed I-ABC identification has not been run (`--speed` without `--speed-skip-iabc`).", ""]
     lines += [
-        (f"Complete I-ABC identification, SDOF Bouc-Wen, noise-free, `IABC.paper_002(seed=1)`, "
-         f"{r['n_evals']} evaluations, `SerialEvaluator()` (the whole batch in one `simulate` call, "
-         f"{r['threads']} numba threads), through the run store ({r['store']}; {r['simulated']} simulated, the "
-         f"rest cache hits of repeated points): **{r['wall']:.0f} s wall**, {r['cpu']:.0f} s CPU "
-         f"(load average {r['load_before']} before and {r['load_after']} after); best loss {r['best_loss']:.3g}, "
-         f"largest parameter error {r['max_err_pct']:.3f} %."), ""]
+        (
+            f"Complete I-ABC identification, SDOF Bouc-Wen, noise-free, `IABC.paper_002(seed=1)`, "
+            f"{r['n_evals']} evaluations, `SerialEvaluator()` (the whole batch in one `simulate` call, "
+            f"{r['threads']} numba threads), through the run store ({r['store']}; {r['simulated']} simulated, the "
+            f"rest cache hits of repeated points): **{r['wall']:.0f} s wall**, {r['cpu']:.0f} s CPU "
+            f"(load average {r['load_before']} before and {r['load_after']} after); best loss {r['best_loss']:.3g}, "
+            f"largest parameter error {r['max_err_pct']:.3f} %."
+        ),
+        "",
+    ]
     return lines
 
 
@@ -771,55 +928,96 @@ def write_report(store_path: Path, budget: int, jobs_full: list[Job], command: s
         size = store_path.stat().st_size / 2**20
         wal = store_path.with_name(store_path.name + "-wal")
         size_wal = wal.stat().st_size / 2**20 if wal.exists() else 0.0
-        source = (f"the run store `{store_path.name}` ({size:.1f} MiB"
-                  + (f" + {size_wal:.1f} MiB WAL" if size_wal else "")
-                  + (f") and the runs of `{summary.name}` it lacks (" if merged else "; ")
-                  + f"{len(runs)} runs, {n_complete} complete)")
+        source = (
+            f"the run store `{store_path.name}` ({size:.1f} MiB"
+            + (f" + {size_wal:.1f} MiB WAL" if size_wal else "")
+            + (f") and the runs of `{summary.name}` it lacks (" if merged else "; ")
+            + f"{len(runs)} runs, {n_complete} complete)"
+        )
     else:
-        source = (f"`{summary.name}`, the summary of its run store `{store_path.name}` ({len(runs)} runs, "
-                  f"{n_complete} complete; the store is not in the repository, benchmarks/README.md says how to "
-                  "recompute it)")
+        source = (
+            f"`{summary.name}`, the summary of its run store `{store_path.name}` ({len(runs)} runs, "
+            f"{n_complete} complete; the store is not in the repository, benchmarks/README.md says how to "
+            "recompute it)"
+        )
     L = [
-        "# Hysteretic parameter identification with I-ABC (Ding et al. (2021))", "",
-        (f"Generated {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by `python benchmarks/hysteresis_iabc.py` from "
-         f"{source}. Python {platform.python_version()}, "
-         f"{os.cpu_count()} CPUs. The module docstring of the script states the cases, objective, algorithms and "
-         "settings."), "",
-        (f"Every run: {budget} evaluations (Ding et al.'s (2021) group size 50 x 500 cycles; I-ABC stops at its 500th cycle "
-         "or the budget, whichever comes first; all algorithms get the same budget and the same bounds, 0.5x-2x "
-         "the true values). Identified values are the best point of each run; \"median\" and \"worst\" are over "
-         "the seeds listed (seed = optimiser seed = noise seed). Only complete runs enter the tables."), "",
+        "# Hysteretic parameter identification with I-ABC (Ding et al. (2021))",
+        "",
+        (
+            f"Generated {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by `python benchmarks/hysteresis_iabc.py` from "
+            f"{source}. Python {platform.python_version()}, "
+            f"{os.cpu_count()} CPUs. The module docstring of the script states the cases, objective, algorithms and "
+            "settings."
+        ),
+        "",
+        (
+            f"Every run: {budget} evaluations (Ding et al.'s (2021) group size 50 x 500 cycles; I-ABC stops at its 500th cycle "
+            "or the budget, whichever comes first; all algorithms get the same budget and the same bounds, 0.5x-2x "
+            'the true values). Identified values are the best point of each run; "median" and "worst" are over '
+            "the seeds listed (seed = optimiser seed = noise seed). Only complete runs enter the tables."
+        ),
+        "",
         "Resume or extend: rerun the command; finished runs are skipped, interrupted ones continue from the store.",
         "",
-        "## SDOF systems (Tables 1-5)", ""]
+        "## SDOF systems (Tables 1-5)",
+        "",
+    ]
     for m in SDOF:
         L += sdof_table(m, runs, budget)
-    L += [("The paper's I-ABC1 (Ding et al. 2016b) and I-ABC2 (Ding et al. 2017b) are not reproduced: their update "
-           "rules are not given in Ding et al. (2021) and could not be found (only the papers' abstracts); the original ABC "
-           "is run in their place."), "",
-          "## Frame (Table 7)", ""]
+    L += [
+        (
+            "The paper's I-ABC1 (Ding et al. 2016b) and I-ABC2 (Ding et al. 2017b) are not reproduced: their update "
+            "rules are not given in Ding et al. (2021) and could not be found (only the papers' abstracts); the original ABC "
+            "is run in their place."
+        ),
+        "",
+        "## Frame (Table 7)",
+        "",
+    ]
     L += table7(runs, budget)
-    L += [("M6 (bird mating optimiser) is left out: mechcalib has no BMO. TSA is Kiran's tree-seed algorithm, not "
-           "Ding et al.'s Levy-flight variant that the paper cites. Table 7 prints M1's a22 as 0.4070 beside an "
-           "error of 0.6 %: 0.4070 is 18.6 % off the true 0.5; the error column fits 0.497 or 0.503, so the value is "
-           "presumably a misprint (and the error the one to compare with)."),
-          "", "## All algorithms, every case run", ""]
+    L += [
+        (
+            "M6 (bird mating optimiser) is left out: mechcalib has no BMO. TSA is Kiran's tree-seed algorithm, not "
+            "Ding et al.'s Levy-flight variant that the paper cites. Table 7 prints M1's a22 as 0.4070 beside an "
+            "error of 0.6 %: 0.4070 is 18.6 % off the true 0.5; the error column fits 0.497 or 0.503, so the value is "
+            "presumably a misprint (and the error the one to compare with)."
+        ),
+        "",
+        "## All algorithms, every case run",
+        "",
+    ]
     L += peers_table(runs, budget)
-    L += ["## Reading of eq. 29: vector step against one coordinate", "",
-          ("Eq. 29, `a_i* = a_i + rand(-1, 1) (a_i - a_k)`, is printed as a vector equation with one random "
-           "number: the step runs along the difference of two sources (`local_step=\"vector\"`, the `paper_002` "
-           "presets). Karaboga's reference code changes one random coordinate instead (`local_step=\"one\"`); "
-           "the study's first pass used it. Same seeds, data, bounds and budget:"), ""]
+    L += [
+        "## Reading of eq. 29: vector step against one coordinate",
+        "",
+        (
+            "Eq. 29, `a_i* = a_i + rand(-1, 1) (a_i - a_k)`, is printed as a vector equation with one random "
+            'number: the step runs along the difference of two sources (`local_step="vector"`, the `paper_002` '
+            'presets). Karaboga\'s reference code changes one random coordinate instead (`local_step="one"`); '
+            "the study's first pass used it. Same seeds, data, bounds and budget:"
+        ),
+        "",
+    ]
     L += ablation_table(runs, budget)
-    L += [("The noise-free objectives have long, curved valleys (condition numbers up to 8.6e5, see "
-           "Identifiability): a step along the difference of two sources follows them, a one-coordinate step "
-           "does not, and stalls at a few per cent."), ""]
+    L += [
+        (
+            "The noise-free objectives have long, curved valleys (condition numbers up to 8.6e5, see "
+            "Identifiability): a step along the difference of two sources follows them, a one-coordinate step "
+            "does not, and stalls at a few per cent."
+        ),
+        "",
+    ]
     L += ["## Convergence", ""]
     if plots:
         L += [f"![{p}]({p})" for p in plots] + [""]
-        L += [(f"Abscissa: evaluations / {GROUP} (one I-ABC cycle = 25 employed + 25 onlooker evaluations), "
-               f"{budget // GROUP} cycles in all (the paper's Fig. 20 runs past 2000 iterations; here every run "
-               "has the paper's 500 cycles). Ordinate: best objective so far, one line per seed."), ""]
+        L += [
+            (
+                f"Abscissa: evaluations / {GROUP} (one I-ABC cycle = 25 employed + 25 onlooker evaluations), "
+                f"{budget // GROUP} cycles in all (the paper's Fig. 20 runs past 2000 iterations; here every run "
+                "has the paper's 500 cycles). Ordinate: best objective so far, one line per seed."
+            ),
+            "",
+        ]
     else:
         L += ["No runs yet.", ""]
     L += ["## Identifiability: flat directions, convergence and the noisy optimum", ""]
@@ -878,8 +1076,13 @@ def measure_speed(repeats: int, budget: int, skip_iabc: bool, previous: Path, st
     opensees_boucwen(False)
     acc_os = opensees_boucwen(True)
     agree = float(np.max(np.abs(acc_os - acc_mc)) / np.sqrt(np.mean(acc_mc**2)))
-    out: dict[str, Any] = {"date": f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC", "cpus": os.cpu_count(),
-                           "repeats": repeats, "load_before": load0, "acc_agreement": agree}
+    out: dict[str, Any] = {
+        "date": f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
+        "cpus": os.cpu_count(),
+        "repeats": repeats,
+        "load_before": load0,
+        "acc_agreement": agree,
+    }
     m: dict[str, Any] = {"batch": GROUP, "threads": numba.get_num_threads()}
     o: dict[str, Any] = {}
     # interleaved, so that the load is shared alike
@@ -903,11 +1106,18 @@ def measure_speed(repeats: int, budget: int, skip_iabc: bool, previous: Path, st
             with RunStore(path, readonly=True) as st:
                 x = np.array(list(st.best(job.run_name).params.values()))
         truth = np.array(TRUE["boucwen"])
-        out["iabc_run"] = {"n_evals": r["n_evals"], "simulated": r["simulated"], "wall": r["wall"], "cpu": r["cpu"],
-                           "threads": numba.get_num_threads(), "best_loss": r["best_loss"], "load_before": lb,
-                           "load_after": " / ".join(f"{x:.2f}" for x in os.getloadavg()),
-                           "store": store.name if fresh else "scratch",
-                           "max_err_pct": float(np.max(100 * np.abs(x - truth) / truth))}
+        out["iabc_run"] = {
+            "n_evals": r["n_evals"],
+            "simulated": r["simulated"],
+            "wall": r["wall"],
+            "cpu": r["cpu"],
+            "threads": numba.get_num_threads(),
+            "best_loss": r["best_loss"],
+            "load_before": lb,
+            "load_after": " / ".join(f"{x:.2f}" for x in os.getloadavg()),
+            "store": store.name if fresh else "scratch",
+            "max_err_pct": float(np.max(100 * np.abs(x - truth) / truth)),
+        }
     elif previous.exists():
         out["iabc_run"] = json.loads(previous.read_text()).get("iabc_run")
     out["load_after"] = " / ".join(f"{x:.2f}" for x in os.getloadavg())
@@ -915,8 +1125,9 @@ def measure_speed(repeats: int, budget: int, skip_iabc: bool, previous: Path, st
 
 
 # -- identifiability (why some noise-free errors exceed the paper's) --------------------------------------------
-def identifiability(runs: dict[str, RunSummary], budget: int, models: Sequence[str] = ("boucwen", "degradation",
-                                                                                      "pinching")) -> dict:
+def identifiability(
+    runs: dict[str, RunSummary], budget: int, models: Sequence[str] = ("boucwen", "degradation", "pinching")
+) -> dict:
     """Gauss-Newton analysis of the noise-free SDOF objectives at the true values.
 
     ``G = J^T J`` with ``J`` the derivative of the simulated acceleration with respect to the logarithms of
@@ -937,14 +1148,22 @@ def identifiability(runs: dict[str, RunSummary], budget: int, models: Sequence[s
         J = np.stack([(acc[1 + j] - acc[1 + d + j]) / (2 * h) for j in range(d)], axis=1)
         w, V = np.linalg.eigh(J.T @ J)
         v0 = V[:, 0] * np.sign(V[np.argmax(np.abs(V[:, 0])), 0])
-        entry: dict[str, Any] = {"eigenvalues": w.tolist(), "weakest": v0.tolist(), "condition": float(w[-1] / w[0]),
-                                 "loss_1pct_weakest": float(1e-4 * w[0]), "runs": {}}
+        entry: dict[str, Any] = {
+            "eigenvalues": w.tolist(),
+            "weakest": v0.tolist(),
+            "condition": float(w[-1] / w[0]),
+            "loss_1pct_weakest": float(1e-4 * w[0]),
+            "runs": {},
+        }
         for r in [r for alg in ("iabc", "iabc-1coord") for r in _select(runs, case_id(key, 0), alg, budget)]:
             dx = np.log(r.best / x0)
             entry["runs"][f"{LABEL[r.alg]} s{r.seed}"] = {
-                "best_loss": r.best_loss, "max_err_pct": float(np.max(100 * np.abs(r.best - x0) / x0)),
+                "best_loss": r.best_loss,
+                "max_err_pct": float(np.max(100 * np.abs(r.best - x0) / x0)),
                 "share_along_weakest": float(abs(v0 @ dx) / np.linalg.norm(dx)) if np.any(dx) else 0.0,
-                "loss_at_cycles": {str(c): float(r.curve[min(r.curve.size, c * GROUP) - 1]) for c in (100, 200, 300, 400, 500)},
+                "loss_at_cycles": {
+                    str(c): float(r.curve[min(r.curve.size, c * GROUP) - 1]) for c in (100, 200, 300, 400, 500)
+                },
             }
         # With eq. 36's white noise of variance sigma^2 on N samples, the least-squares estimate scatters about
         # the truth with covariance sigma^2 G^-1 (in log-parameters): standard deviation sigma / sqrt(lambda_min)
@@ -958,7 +1177,9 @@ def identifiability(runs: dict[str, RunSummary], budget: int, models: Sequence[s
                 at_truth = float(prob.evaluate(x0[None, :]).losses[0])
                 sigma2 = at_truth / n_samples
                 entry["noisy"][f"{case} s{r.seed}"] = {
-                    "loss_at_truth": at_truth, "best_loss": r.best_loss, "sigma2": sigma2,
+                    "loss_at_truth": at_truth,
+                    "best_loss": r.best_loss,
+                    "sigma2": sigma2,
                     "sd_weakest_pct": float(100 * np.sqrt(sigma2 / w[0])),
                     "max_err_pct": float(np.max(100 * np.abs(r.best - x0) / x0)),
                 }
@@ -970,34 +1191,62 @@ def identifiability_section(path: Path) -> list[str]:
     if not path.exists():
         return ["Not computed yet: `python benchmarks/hysteresis_iabc.py --identifiability`.", ""]
     s = json.loads(path.read_text())
-    lines = [("Gauss-Newton matrix `G = J^T J` of the noise-free objective at the true values, `J` the derivative "
-              "of the acceleration record with respect to the parameters' logarithms (so `d^T G d` is the loss of "
-              "relative errors `d`); `python benchmarks/hysteresis_iabc.py --identifiability`:"), "",
-             "| model | eigenvalues of G | weakest direction (relative changes of a1...) | loss of a 1 % step along it |",
-             "|---|---|---|---:|"]
+    lines = [
+        (
+            "Gauss-Newton matrix `G = J^T J` of the noise-free objective at the true values, `J` the derivative "
+            "of the acceleration record with respect to the parameters' logarithms (so `d^T G d` is the loss of "
+            "relative errors `d`); `python benchmarks/hysteresis_iabc.py --identifiability`:"
+        ),
+        "",
+        "| model | eigenvalues of G | weakest direction (relative changes of a1...) | loss of a 1 % step along it |",
+        "|---|---|---|---:|",
+    ]
     for key, e in s.items():
-        lines.append(f"| {key} | " + ", ".join(f"{v:.3g}" for v in e["eigenvalues"]) + " | "
-                     + ", ".join(f"{v:+.2f}" for v in e["weakest"]) + f" | {e['loss_1pct_weakest']:.2g} |")
-    lines += ["", ("| run (noise-free) | largest error (%) | share of the error along the weakest direction | "
-                   "best loss after 100 / 200 / 300 / 400 / 500 cycles |"), "|---|---:|---:|---|"]
+        lines.append(
+            f"| {key} | "
+            + ", ".join(f"{v:.3g}" for v in e["eigenvalues"])
+            + " | "
+            + ", ".join(f"{v:+.2f}" for v in e["weakest"])
+            + f" | {e['loss_1pct_weakest']:.2g} |"
+        )
+    lines += [
+        "",
+        (
+            "| run (noise-free) | largest error (%) | share of the error along the weakest direction | "
+            "best loss after 100 / 200 / 300 / 400 / 500 cycles |"
+        ),
+        "|---|---:|---:|---|",
+    ]
     for key, e in s.items():
         for seed, r in e["runs"].items():
-            lines.append(f"| {key} {seed} | {r['max_err_pct']:.2f} | {r['share_along_weakest']:.2f} | "
-                         + " / ".join(f"{v:.3g}" for v in r["loss_at_cycles"].values()) + " |")
+            lines.append(
+                f"| {key} {seed} | {r['max_err_pct']:.2f} | {r['share_along_weakest']:.2f} | "
+                + " / ".join(f"{v:.3g}" for v in r["loss_at_cycles"].values())
+                + " |"
+            )
     noisy = [(k, e["noisy"]) for k, e in s.items() if e.get("noisy")]
     if noisy:
-        lines += ["", ("With noise the optimum moves: eq. 36 adds white noise of variance `sigma^2` to N = 20 001 "
-                       "samples, and the least-squares estimate then scatters about the truth with covariance "
-                       "`sigma^2 G^-1` (log-parameters), standard deviation `sigma / sqrt(lambda_min)` along the "
-                       "weakest direction. `sigma^2` = loss at the truth / N. Where the best loss found lies below "
-                       "the loss at the truth, the optimiser has done its job and the distance to the truth is the "
-                       "data's, not the algorithm's:"), "",
-                  "| case (I-ABC) | loss at the truth | best loss found | sigma^2 | predicted SD along the weakest "
-                  "direction (%) | largest error found (%) |", "|---|---:|---:|---:|---:|---:|"]
+        lines += [
+            "",
+            (
+                "With noise the optimum moves: eq. 36 adds white noise of variance `sigma^2` to N = 20 001 "
+                "samples, and the least-squares estimate then scatters about the truth with covariance "
+                "`sigma^2 G^-1` (log-parameters), standard deviation `sigma / sqrt(lambda_min)` along the "
+                "weakest direction. `sigma^2` = loss at the truth / N. Where the best loss found lies below "
+                "the loss at the truth, the optimiser has done its job and the distance to the truth is the "
+                "data's, not the algorithm's:"
+            ),
+            "",
+            "| case (I-ABC) | loss at the truth | best loss found | sigma^2 | predicted SD along the weakest "
+            "direction (%) | largest error found (%) |",
+            "|---|---:|---:|---:|---:|---:|",
+        ]
         for _key, runs_ in noisy:
             for name, r in runs_.items():
-                lines.append(f"| {name} | {r['loss_at_truth']:.6g} | {r['best_loss']:.6g} | {r['sigma2']:.4g} | "
-                             f"{r['sd_weakest_pct']:.0f} | {r['max_err_pct']:.1f} |")
+                lines.append(
+                    f"| {name} | {r['loss_at_truth']:.6g} | {r['best_loss']:.6g} | {r['sigma2']:.4g} | "
+                    f"{r['sd_weakest_pct']:.0f} | {r['max_err_pct']:.1f} |"
+                )
     return lines + [""]
 
 
@@ -1024,8 +1273,9 @@ def _names(text: str, valid: Sequence[str], what: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--models", default="all", help=f"comma list of {', '.join(SDOF + ('frame',))} (default all)")
     ap.add_argument("--noise", default="0,5,10", help="noise levels in %% (default 0,5,10)")
     ap.add_argument("--scenarios", default="M1,M2,M3,M4", help="frame data cases (M4 carries Table 7's M4-M7)")
@@ -1034,29 +1284,54 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mdof-seeds", default=None, help="seeds on the frame (default: --seeds)")
     ap.add_argument("--peer-seeds", default="1", help="seeds of PSO, TBPSO, CMA-ES (default 1)")
     ap.add_argument("--budget", type=int, default=BUDGET, help=f"evaluations per run (default {BUDGET})")
-    ap.add_argument("--workers", type=int, default=1,
-                    help="runs in parallel processes (each single-threaded); 1: one run at a time, numba threads")
-    ap.add_argument("--max-minutes", type=float, default=None,
-                    help="stop after this long; the current runs stop resumably at their next batch")
-    ap.add_argument("--store", type=Path, default=STORE, help="run store (default benchmarks/results/hysteresis.sqlite)")
+    ap.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="runs in parallel processes (each single-threaded); 1: one run at a time, numba threads",
+    )
+    ap.add_argument(
+        "--max-minutes",
+        type=float,
+        default=None,
+        help="stop after this long; the current runs stop resumably at their next batch",
+    )
+    ap.add_argument(
+        "--store", type=Path, default=STORE, help="run store (default benchmarks/results/hysteresis.sqlite)"
+    )
     ap.add_argument("--report-only", action="store_true", help="only regenerate the report from the store")
     ap.add_argument("--no-report", action="store_true", help="do not write the report")
-    ap.add_argument("--speed", action="store_true", help="measure the simulation cost against OpenSees and time "
-                    "a complete I-ABC identification; writes hysteresis.speed.json")
+    ap.add_argument(
+        "--speed",
+        action="store_true",
+        help="measure the simulation cost against OpenSees and time "
+        "a complete I-ABC identification; writes hysteresis.speed.json",
+    )
     ap.add_argument("--speed-repeats", type=int, default=20)
     ap.add_argument("--speed-skip-iabc", action="store_true", help="--speed without the timed I-ABC run")
-    ap.add_argument("--compact", action="store_true", help="compact the finished runs (keep improvements and "
-                    "failures) and VACUUM the store; run it while no other process writes the store")
-    ap.add_argument("--identifiability", action="store_true", help="Gauss-Newton analysis of the noise-free SDOF "
-                    "objectives against the stored runs; writes hysteresis.identifiability.json")
+    ap.add_argument(
+        "--compact",
+        action="store_true",
+        help="compact the finished runs (keep improvements and "
+        "failures) and VACUUM the store; run it while no other process writes the store",
+    )
+    ap.add_argument(
+        "--identifiability",
+        action="store_true",
+        help="Gauss-Newton analysis of the noise-free SDOF "
+        "objectives against the stored runs; writes hysteresis.identifiability.json",
+    )
     a = ap.parse_args(argv)
     models = _names(a.models, SDOF + ("frame",), "models")
-    noises = [n for n in _ints(a.noise)]
+    noises = list(_ints(a.noise))
     if any(n not in NOISES for n in noises):
         raise SystemExit(f"noise levels must be among {NOISES}, got {noises}")
     scenarios = _names(a.scenarios, tuple(FRAME_CASES), "scenarios")
-    algs = _names(a.algorithms, ALGORITHMS, "algorithms") if a.algorithms == "all" else _names(
-        a.algorithms, ALGORITHMS + tuple(ONE_COORD), "algorithms")
+    algs = (
+        _names(a.algorithms, ALGORITHMS, "algorithms")
+        if a.algorithms == "all"
+        else _names(a.algorithms, ALGORITHMS + tuple(ONE_COORD), "algorithms")
+    )
     seeds = _ints(a.seeds)
     mdof_seeds = _ints(a.mdof_seeds) if a.mdof_seeds else seeds
     peer_seeds = _ints(a.peer_seeds)
@@ -1076,8 +1351,15 @@ def main(argv: list[str] | None = None) -> int:
         jobs = plan(models, noises, scenarios, algs, seeds, peer_seeds, mdof_seeds)
         execute(jobs, a.store, a.budget, a.workers, a.max_minutes)
     if not a.no_report:
-        full = plan(list(SDOF) + ["frame"], list(NOISES), list(FRAME_CASES), list(ALGORITHMS), list(range(1, 6)),
-                    [1], list(range(1, 6)))
+        full = plan(
+            list(SDOF) + ["frame"],
+            list(NOISES),
+            list(FRAME_CASES),
+            list(ALGORITHMS),
+            list(range(1, 6)),
+            [1],
+            list(range(1, 6)),
+        )
         write_report(a.store, a.budget, full, command)
         print(f"wrote {outputs(a.store, '.md')}", flush=True)
     return 0

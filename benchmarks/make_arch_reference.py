@@ -76,7 +76,9 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(f"{args.out}: largest difference from a fresh simulation {worst:.3g} ({dt:.1f} s)\n")
         return 0 if worst < 1e-6 else 1
     args.out.write_text(render(cols))
-    sys.stdout.write(f"wrote {args.out} ({len(cols[COLUMNS[0]])} rows, peak {np.max(cols[COLUMNS[2]]):.3f} kN, {dt:.1f} s)\n")
+    sys.stdout.write(
+        f"wrote {args.out} ({len(cols[COLUMNS[0]])} rows, peak {np.max(cols[COLUMNS[2]]):.3f} kN, {dt:.1f} s)\n"
+    )
     return 0
 
 

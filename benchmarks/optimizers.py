@@ -22,6 +22,7 @@ Not part of the test suite (CI never runs it).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import datetime as _dt
 import importlib
@@ -56,13 +57,30 @@ DEFAULT_OUT = HERE / "results"
 # Functions (SciPy name, dimension): 22 of the set, mostly 2-6 dimensions, three at 10.
 DEFAULT_FUNCTIONS: tuple[tuple[str, int], ...] = (
     # two dimensions
-    ("Branin01", 2), ("SixHumpCamel", 2), ("GoldsteinPrice", 2), ("Easom", 2), ("Levy13", 2),
-    ("Michalewicz", 2), ("EggHolder", 2), ("Schwefel26", 2), ("Rastrigin", 2),
+    ("Branin01", 2),
+    ("SixHumpCamel", 2),
+    ("GoldsteinPrice", 2),
+    ("Easom", 2),
+    ("Levy13", 2),
+    ("Michalewicz", 2),
+    ("EggHolder", 2),
+    ("Schwefel26", 2),
+    ("Rastrigin", 2),
     # three to six
-    ("Hartmann3", 3), ("Shekel05", 4), ("Shekel10", 4), ("Colville", 4), ("Rosenbrock", 5),
-    ("Rastrigin", 5), ("Ackley01", 5), ("Griewank", 5), ("StyblinskiTang", 5), ("Hartmann6", 6),
+    ("Hartmann3", 3),
+    ("Shekel05", 4),
+    ("Shekel10", 4),
+    ("Colville", 4),
+    ("Rosenbrock", 5),
+    ("Rastrigin", 5),
+    ("Ackley01", 5),
+    ("Griewank", 5),
+    ("StyblinskiTang", 5),
+    ("Hartmann6", 6),
     # ten
-    ("Sphere", 10), ("Ackley01", 10), ("Rosenbrock", 10),
+    ("Sphere", 10),
+    ("Ackley01", 10),
+    ("Rosenbrock", 10),
 )
 
 
@@ -157,10 +175,8 @@ def _scipy_de(f: TestFunction, budget: int, seed: int) -> list[float]:
 
     fn = Budgeted(f, budget)
     npop = 15 * f.dim
-    try:
+    with contextlib.suppress(BudgetExhausted):
         differential_evolution(fn, f.bounds, maxiter=max(1, budget // npop - 1), rng=seed)
-    except BudgetExhausted:
-        pass
     return fn.values
 
 
@@ -169,10 +185,8 @@ def _scipy_da(f: TestFunction, budget: int, seed: int) -> list[float]:
     from scipy.optimize import dual_annealing
 
     fn = Budgeted(f, budget)
-    try:
+    with contextlib.suppress(BudgetExhausted):
         dual_annealing(fn, f.bounds, maxfun=budget, rng=seed)
-    except BudgetExhausted:
-        pass
     return fn.values
 
 
@@ -206,8 +220,15 @@ def _cma(f: TestFunction, budget: int, seed: int) -> list[float]:
     restart = 0
     try:
         while fn.remaining > 0:
-            opts = {"bounds": [0.0, 1.0], "seed": int(seed) * 1000 + restart + 1, "popsize": popsize,
-                    "verbose": -9, "maxfevals": fn.remaining, "tolfun": 1e-12, "tolx": 1e-12}
+            opts = {
+                "bounds": [0.0, 1.0],
+                "seed": int(seed) * 1000 + restart + 1,
+                "popsize": popsize,
+                "verbose": -9,
+                "maxfevals": fn.remaining,
+                "tolfun": 1e-12,
+                "tolx": 1e-12,
+            }
             es = cma.CMAEvolutionStrategy(rng.random(f.dim), 0.3, opts)
             while not es.stop():
                 U = np.asarray(es.ask())
@@ -233,17 +254,17 @@ def _pyswarms(f: TestFunction, budget: int, seed: int) -> list[float]:
             import pyswarms as ps
 
             logging.getLogger("pyswarms").setLevel(logging.ERROR)
-            np.random.seed(seed)
+            np.random.seed(seed)  # noqa: NPY002 - pyswarms draws from numpy's global generator
             opt = ps.single.GlobalBestPSO(
-                n_particles=n, dimensions=f.dim, options={"c1": 1.49618, "c2": 1.49618, "w": 0.7298},
+                n_particles=n,
+                dimensions=f.dim,
+                options={"c1": 1.49618, "c2": 1.49618, "w": 0.7298},
                 bounds=(f.lower, f.upper),
             )
         finally:
             os.chdir(cwd)
-    try:
+    with contextlib.suppress(BudgetExhausted):
         opt.optimize(fn.batch, iters=budget // n, verbose=False)
-    except BudgetExhausted:
-        pass
     return fn.values
 
 
@@ -257,25 +278,46 @@ class Config:
 
 def _configs() -> dict[str, Config]:
     c = [
-        Config("ga", _mechcalib("ga", "paper_000"), "GA.paper_000() (Kibriya et al. (2023))", needs="mechcalib.optimizers.ga"),
-        Config("pso", _mechcalib("pso", "paper_000", scale_iters=True),
-               "PSO.paper_000(), max_iter = budget/10 - 1", needs="mechcalib.optimizers.pso"),
-        Config("tbpso", _mechcalib("tbpso", "paper_000", scale_iters=True),
-               "TBPSO.paper_000() (trust away, eq. 13 as printed), max_iter = budget/10 - 1",
-               needs="mechcalib.optimizers.tbpso"),
-        Config("tbpso-toward", _mechcalib("tbpso", "paper_000", scale_iters=True, trust_direction="toward"),
-               "TBPSO.paper_000(trust_direction='toward') (dx = x_j - x_i), max_iter = budget/10 - 1",
-               needs="mechcalib.optimizers.tbpso"),
+        Config(
+            "ga",
+            _mechcalib("ga", "paper_000"),
+            "GA.paper_000() (Kibriya et al. (2023))",
+            needs="mechcalib.optimizers.ga",
+        ),
+        Config(
+            "pso",
+            _mechcalib("pso", "paper_000", scale_iters=True),
+            "PSO.paper_000(), max_iter = budget/10 - 1",
+            needs="mechcalib.optimizers.pso",
+        ),
+        Config(
+            "tbpso",
+            _mechcalib("tbpso", "paper_000", scale_iters=True),
+            "TBPSO.paper_000() (trust away, eq. 13 as printed), max_iter = budget/10 - 1",
+            needs="mechcalib.optimizers.tbpso",
+        ),
+        Config(
+            "tbpso-toward",
+            _mechcalib("tbpso", "paper_000", scale_iters=True, trust_direction="toward"),
+            "TBPSO.paper_000(trust_direction='toward') (dx = x_j - x_i), max_iter = budget/10 - 1",
+            needs="mechcalib.optimizers.tbpso",
+        ),
         Config("abc", _mechcalib("abc", "paper_002"), "ABC.paper_002() (colony 50)", needs="mechcalib.optimizers.abc"),
-        Config("iabc", _mechcalib("iabc", "paper_002"), "IABC.paper_002() (colony 50, F 0.5, CR 0.4)",
-               needs="mechcalib.optimizers.abc"),
-        Config("iabc-small", _mechcalib("iabc", "small_group"), "IABC.small_group()",
-               needs="mechcalib.optimizers.abc"),
+        Config(
+            "iabc",
+            _mechcalib("iabc", "paper_002"),
+            "IABC.paper_002() (colony 50, F 0.5, CR 0.4)",
+            needs="mechcalib.optimizers.abc",
+        ),
+        Config("iabc-small", _mechcalib("iabc", "small_group"), "IABC.small_group()", needs="mechcalib.optimizers.abc"),
         Config("tsa", _mechcalib("tsa"), "TSA() (10 trees)", needs="mechcalib.optimizers.tsa"),
-        Config("de", _mechcalib("de"), "DE() (rand/1/bin, NP = 10 d, F 0.5, CR 0.9)",
-               needs="mechcalib.optimizers.de"),
-        Config("grade", _mechcalib("grade", "paper_003"), "GRADE.paper_003() (pool_rate 25)",
-               needs="mechcalib.optimizers.grade"),
+        Config("de", _mechcalib("de"), "DE() (rand/1/bin, NP = 10 d, F 0.5, CR 0.9)", needs="mechcalib.optimizers.de"),
+        Config(
+            "grade",
+            _mechcalib("grade", "paper_003"),
+            "GRADE.paper_003() (pool_rate 25)",
+            needs="mechcalib.optimizers.grade",
+        ),
         Config("random", _mechcalib("random"), "RandomSearch()"),
         Config("lhs", _mechcalib("lhs"), "LatinHypercube() (batches of 10)"),
         Config("scipy-de", _scipy_de, "scipy differential_evolution (defaults, maxiter from budget)"),
@@ -283,8 +325,7 @@ def _configs() -> dict[str, Config]:
         Config("ng-NGOpt", _nevergrad("NGOpt"), "nevergrad NGOpt", needs="nevergrad"),
         Config("ng-TwoPointsDE", _nevergrad("TwoPointsDE"), "nevergrad TwoPointsDE", needs="nevergrad"),
         Config("cma", _cma, "cma CMA-ES, IPOP restarts, sigma0 0.3 of the range", needs="cma"),
-        Config("pyswarms", _pyswarms, "pyswarms GlobalBestPSO (20 particles, w 0.7298, c 1.49618)",
-               needs="pyswarms"),
+        Config("pyswarms", _pyswarms, "pyswarms GlobalBestPSO (20 particles, w 0.7298, c 1.49618)", needs="pyswarms"),
     ]
     return {x.label: x for x in c}
 
@@ -347,11 +388,20 @@ def run_one(job: tuple[str, int, str, int, int]) -> dict:
 def _csv_record(row: dict[str, str]) -> dict:
     """A row of ``optimizers.csv`` back as the record ``run_one`` made (``csv`` writes floats with ``repr``,
     so the values are exact)."""
-    return {"function": row["function"], "dim": int(row["dim"]), "optimizer": row["optimizer"],
-            "seed": int(row["seed"]), "budget": int(row["budget"]), "n_evals": int(row["n_evals"]),
-            "best": float(row["best"]), "error": float(row["error"]), "success": row["success"] == "True",
-            "evals_to_success": int(row["evals_to_success"]) if row["evals_to_success"] else None,
-            "seconds": float(row["seconds"]), "failure": row["failure"] or None}
+    return {
+        "function": row["function"],
+        "dim": int(row["dim"]),
+        "optimizer": row["optimizer"],
+        "seed": int(row["seed"]),
+        "budget": int(row["budget"]),
+        "n_evals": int(row["n_evals"]),
+        "best": float(row["best"]),
+        "error": float(row["error"]),
+        "success": row["success"] == "True",
+        "evals_to_success": int(row["evals_to_success"]) if row["evals_to_success"] else None,
+        "seconds": float(row["seconds"]),
+        "failure": row["failure"] or None,
+    }
 
 
 def load_records(out: Path) -> list[dict]:
@@ -388,8 +438,11 @@ def summarise(records: list[dict], functions, optimizers, budget: int) -> dict:
     for fname, dim in functions:
         row = {}
         for label in optimizers:
-            rs = [r for r in records if r["function"] == fname and r["dim"] == dim and r["optimizer"] == label
-                  and r["budget"] == budget]
+            rs = [
+                r
+                for r in records
+                if r["function"] == fname and r["dim"] == dim and r["optimizer"] == label and r["budget"] == budget
+            ]
             if not rs:
                 continue
             ok = [r for r in rs if r["success"]]
@@ -431,16 +484,28 @@ def _run_provenance(report: Path) -> list[str]:
     return keep if len(keep) == 2 else []
 
 
-def write_report(records, functions, optimizers, budget, seeds, out: Path, command: str, wall: float | None,
-                 report_only: bool = False):
+def write_report(
+    records,
+    functions,
+    optimizers,
+    budget,
+    seeds,
+    out: Path,
+    command: str,
+    wall: float | None,
+    report_only: bool = False,
+):
     """Write ``optimizers.md`` and ``optimizers.csv``. ``report_only``: no runs were made by this
     invocation; the command and date lines of the earlier report, which describe the runs, are kept and
     a line says when and how the report was regenerated."""
     provenance = _run_provenance(out / "optimizers.md") if report_only else []
     cells = summarise(records, functions, optimizers, budget)
     wanted = {(f, d) for f, d in functions}
-    run_time = sum(r["seconds"] for r in records if (r["function"], r["dim"]) in wanted and r["optimizer"] in optimizers
-                   and r["budget"] == budget)
+    run_time = sum(
+        r["seconds"]
+        for r in records
+        if (r["function"], r["dim"]) in wanted and r["optimizer"] in optimizers and r["budget"] == budget
+    )
     present = [o for o in optimizers if any(o in row for row in cells.values())]
     lines = [
         "# Optimiser benchmark: SciPy global-optimisation functions",
@@ -475,7 +540,8 @@ def write_report(records, functions, optimizers, budget, seeds, out: Path, comma
             out_cells.append(txt)
         lines.append(f"| {fname} | {dim} | " + " | ".join(out_cells) + " |")
     lines.append(
-        "| **mean success** | | " + " | ".join(f"{100 * np.mean(rates[o]):.0f}%" if rates[o] else "" for o in present)
+        "| **mean success** | | "
+        + " | ".join(f"{100 * np.mean(rates[o]):.0f}%" if rates[o] else "" for o in present)
         + " |"
     )
     lines.append("| **best or tied best** | | " + " | ".join(str(n_best[o]) for o in present) + " |")
@@ -484,12 +550,19 @@ def write_report(records, functions, optimizers, budget, seeds, out: Path, comma
     failures = [r for r in records if r.get("failure") and r["optimizer"] in present]
     if failures:
         lines += ["", f"Runs that raised ({len(failures)}):", ""]
-        lines += [f"- {r['optimizer']} on {r['function']}-{r['dim']} seed {r['seed']}: {r['failure']}"
-                  for r in failures[:20]]
+        lines += [
+            f"- {r['optimizer']} on {r['function']}-{r['dim']} seed {r['seed']}: {r['failure']}" for r in failures[:20]
+        ]
     now = _dt.datetime.now().strftime("%Y-%m-%d %H:%M")
     if provenance:
-        lines += ["", provenance[0], "", provenance[1], "",
-                  f"Report regenerated from the recorded runs (none rerun) on {now}: `{command}`"]
+        lines += [
+            "",
+            provenance[0],
+            "",
+            provenance[1],
+            "",
+            f"Report regenerated from the recorded runs (none rerun) on {now}: `{command}`",
+        ]
     else:
         lines += [
             "",
@@ -505,8 +578,20 @@ def write_report(records, functions, optimizers, budget, seeds, out: Path, comma
         "",
     ]
     (out / "optimizers.md").write_text("\n".join(lines))
-    fields = ["function", "dim", "optimizer", "seed", "budget", "n_evals", "best", "error", "success",
-              "evals_to_success", "seconds", "failure"]
+    fields = [
+        "function",
+        "dim",
+        "optimizer",
+        "seed",
+        "budget",
+        "n_evals",
+        "best",
+        "error",
+        "success",
+        "evals_to_success",
+        "seconds",
+        "failure",
+    ]
     with open(out / "optimizers.csv", "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=fields, extrasaction="ignore")
         w.writeheader()
@@ -540,8 +625,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder (default benchmarks/results)")
     p.add_argument("--fresh", action="store_true", help="ignore (and overwrite) earlier runs in --out")
     p.add_argument("--redo", help="comma-separated labels whose earlier runs are discarded and run again")
-    p.add_argument("--report-only", action="store_true",
-                   help="run nothing: rewrite optimizers.md and optimizers.csv from the recorded runs")
+    p.add_argument(
+        "--report-only",
+        action="store_true",
+        help="run nothing: rewrite optimizers.md and optimizers.csv from the recorded runs",
+    )
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
 
@@ -555,8 +643,9 @@ def main(argv: list[str] | None = None) -> int:
     # a report from recorded runs needs no peer module
     missing = [] if a.report_only else [s for s in labels if not _available(s)]
     for s in missing:
-        log.warning("skipping %s: module %r does not import (peers: pip install 'mechcalib[peers]')", s,
-                    CONFIGS[s].needs)
+        log.warning(
+            "skipping %s: module %r does not import (peers: pip install 'mechcalib[peers]')", s, CONFIGS[s].needs
+        )
     labels = [s for s in labels if s not in missing]
 
     # import the registry's modules before forking, so that every worker runs the same code
@@ -577,9 +666,17 @@ def main(argv: list[str] | None = None) -> int:
         with open(jsonl, "w") as fh:
             fh.writelines(json.dumps(r) + "\n" for r in records)
     done = {_key(r) for r in records}
-    jobs = [] if a.report_only else [
-        (fn, d, o, s, a.budget) for fn, d in functions for o in labels for s in range(a.seeds)
-        if (fn, d, o, s, a.budget) not in done]
+    jobs = (
+        []
+        if a.report_only
+        else [
+            (fn, d, o, s, a.budget)
+            for fn, d in functions
+            for o in labels
+            for s in range(a.seeds)
+            if (fn, d, o, s, a.budget) not in done
+        ]
+    )
     # slow configurations first so that the last minutes are not one long job on one core
     jobs.sort(key=lambda j: (j[2] not in ("ng-NGOpt", "iabc-small", "tbpso", "tbpso-toward", "ga"), j))
     log.info("%d runs to do (%d already recorded in %s)", len(jobs), len(done), jsonl)
@@ -599,15 +696,15 @@ def main(argv: list[str] | None = None) -> int:
                     records.append(rec)
                     if i % 200 == 0 or i == len(jobs):
                         el = time.perf_counter() - t0
-                        log.info("%d/%d runs, %.0f s elapsed, about %.0f s left", i, len(jobs), el,
-                                 el / i * (len(jobs) - i))
+                        log.info(
+                            "%d/%d runs, %.0f s elapsed, about %.0f s left", i, len(jobs), el, el / i * (len(jobs) - i)
+                        )
             finally:
                 if pool is not None:
                     pool.terminate()
     command = "python benchmarks/optimizers.py " + " ".join(shlex.quote(x) for x in (argv or sys.argv[1:]))
     wall = time.perf_counter() - t0 if jobs else None
-    write_report(records, functions, labels, a.budget, a.seeds, a.out, command.strip(), wall,
-                 report_only=a.report_only)
+    write_report(records, functions, labels, a.budget, a.seeds, a.out, command.strip(), wall, report_only=a.report_only)
     log.info("wrote %s and %s", a.out / "optimizers.md", a.out / "optimizers.csv")
     return 0
 

@@ -70,8 +70,10 @@ from mechcalib.inverse.network import VARIANTS
 from mechcalib.inverse.train import InverseCalibrator, TrainConfig
 from mechcalib.models import get_model
 
-PROFILES = {"short": {"epochs": 150, "gdr_epochs": 300, "cv": "quick"},
-            "paper": {"epochs": 600, "gdr_epochs": 1000, "cv": "paper_003"}}
+PROFILES = {
+    "short": {"epochs": 150, "gdr_epochs": 300, "cv": "quick"},
+    "paper": {"epochs": 600, "gdr_epochs": 1000, "cv": "paper_003"},
+}
 CONDITIONS = {"fs": 50.0}  # 50 samples/s with 20 RK4 substeps: the 1 ms step of the model's default grid
 FEATURES = ["restoring_force"]
 PAPER_TABLE4 = {
@@ -85,8 +87,10 @@ PAPER_TABLE4 = {
     "PartsNet": (0.0009, 0.019, 0.031, 0.011, 0.008, 0.913, 159.586),
 }
 COLS = ("MSE", "MAE", "RMSE", "MedAE", "QLoss", "R2", "Time")
-PARAM_TEXT = ("Bouc-Wen law of Ding et al. (2021) eqs. 9-11: a1 = A/η, a2 = νβ/η, a3 = νγ/η, a4 = exponent n; m, c, k the mass, "
-              "damping and linear stiffness")
+PARAM_TEXT = (
+    "Bouc-Wen law of Ding et al. (2021) eqs. 9-11: a1 = A/η, a2 = νβ/η, a3 = νγ/η, a4 = exponent n; m, c, k the mass, "
+    "damping and linear stiffness"
+)
 
 
 def fmt(v: float, digits: int = 4) -> str:
@@ -113,12 +117,19 @@ def gdr_stage(args, log) -> tuple[dict, dict]:
     # threads pinned: the model's numba kernels above may have changed the OpenMP thread count torch reads
     gdr = GDRNet.paper_001(epochs=args.gdr_epochs, seed=args.seed, threads=args.threads).fit(ds.unit(), gamma, ds.names)
     sel = gdr.select(3)
-    log(f"GDR-Net: {time.perf_counter() - t0:.1f} s; weights {dict(zip(ds.names, np.round(gdr.weights, 3)))}; "
-        f"selected {sel}")
+    log(
+        f"GDR-Net: {time.perf_counter() - t0:.1f} s; weights {dict(zip(ds.names, np.round(gdr.weights, 3)))}; "
+        f"selected {sel}"
+    )
     info = {
-        "names": list(ds.names), "weights": gdr.weights.tolist(), "explained": gdr.explained.tolist(),
-        "selected": sel, "gamma": [float(gamma.min()), float(gamma.mean()), float(gamma.max())],
-        "final": {k: v[-1] for k, v in gdr.history.items()}, "seconds": gdr.seconds, "failed": int((~ok).sum()),
+        "names": list(ds.names),
+        "weights": gdr.weights.tolist(),
+        "explained": gdr.explained.tolist(),
+        "selected": sel,
+        "gamma": [float(gamma.min()), float(gamma.mean()), float(gamma.max())],
+        "final": {k: v[-1] for k, v in gdr.history.items()},
+        "seconds": gdr.seconds,
+        "failed": int((~ok).sum()),
         "quality_r2": float(r2(gamma, gdr.predict_quality(ds.unit()))),
         "spearman": [float(spearmanr(ds.unit()[:, j], gamma).statistic) for j in range(ds.Y.shape[1])],
     }
@@ -150,22 +161,29 @@ def train_all(args, tr, va, log) -> tuple[dict, dict]:
             cal = InverseCalibrator.load(f)
             tc = cal.train_config
             if (tc.epochs, cal.names, tc.seed, tc.x_scaling) != (args.epochs, tr.names, args.seed, args.x_scaling):
-                raise SystemExit(f"{f} holds {v} trained {tc.epochs} epochs on {list(cal.names)} with seed {tc.seed} "
-                                 f"and {tc.x_scaling} input scaling; this run needs {args.epochs} epochs on "
-                                 f"{list(tr.names)} with seed {args.seed} and {args.x_scaling} scaling: give each "
-                                 "profile its own --work folder")
+                raise SystemExit(
+                    f"{f} holds {v} trained {tc.epochs} epochs on {list(cal.names)} with seed {tc.seed} "
+                    f"and {tc.x_scaling} input scaling; this run needs {args.epochs} epochs on "
+                    f"{list(tr.names)} with seed {args.seed} and {args.x_scaling} scaling: give each "
+                    "profile its own --work folder"
+                )
             # the input scaler was fitted on the training sequences: a fingerprint of the data the network saw
             fresh = SequenceScaler.fit(tr.X, per_step=tc.x_scaling == "step")
-            if not (np.allclose(cal.x_scaler.mean, fresh.mean, rtol=1e-9, atol=0)
-                    and np.allclose(cal.x_scaler.std, fresh.std, rtol=1e-9, atol=0)):
-                raise SystemExit(f"{f} was trained on other sequences than this run's training part (input scaler "
-                                 f"mean {cal.x_scaler.mean} against {fresh.mean}); the dataset code or settings "
-                                 "changed: start an empty --work folder")
+            if not (
+                np.allclose(cal.x_scaler.mean, fresh.mean, rtol=1e-9, atol=0)
+                and np.allclose(cal.x_scaler.std, fresh.std, rtol=1e-9, atol=0)
+            ):
+                raise SystemExit(
+                    f"{f} was trained on other sequences than this run's training part (input scaler "
+                    f"mean {cal.x_scaler.mean} against {fresh.mean}); the dataset code or settings "
+                    "changed: start an empty --work folder"
+                )
             log(f"{v}: loaded from {f}")
             args.loaded.append(v)
         else:
-            tc = TrainConfig.paper_001(epochs=args.epochs, seed=args.seed, threads=args.threads,
-                                       x_scaling=args.x_scaling)
+            tc = TrainConfig.paper_001(
+                epochs=args.epochs, seed=args.seed, threads=args.threads, x_scaling=args.x_scaling
+            )
             cal = InverseCalibrator(v, tc).fit(tr, va)
             if f is not None:
                 cal.save(f)
@@ -205,23 +223,29 @@ def verification(args, space, m, nets, log) -> dict:
         for i in range(9):
             t_r, s_r = truth.X[i, :, 1], R[i, :, 1]
             good = bool(ok2[i])
-            cases.append({
-                "pred": P[i].tolist(),
-                "rel_err": (np.abs(P[i] - truth.Y[i]) / np.abs(truth.Y[i])).tolist(),
-                "outside": bool(np.any((U9[i] < 0) | (U9[i] > 1))),
-                "r2": float(r2(t_r, s_r)) if good else None,
-                "pearson": pearson(t_r, s_r) if good else None,
-                "peak_err": float((np.abs(s_r).max() - np.abs(t_r).max()) / np.abs(t_r).max()) if good else None,
-                "e_sys": systematic_error(cal.x_scaler.transform(truth.X[i]), cal.x_scaler.transform(R[i]), e_opt)
-                if good else None,
-            })
+            cases.append(
+                {
+                    "pred": P[i].tolist(),
+                    "rel_err": (np.abs(P[i] - truth.Y[i]) / np.abs(truth.Y[i])).tolist(),
+                    "outside": bool(np.any((U9[i] < 0) | (U9[i] > 1))),
+                    "r2": float(r2(t_r, s_r)) if good else None,
+                    "pearson": pearson(t_r, s_r) if good else None,
+                    "peak_err": float((np.abs(s_r).max() - np.abs(t_r).max()) / np.abs(t_r).max()) if good else None,
+                    "e_sys": systematic_error(cal.x_scaler.transform(truth.X[i]), cal.x_scaler.transform(R[i]), e_opt)
+                    if good
+                    else None,
+                }
+            )
         okc = [i for i in range(9) if ok2[i]]
         se = standard_error([truth.X[i, :, 1] for i in okc], [R[i, :, 1] for i in okc], space.dim) if okc else np.nan
         out["peak"] = [float(np.abs(truth.X[:, :, 1]).max(axis=1).min()), float(np.abs(truth.X[:, :, 1]).max())]
-        out["nets"][name] = {"cases": cases, "standard_error": se, "e_optimizing": e_opt,
-                             "failed": int((~ok2).sum()),
-                             "e_sys_mean": float(np.mean([c["e_sys"] for c in cases if c["e_sys"] is not None]))
-                             if okc else np.nan}
+        out["nets"][name] = {
+            "cases": cases,
+            "standard_error": se,
+            "e_optimizing": e_opt,
+            "failed": int((~ok2).sum()),
+            "e_sys_mean": float(np.mean([c["e_sys"] for c in cases if c["e_sys"] is not None])) if okc else np.nan,
+        }
         log(f"verification {name}: standard error {se:.4g} N")
     return out
 
@@ -247,7 +271,6 @@ def strategies(args, tr, va, log) -> dict:
 def _fit_strategies(args, tr, va, sc, log) -> dict:
     from mechcalib.surrogates import CurveDataset, CVSettings, InverseExpert, InversePCA
 
-
     def flat(ds):  # u(99) then r(99), standardised
         return sc.transform(ds.X).transpose(0, 2, 1).reshape(len(ds), -1)
 
@@ -256,8 +279,10 @@ def _fit_strategies(args, tr, va, sc, log) -> dict:
     settings = CVSettings.quick() if args.cv == "quick" else CVSettings.paper_003()
     steps = [L + k * (L // 9) for k in range(1, 10)]  # nine samples of the force, 1-based
     out = {}
-    for label, strat in (("Inverse Expert (9 force samples)", InverseExpert(steps=steps, settings=settings)),
-                         ("Inverse PCA (9 scores)", InversePCA(9, settings=settings))):
+    for label, strat in (
+        ("Inverse Expert (9 force samples)", InverseExpert(steps=steps, settings=settings)),
+        ("Inverse PCA (9 scores)", InversePCA(9, settings=settings)),
+    ):
         t0 = time.perf_counter()
         strat.fit(D, seed=args.seed)
         sec = time.perf_counter() - t0
@@ -306,26 +331,36 @@ def write(args, res, path: Path) -> None:
     names = ver["names"] if ver else res["names"]
     L = []
     L.append("# PartsNet (Hu et al. (2024)) on a hysteresis dataset\n")
-    L.append(f"Written by `{' '.join(['python', 'benchmarks/partsnet.py', *sys.argv[1:]])}` on "
-             f"{datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}; {platform.machine()} {platform.system()}, "
-             f"torch {torch.__version__}, {args.threads} thread(s), profile `{args.profile}` ({args.epochs} epochs, "
-             f"GDR-Net {args.gdr_epochs} epochs); {res['seconds'] / 60:.1f} min"
-             + (f" (the networks {', '.join(args.loaded)} were loaded from `--work`, trained by an earlier run whose "
-                "times the Time column keeps)" if args.loaded else "")
-             + ("; the inverse strategies' scores were loaded from `--work` as well" if args.loaded_strategies else "")
-             + ". Times depend on the machine's load; the step costs below are the fairer comparison.\n")
-    L.append("**Data.** No EEPA dataset exists yet; this is the SDOF Bouc-Wen oscillator of Ding et al. (2021) "
-             "(`sdof_boucwen`, F = 5 sin(t) N, 0-20 s, 1 ms RK4 steps). Each sequence is its hysteresis loop, "
-             "displacement u and restoring force r at 99 equal time steps (99 x 2, the shape of the triaxial "
-             f"test's displacement and force). {args.n} Latin-hypercube samples per stage, seed {args.seed}.\n")
+    L.append(
+        f"Written by `{' '.join(['python', 'benchmarks/partsnet.py', *sys.argv[1:]])}` on "
+        f"{datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}; {platform.machine()} {platform.system()}, "
+        f"torch {torch.__version__}, {args.threads} thread(s), profile `{args.profile}` ({args.epochs} epochs, "
+        f"GDR-Net {args.gdr_epochs} epochs); {res['seconds'] / 60:.1f} min"
+        + (
+            f" (the networks {', '.join(args.loaded)} were loaded from `--work`, trained by an earlier run whose "
+            "times the Time column keeps)"
+            if args.loaded
+            else ""
+        )
+        + ("; the inverse strategies' scores were loaded from `--work` as well" if args.loaded_strategies else "")
+        + ". Times depend on the machine's load; the step costs below are the fairer comparison.\n"
+    )
+    L.append(
+        "**Data.** No EEPA dataset exists yet; this is the SDOF Bouc-Wen oscillator of Ding et al. (2021) "
+        "(`sdof_boucwen`, F = 5 sin(t) N, 0-20 s, 1 ms RK4 steps). Each sequence is its hysteresis loop, "
+        "displacement u and restoring force r at 99 equal time steps (99 x 2, the shape of the triaxial "
+        f"test's displacement and force). {args.n} Latin-hypercube samples per stage, seed {args.seed}.\n"
+    )
     # GDR
     L.append("## GDR-Net (sections 2.1, 3.3)\n")
-    L.append(f"Candidates {', '.join(g['names'])} (bounds 0.5x-2x of the paper values), labels γ of eq. 3 against "
-             f"the response at the paper values after dividing each channel by its RMS (γ from {g['gamma'][0]:.3f} "
-             f"to {g['gamma'][2]:.3f}, mean {g['gamma'][1]:.3f}). VAE latent 3, {args.gdr_epochs} epochs, "
-             f"{g['seconds']:.1f} s. Final epoch: reconstruction MSE {g['final']['recon_mse']:.3g}, KL "
-             f"{g['final']['kl']:.3g}, BCE {g['final']['bce']:.3g} (paper: 4.34e-3, 2.723e-2, 1.235e-2 on its test "
-             f"set; the BCE of soft labels cannot reach 0); R² of the predicted γ {g['quality_r2']:.3f}.\n")
+    L.append(
+        f"Candidates {', '.join(g['names'])} (bounds 0.5x-2x of the paper values), labels γ of eq. 3 against "
+        f"the response at the paper values after dividing each channel by its RMS (γ from {g['gamma'][0]:.3f} "
+        f"to {g['gamma'][2]:.3f}, mean {g['gamma'][1]:.3f}). VAE latent 3, {args.gdr_epochs} epochs, "
+        f"{g['seconds']:.1f} s. Final epoch: reconstruction MSE {g['final']['recon_mse']:.3g}, KL "
+        f"{g['final']['kl']:.3g}, BCE {g['final']['bce']:.3g} (paper: 4.34e-3, 2.723e-2, 1.235e-2 on its test "
+        f"set; the BCE of soft labels cannot reach 0); R² of the predicted γ {g['quality_r2']:.3f}.\n"
+    )
     L.append("| candidate | weight | rank | Spearman ρ(candidate, γ) |\n|---|---|---|---|")
     order = np.argsort(-np.array(g["weights"]))
     for r, i in enumerate(order, 1):
@@ -334,24 +369,38 @@ def write(args, res, path: Path) -> None:
     L.append(f"\nSelected (weights renormalised over the three): {sel}. Paper: f_s-s 0.407, λp 0.378, f_s-a 0.215.\n")
     # Table 4
     L.append("## Table 4: ablation\n")
-    L.append(f"Calibrated parameters {', '.join(names)} ({PARAM_TEXT}); {res['n_train']} training and "
-             f"{res['n_val']} validation sequences; shared Table 1 "
-             "sizes; metrics on the validation set with the parameters scaled to [0, 1] by their bounds (the "
-             "network's output units); Time = training wall time [s].\n")
+    L.append(
+        f"Calibrated parameters {', '.join(names)} ({PARAM_TEXT}); {res['n_train']} training and "
+        f"{res['n_val']} validation sequences; shared Table 1 "
+        "sizes; metrics on the validation set with the parameters scaled to [0, 1] by their bounds (the "
+        "network's output units); Time = training wall time [s].\n"
+    )
     L.append("| | " + " | ".join(COLS[:-1]) + " | Time |\n|---|" + "---|" * len(COLS))
     for v, ev in rows.items():
         L.append(f"| {v} | " + " | ".join(fmt(ev[c]) for c in COLS[:-1]) + f" | {ev['Time']:.1f} |")
-    L.append("\nPer parameter R², a bootstrap 90 % interval of R² over the validation sequences, the best validation "
-             "R² over the epochs (and its epoch), trainable weights:\n")
-    L.append("| | " + " | ".join(f"R² {n}" for n in names) + " | R² 90 % interval | best R² (epoch) | weights |\n|---|" +
-             "---|" * (len(names) + 3))
+    L.append(
+        "\nPer parameter R², a bootstrap 90 % interval of R² over the validation sequences, the best validation "
+        "R² over the epochs (and its epoch), trainable weights:\n"
+    )
+    L.append(
+        "| | "
+        + " | ".join(f"R² {n}" for n in names)
+        + " | R² 90 % interval | best R² (epoch) | weights |\n|---|"
+        + "---|" * (len(names) + 3)
+    )
     for v, ev in rows.items():
         lo, hi = ev["R2_ci"]
-        L.append(f"| {v} | " + " | ".join(fmt(ev[f'R2_{n}'], 3) for n in names) + f" | {lo:.3f}-{hi:.3f}" +
-                 f" | {ev['best_R2']:.3f} ({int(np.argmax(res['hist'][v]) + 1)}) | {ev['params']} |")
+        L.append(
+            f"| {v} | "
+            + " | ".join(fmt(ev[f"R2_{n}"], 3) for n in names)
+            + f" | {lo:.3f}-{hi:.3f}"
+            + f" | {ev['best_R2']:.3f} ({int(np.argmax(res['hist'][v]) + 1)}) | {ev['params']} |"
+        )
     sc = res["step_costs"]
-    L.append("\nCost of one training step (batch 40, forward + backward + Adam), median of 15 interleaved steps per "
-             "network, measured after the trainings (the Time column above also carries the load of other jobs):\n")
+    L.append(
+        "\nCost of one training step (batch 40, forward + backward + Adam), median of 15 interleaved steps per "
+        "network, measured after the trainings (the Time column above also carries the load of other jobs):\n"
+    )
     L.append("| network | ms per step | relative to GRU+TransE |\n|---|---|---|")
     for k, v in sc.items():
         rel = f"{v / sc['GRU+TransE']:.2f}" if "GRU+TransE" in sc else "-"
@@ -371,106 +420,157 @@ def write(args, res, path: Path) -> None:
         late = sum(int(np.argmax(res["hist"][v])) + 1 >= 0.8 * args.epochs for v in rows)
         drop = {v: max(res["hist"][v]) - rows[v]["R2"] for v in rows}  # best epoch's R² minus the last epoch's
         if late > len(rows) / 2:
-            curve = (f"{late} of {len(rows)} networks reached their best validation R² in the last fifth of the "
-                     f"{args.epochs} epochs, so they were still improving")
+            curve = (
+                f"{late} of {len(rows)} networks reached their best validation R² in the last fifth of the "
+                f"{args.epochs} epochs, so they were still improving"
+            )
         else:
-            curve = (f"only {late} of {len(rows)} networks reached their best validation R² in the last fifth of the "
-                     f"{args.epochs} epochs; the last epoch's R² lies {min(drop.values()):.3f}-{max(drop.values()):.3f} "
-                     "below each network's best, so more epochs would not help on 160 training sequences "
-                     "(the networks fit the training part ever closer while the validation score stalls)")
+            curve = (
+                f"only {late} of {len(rows)} networks reached their best validation R² in the last fifth of the "
+                f"{args.epochs} epochs; the last epoch's R² lies {min(drop.values()):.3f}-{max(drop.values()):.3f} "
+                "below each network's best, so more epochs would not help on 160 training sequences "
+                "(the networks fit the training part ever closer while the validation score stalls)"
+            )
         pe = int(np.argmax(res["hist"]["PartsNet"])) + 1
         if pe < 0.8 * args.epochs:
-            curve += (f"; PartsNet itself peaked at R² {max(res['hist']['PartsNet']):.3f} in epoch {pe} and ended at "
-                      f"{ev['R2']:.3f}: {ev['params']} weights on {res['n_train']} sequences and no early stopping "
-                      "in Table 1 (`TrainConfig(patience=..., restore_best=True)` would keep the peak, but choosing "
-                      "it on the validation set would bias the score)")
-        curve += ("; last epoch's training loss (MSE, scaled parameters) " +
-                  ", ".join(f"{v} {rows[v]['final_train_loss']:.2g}" for v in rows) + ", against the validation MSE "
-                  "of the table")
-        L.append(f"\n**Where this stands.** PartsNet reaches R² {ev['R2']:.3f} and MSE {ev['MSE']:.3g} here (rank {rank} "
-                 f"of {len(rows)} by R²) against the paper's 0.913 and 9.34e-4. The data differ (a Bouc-Wen loop, "
-                 f"against DEM triaxial curves; here {worst} is the hardest parameter "
-                 f"{'for every network' if every else 'on average'}, R² "
-                 f"{min(per[worst]):.2f}-{max(per[worst]):.2f}); {curve}; "
-                 f"{res['n_val']} validation sequences and one seed leave intervals about as wide as the "
-                 "differences between several networks. The MSE is not comparable across datasets: with R² = 1 - "
-                 "MSE / Var(y), each row of the paper's Table 4 implies a variance of its scaled targets; the seven "
-                 f"other networks imply {min(others):.3f}-{max(others):.3f}, PartsNet {implied['PartsNet']:.4f}, so its "
-                 "MSE and R² cannot both refer to the same validation targets as the other rows (at a variance of "
-                 f"about {np.mean(others):.3f}, R² 0.913 corresponds to an MSE near {(1 - 0.913) * np.mean(others):.4f}). "
-                 "Here the targets are uniform on [0, 1] (variance 1/12 = 0.083) and R² is the comparable figure.\n")
+            curve += (
+                f"; PartsNet itself peaked at R² {max(res['hist']['PartsNet']):.3f} in epoch {pe} and ended at "
+                f"{ev['R2']:.3f}: {ev['params']} weights on {res['n_train']} sequences and no early stopping "
+                "in Table 1 (`TrainConfig(patience=..., restore_best=True)` would keep the peak, but choosing "
+                "it on the validation set would bias the score)"
+            )
+        curve += (
+            "; last epoch's training loss (MSE, scaled parameters) "
+            + ", ".join(f"{v} {rows[v]['final_train_loss']:.2g}" for v in rows)
+            + ", against the validation MSE "
+            "of the table"
+        )
+        L.append(
+            f"\n**Where this stands.** PartsNet reaches R² {ev['R2']:.3f} and MSE {ev['MSE']:.3g} here (rank {rank} "
+            f"of {len(rows)} by R²) against the paper's 0.913 and 9.34e-4. The data differ (a Bouc-Wen loop, "
+            f"against DEM triaxial curves; here {worst} is the hardest parameter "
+            f"{'for every network' if every else 'on average'}, R² "
+            f"{min(per[worst]):.2f}-{max(per[worst]):.2f}); {curve}; "
+            f"{res['n_val']} validation sequences and one seed leave intervals about as wide as the "
+            "differences between several networks. The MSE is not comparable across datasets: with R² = 1 - "
+            "MSE / Var(y), each row of the paper's Table 4 implies a variance of its scaled targets; the seven "
+            f"other networks imply {min(others):.3f}-{max(others):.3f}, PartsNet {implied['PartsNet']:.4f}, so its "
+            "MSE and R² cannot both refer to the same validation targets as the other rows (at a variance of "
+            f"about {np.mean(others):.3f}, R² 0.913 corresponds to an MSE near {(1 - 0.913) * np.mean(others):.4f}). "
+            "Here the targets are uniform on [0, 1] (variance 1/12 = 0.083) and R² is the comparable figure.\n"
+        )
         order = sorted(rows, key=lambda v: -rows[v]["R2"])
         paper_order = sorted(PAPER_TABLE4, key=lambda v: -PAPER_TABLE4[v][5])
-        L.append("Ranking by validation R²: " + " > ".join(f"{v} ({rows[v]['R2']:.3f})" for v in order) +
-                 ". Paper: " + " > ".join(f"{v} ({PAPER_TABLE4[v][5]:.3f})" for v in paper_order) + ".\n")
+        L.append(
+            "Ranking by validation R²: "
+            + " > ".join(f"{v} ({rows[v]['R2']:.3f})" for v in order)
+            + ". Paper: "
+            + " > ".join(f"{v} ({PAPER_TABLE4[v][5]:.3f})" for v in paper_order)
+            + ".\n"
+        )
     cmp = res.get("compare")
     if cmp:
         c4 = cmp["table4"]
-        L.append(f"Profile `{cmp['profile']}` ({cmp['epochs']} epochs, GDR-Net {cmp['gdr_epochs']}; same data and "
-                 f"split; from `{cmp['path']}`, written by that profile's run) against this one:\n")
-        L.append(f"| | R2 ({cmp['profile']}) | R2 ({args.profile}) | MSE ({cmp['profile']}) | MSE ({args.profile}) | "
-                 f"best R² (epoch), {cmp['profile']} | best R² (epoch), {args.profile} |\n|---|---|---|---|---|---|---|")
+        L.append(
+            f"Profile `{cmp['profile']}` ({cmp['epochs']} epochs, GDR-Net {cmp['gdr_epochs']}; same data and "
+            f"split; from `{cmp['path']}`, written by that profile's run) against this one:\n"
+        )
+        L.append(
+            f"| | R2 ({cmp['profile']}) | R2 ({args.profile}) | MSE ({cmp['profile']}) | MSE ({args.profile}) | "
+            f"best R² (epoch), {cmp['profile']} | best R² (epoch), {args.profile} |\n|---|---|---|---|---|---|---|"
+        )
         for v, ev in rows.items():
             if v not in c4:
                 continue
             o = c4[v]
-            L.append(f"| {v} | {o['R2']:.4f} | {ev['R2']:.4f} | {fmt(o['MSE'])} | {fmt(ev['MSE'])} | "
-                     f"{o['best_R2']:.3f} ({o['best_R2_epoch']}) | {ev['best_R2']:.3f} ({int(np.argmax(res['hist'][v]) + 1)}) |")
+            L.append(
+                f"| {v} | {o['R2']:.4f} | {ev['R2']:.4f} | {fmt(o['MSE'])} | {fmt(ev['MSE'])} | "
+                f"{o['best_R2']:.3f} ({o['best_R2_epoch']}) | {ev['best_R2']:.3f} ({int(np.argmax(res['hist'][v]) + 1)}) |"
+            )
         L.append("")
     # strategies
     L.append("\n## Mareš et al.'s (2016) inverse strategies on the same split\n")
     if st:
-        L.append(f"One cross-validated one-hidden-layer network per parameter (`CVSettings.{'quick' if args.cv == 'quick' else 'paper_003'}`), "
-                 "inputs from the standardised 99 x 2 sequence; the same validation metrics. Time = fitting [s].\n")
+        L.append(
+            f"One cross-validated one-hidden-layer network per parameter (`CVSettings.{'quick' if args.cv == 'quick' else 'paper_003'}`), "
+            "inputs from the standardised 99 x 2 sequence; the same validation metrics. Time = fitting [s].\n"
+        )
         L.append("| method | " + " | ".join(COLS) + " | hidden neurons |\n|---|" + "---|" * (len(COLS) + 1))
         for k, ev in st.items():
-            L.append(f"| {k} | " + " | ".join(fmt(ev[c]) for c in COLS[:-1]) + f" | {ev['Time']:.1f} | "
-                     f"{', '.join(map(str, ev.get('hidden', []))) or '-'} |")
+            L.append(
+                f"| {k} | " + " | ".join(fmt(ev[c]) for c in COLS[:-1]) + f" | {ev['Time']:.1f} | "
+                f"{', '.join(map(str, ev.get('hidden', []))) or '-'} |"
+            )
         if "PartsNet" in rows:
             ev = rows["PartsNet"]
-            L.append("| PartsNet (Table 4 above) | " + " | ".join(fmt(ev[c]) for c in COLS[:-1]) +
-                     f" | {ev['Time']:.1f} | - |")
+            L.append(
+                "| PartsNet (Table 4 above) | "
+                + " | ".join(fmt(ev[c]) for c in COLS[:-1])
+                + f" | {ev['Time']:.1f} | - |"
+            )
     else:
         L.append("Not run (`--no-strategies`).")
     # Table 3
     L.append("\n## Table 3: verification on nine cases\n")
     if ver:
-        L.append("Unit-cube coordinates drawn from N(0.5, 0.25²) per parameter (clipped to [-0.3, 1.3]); * marks a case "
-                 "with a coordinate outside [0, 1], i.e. outside the training ranges. Errors are |calibrated - true| "
-                 "/ |true|; R², Pearson and the peak error compare the restoring force r re-simulated with the "
-                 "calibrated values against the case's own r (99 samples); peak error = (max|r| re-sim - max|r| "
-                 "true) / max|r| true.\n")
+        L.append(
+            "Unit-cube coordinates drawn from N(0.5, 0.25²) per parameter (clipped to [-0.3, 1.3]); * marks a case "
+            "with a coordinate outside [0, 1], i.e. outside the training ranges. Errors are |calibrated - true| "
+            "/ |true|; R², Pearson and the peak error compare the restoring force r re-simulated with the "
+            "calibrated values against the case's own r (99 samples); peak error = (max|r| re-sim - max|r| "
+            "true) / max|r| true.\n"
+        )
         for net, vr in ver["nets"].items():
             L.append(f"**{net}**\n")
-            hdr = ["case", *names, *[f"calibrated {n}" for n in names], *[f"error {n}" for n in names], "R²",
-                   "Pearson", "peak error"]
+            hdr = [
+                "case",
+                *names,
+                *[f"calibrated {n}" for n in names],
+                *[f"error {n}" for n in names],
+                "R²",
+                "Pearson",
+                "peak error",
+            ]
             L.append("| " + " | ".join(hdr) + " |\n|" + "---|" * len(hdr))
             for i, c in enumerate(vr["cases"]):
-                cells = [f"{i + 1}{'*' if c['outside'] else ''}", *[f"{x:.4g}" for x in ver["true"][i]],
-                         *[f"{x:.4g}" for x in c["pred"]], *[f"{100 * x:.2f}%" for x in c["rel_err"]],
-                         fmt(c["r2"], 5), fmt(c["pearson"], 5),
-                         "-" if c["peak_err"] is None else f"{100 * c['peak_err']:+.2f}%"]
+                cells = [
+                    f"{i + 1}{'*' if c['outside'] else ''}",
+                    *[f"{x:.4g}" for x in ver["true"][i]],
+                    *[f"{x:.4g}" for x in c["pred"]],
+                    *[f"{100 * x:.2f}%" for x in c["rel_err"]],
+                    fmt(c["r2"], 5),
+                    fmt(c["pearson"], 5),
+                    "-" if c["peak_err"] is None else f"{100 * c['peak_err']:+.2f}%",
+                ]
                 L.append("| " + " | ".join(cells) + " |")
             errs = np.array([c["rel_err"] for c in vr["cases"]])
-            L.append("\nMedian relative error per parameter: " +
-                     ", ".join(f"{n} {100 * e:.2f}%" for n, e in zip(names, np.median(errs, axis=0), strict=True)) +
-                     f"; re-simulations failed: {vr['failed']}.\n")
+            L.append(
+                "\nMedian relative error per parameter: "
+                + ", ".join(f"{n} {100 * e:.2f}%" for n, e in zip(names, np.median(errs, axis=0), strict=True))
+                + f"; re-simulations failed: {vr['failed']}.\n"
+            )
         # Table 5
         L.append("## Table 5: error quantification\n")
-        L.append("Standard error (this package's definition, `mechcalib.inverse.metrics.standard_error`): the "
-                 "residual standard deviation sqrt(Σ SSE / Σ (N - p)) of the re-simulated restoring force against the "
-                 "nine cases' own, N = 99 samples per case, p = 3, in newtons. E_sys: eq. 28 with the adaptive "
-                 "difference, order 3, ε = 1e-7, on the standardised sequences, e_optimizing = the validation MSE "
-                 "(eq. 29), mean over the nine cases. The paper's 6.863 and 26.622 are for the triaxial load and are "
-                 "not comparable in scale. "
-                 f"For scale: the nine cases' peak |r| lie between {ver['peak'][0]:.3g} and {ver['peak'][1]:.3g} N. "
-                 "With the mean residual near zero and the Taylor terms of order 1e-7, eq. 28 reduces to "
-                 "|mean(x - y) - e_optimizing|, so E_sys mostly echoes e_optimizing here.\n")
+        L.append(
+            "Standard error (this package's definition, `mechcalib.inverse.metrics.standard_error`): the "
+            "residual standard deviation sqrt(Σ SSE / Σ (N - p)) of the re-simulated restoring force against the "
+            "nine cases' own, N = 99 samples per case, p = 3, in newtons. E_sys: eq. 28 with the adaptive "
+            "difference, order 3, ε = 1e-7, on the standardised sequences, e_optimizing = the validation MSE "
+            "(eq. 29), mean over the nine cases. The paper's 6.863 and 26.622 are for the triaxial load and are "
+            "not comparable in scale. "
+            f"For scale: the nine cases' peak |r| lie between {ver['peak'][0]:.3g} and {ver['peak'][1]:.3g} N. "
+            "With the mean residual near zero and the Taylor terms of order 1e-7, eq. 28 reduces to "
+            "|mean(x - y) - e_optimizing|, so E_sys mostly echoes e_optimizing here.\n"
+        )
         L.append("| network | task | standard error [N] | e_optimizing | mean E_sys |\n|---|---|---|---|---|")
         for net, vr in ver["nets"].items():
-            L.append(f"| {net} | Bouc-Wen loop | {fmt(vr['standard_error'])} | {fmt(vr['e_optimizing'], 3)} | "
-                     f"{fmt(vr['e_sys_mean'], 3)} |")
-        L.append("| PartsNet (paper) | Triaxial test | 6.863 | | |\n| GRU+TransE (paper) | Triaxial test | 26.622 | | |")
+            L.append(
+                f"| {net} | Bouc-Wen loop | {fmt(vr['standard_error'])} | {fmt(vr['e_optimizing'], 3)} | "
+                f"{fmt(vr['e_sys_mean'], 3)} |"
+            )
+        L.append(
+            "| PartsNet (paper) | Triaxial test | 6.863 | | |\n| GRU+TransE (paper) | Triaxial test | 26.622 | | |"
+        )
     else:
         L.append("Not run (PartsNet and GRU+TransE were not among the variants).")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -487,12 +587,20 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=200, help="sequences per stage (Table 4: 200)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads")
-    ap.add_argument("--x-scaling", choices=("feature", "step"), default="feature",
-                    help="input standardisation of the networks (TrainConfig.x_scaling; default: per feature)")
+    ap.add_argument(
+        "--x-scaling",
+        choices=("feature", "step"),
+        default="feature",
+        help="input standardisation of the networks (TrainConfig.x_scaling; default: per feature)",
+    )
     ap.add_argument("--work", default=None, help="folder keeping trained networks (resume)")
     ap.add_argument("--no-strategies", action="store_true", help="skip Mareš et al.'s (2016) inverse strategies")
-    ap.add_argument("--cv", choices=("quick", "paper_003"), default=None,
-                    help="CV settings of Mareš et al.'s (2016) strategies (default: the profile's)")
+    ap.add_argument(
+        "--cv",
+        choices=("quick", "paper_003"),
+        default=None,
+        help="CV settings of Mareš et al.'s (2016) strategies (default: the profile's)",
+    )
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "partsnet.md"))
     ap.add_argument("--json", default=None, help="the results as JSON (default: beside --out, partsnet.PROFILE.json)")
     ap.add_argument("--compare", default=None, help="JSON of another profile's run on the same data, tabled beside")
@@ -528,14 +636,20 @@ def main() -> None:
     tr, va = data.split(0.2, seed=args.seed)
     res["names"] = list(data.names)
     res["n_train"], res["n_val"] = len(tr), len(va)
-    log(f"dataset: {len(tr)} training, {len(va)} validation sequences of {data.length} x {len(data.features)}; "
-        f"parameters {list(data.names)}")
+    log(
+        f"dataset: {len(tr)} training, {len(va)} validation sequences of {data.length} x {len(data.features)}; "
+        f"parameters {list(data.names)}"
+    )
     if other is not None:
         if other.get("names") != res["names"] or other.get("n_train") != res["n_train"]:
-            ap.error(f"--compare {args.compare}: parameters {other.get('names')}, {other.get('n_train')} training "
-                     f"sequences; this run {res['names']}, {res['n_train']}: not the same data")
-        res["compare"] = {**{k: other[k] for k in ("profile", "epochs", "gdr_epochs", "table4")},
-                          "path": Path(args.compare).name}
+            ap.error(
+                f"--compare {args.compare}: parameters {other.get('names')}, {other.get('n_train')} training "
+                f"sequences; this run {res['names']}, {res['n_train']}: not the same data"
+            )
+        res["compare"] = {
+            **{k: other[k] for k in ("profile", "epochs", "gdr_epochs", "table4")},
+            "path": Path(args.compare).name,
+        }
     res["table4"], nets = train_all(args, tr, va, log)
     res["hist"] = {v: nets[v].history["val_R2"] for v in nets}
     res["verification"] = verification(args, space, m, nets, log) if {"PartsNet", "GRU+TransE"} & set(nets) else None
@@ -545,8 +659,14 @@ def main() -> None:
     res["seconds"] = time.perf_counter() - t0
     write(args, res, out)
     raw = {k: v for k, v in res.items() if k not in ("hist", "compare")}
-    raw.update(profile=args.profile, epochs=args.epochs, gdr_epochs=args.gdr_epochs, threads=args.threads,
-               loaded=args.loaded, command=" ".join(["python", "benchmarks/partsnet.py", *sys.argv[1:]]))
+    raw.update(
+        profile=args.profile,
+        epochs=args.epochs,
+        gdr_epochs=args.gdr_epochs,
+        threads=args.threads,
+        loaded=args.loaded,
+        command=" ".join(["python", "benchmarks/partsnet.py", *sys.argv[1:]]),
+    )
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(raw, indent=1, default=float) + "\n")
     if args.work:

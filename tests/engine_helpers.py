@@ -16,8 +16,8 @@ import numpy as np
 
 import mechcalib as mc
 from mechcalib.core.data import Curve
-from mechcalib.models import Channel, Model
 from mechcalib.core.problem import EvaluationBatch
+from mechcalib.models import Channel, Model
 
 TESTS_DIR = Path(__file__).resolve().parent
 

@@ -24,8 +24,15 @@ def test_file_is_shipped_and_says_it_is_simulated():
     assert any("0.5 mm/s" in ln for ln in head) and any("kn = 4e+09 Pa/m" in ln for ln in head)
     readme = path.with_name("arch_reference.README.md").read_text()
     assert "Simulated, not measured" in readme and "30.5 deg" in readme
-    assert REFERENCE == {"contacts": "pulatsu", "velocity": 0.5, "max_displacement": 12.0, "n_samples": 241,
-                         "kn": PULATSU["kn"], "ks": PULATSU["ks"], "phi": PULATSU["phi"]}
+    assert REFERENCE == {
+        "contacts": "pulatsu",
+        "velocity": 0.5,
+        "max_displacement": 12.0,
+        "n_samples": 241,
+        "kn": PULATSU["kn"],
+        "ks": PULATSU["ks"],
+        "phi": PULATSU["phi"],
+    }
 
 
 def test_loader_returns_the_arch_channels():
@@ -82,8 +89,12 @@ def test_benchmark_scores_objective_two_batches_as_one_by_one():
     """The calibration benchmark trains the smoothers of a whole batch at once; the losses are those of the
     plain one-simulation-at-a-time Problem.evaluate, and an invalid set fails alone."""
     ac = _benchmark_module()
-    prob = ac.ArchProblem(MasonryArch(contacts="surface", mesh_size=12.0), reference_experiment(),
-                          SmoothedOverlapRSS(smooth_steps=150), label="test")
+    prob = ac.ArchProblem(
+        MasonryArch(contacts="surface", mesh_size=12.0),
+        reference_experiment(),
+        SmoothedOverlapRSS(smooth_steps=150),
+        label="test",
+    )
     x = np.array([[PULATSU["kn"], PULATSU["ks"], PULATSU["phi"]], [2e9, 1e9, 29.0], [-1.0, 1e9, 30.0]])
     batched = prob.evaluate(x)
     plain = Problem.evaluate(prob, x)

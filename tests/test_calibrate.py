@@ -48,8 +48,10 @@ def test_history_and_best_per_batch_are_consistent():
 
 def test_alternatives_are_distinct_and_sorted():
     # two equal minima at x = +-1
-    prob = mc.FunctionProblem.from_bounds(lambda X: ((X[:, 0] ** 2 - 1) ** 2), [-2], [2])
-    r = mc.calibrate(prob, RandomSearch(batch_size=50, seed=0), max_evals=500, n_alternatives=5, alternative_distance=0.05)
+    prob = mc.FunctionProblem.from_bounds(lambda X: (X[:, 0] ** 2 - 1) ** 2, [-2], [2])
+    r = mc.calibrate(
+        prob, RandomSearch(batch_size=50, seed=0), max_evals=500, n_alternatives=5, alternative_distance=0.05
+    )
     vals = [v for _, v in r.alternatives]
     assert vals == sorted(vals) and len(vals) == 5
     xs = [p["x0"] for p, _ in r.alternatives]

@@ -39,14 +39,29 @@ COMMAND_MODULES = [m for m in MODULES if m != "mechcalib.cli.common"]
 @pytest.mark.parametrize(
     ("kind", "text", "value"),
     [
-        ("int", "3", 3), ("int", "-12", -12), ("int", "+4", 4),
-        ("float", "1.5", 1.5), ("float", "2e-3", 2e-3), ("float", "7", 7.0),
-        ("number", "7", 7), ("number", "0.25", 0.25), ("number", "-1e2", -100.0),
-        ("bool", "true", True), ("bool", "False", False), ("bool", "yes", True), ("bool", "off", False),
-        ("bool", "1", True), ("bool", "0", False),
-        ("str", "paper", "paper"), ("str", "1.5", "1.5"),
-        ("auto", "paper", "paper"), ("auto", "3", 3), ("auto", "0.5", 0.5), ("auto", "TRUE", True),
-        ("auto", "false", False), ("auto", "yes", "yes"),
+        ("int", "3", 3),
+        ("int", "-12", -12),
+        ("int", "+4", 4),
+        ("float", "1.5", 1.5),
+        ("float", "2e-3", 2e-3),
+        ("float", "7", 7.0),
+        ("number", "7", 7),
+        ("number", "0.25", 0.25),
+        ("number", "-1e2", -100.0),
+        ("bool", "true", True),
+        ("bool", "False", False),
+        ("bool", "yes", True),
+        ("bool", "off", False),
+        ("bool", "1", True),
+        ("bool", "0", False),
+        ("str", "paper", "paper"),
+        ("str", "1.5", "1.5"),
+        ("auto", "paper", "paper"),
+        ("auto", "3", 3),
+        ("auto", "0.5", 0.5),
+        ("auto", "TRUE", True),
+        ("auto", "false", False),
+        ("auto", "yes", "yes"),
     ],
 )
 def test_each_kind_converts_its_text(kind, text, value):
@@ -57,10 +72,14 @@ def test_each_kind_converts_its_text(kind, text, value):
 @pytest.mark.parametrize(
     ("kind", "text", "reason"),
     [
-        ("int", "1.5", "is not an integer"), ("int", "three", "is not an integer"),
-        ("float", "abc", "is not a number"), ("float", "1; rm -rf ~", "is not a number"),
-        ("float", "nan", "is not a finite number"), ("float", "-inf", "is not a finite number"),
-        ("number", "1.2.3", "is not a number"), ("number", "inf", "is not a finite number"),
+        ("int", "1.5", "is not an integer"),
+        ("int", "three", "is not an integer"),
+        ("float", "abc", "is not a number"),
+        ("float", "1; rm -rf ~", "is not a number"),
+        ("float", "nan", "is not a finite number"),
+        ("float", "-inf", "is not a finite number"),
+        ("number", "1.2.3", "is not a number"),
+        ("number", "inf", "is not a finite number"),
         ("bool", "maybe", "is not a boolean"),
         ("auto", "nan", "is not a finite number"),
     ],
@@ -172,8 +191,16 @@ def test_a_generation_without_a_successful_simulation(tmp_path, capsys):
 def test_a_run_without_a_successful_evaluation_exits_with_1(tmp_path, capsys):
     from mechcalib.cli.run import _print_result
 
-    summary = {"run_name": "r", "status": "finished", "stop_reason": "max_evals", "best_loss": None,
-               "n_evaluations": 4, "n_failed": 4, "n_simulated": 4, "best": {}}
+    summary = {
+        "run_name": "r",
+        "status": "finished",
+        "stop_reason": "max_evals",
+        "best_loss": None,
+        "n_evaluations": 4,
+        "n_failed": 4,
+        "n_simulated": 4,
+        "best": {},
+    }
     rec = SimpleNamespace(summary=summary, result_path=tmp_path / "result.json", out_dir=tmp_path, plots=[])
     with pytest.raises(typer.Exit) as info:
         _print_result(rec, quiet=True)

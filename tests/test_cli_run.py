@@ -76,7 +76,12 @@ def test_run_writes_result_and_store_then_show(config, tmp_path):
     assert "best loss" in r.stdout and str(out / RESULT_FILE) in r.stdout
     res = _result(out)
     assert res["run_name"] == "lin" and res["status"] == "finished" and res["stop_reason"] == "max_evals"
-    assert res["n_evaluations"] == 30 and res["n_simulated"] + res["n_cached"] == 30 and res["n_failed"] == 0 and res["seed"] == 3
+    assert (
+        res["n_evaluations"] == 30
+        and res["n_simulated"] + res["n_cached"] == 30
+        and res["n_failed"] == 0
+        and res["seed"] == 3
+    )
     assert set(res["best"]) == {"a", "b"} and 1.0 <= res["best"]["b"] <= 10.0
     assert len(res["alternatives"]) == 5 and res["alternatives"][0]["loss"] == res["best_loss"]
     assert res["timings"]["simulation_seconds"] >= 0 and res["timings"]["wall_seconds"] > 0
@@ -230,8 +235,15 @@ def test_show_reports_failures_and_report_without_config(tmp_path):
 
     out = tmp_path / "f"
     out.mkdir()
-    res = mc.minimize(fn, [0, 0], [1, 1], mc.optimizers.make_optimizer("lhs", seed=1, batch_size=10), max_evals=20,
-                      store=out / STORE_FILE, run_name="fails")
+    res = mc.minimize(
+        fn,
+        [0, 0],
+        [1, 1],
+        mc.optimizers.make_optimizer("lhs", seed=1, batch_size=10),
+        max_evals=20,
+        store=out / STORE_FILE,
+        run_name="fails",
+    )
     assert res.n_failed > 0
     s = json.loads(_ok("show", out, "--json").stdout)
     assert s["n_failed"] == res.n_failed and sum(s["failures"].values()) == res.n_failed
@@ -306,8 +318,9 @@ def test_evaluator_choice_and_overrides(config):
     assert pooled.budget.max_evals == 7 and pooled.seed == 9 and pooled.evaluator.timeout == 5.0
     ev = build_evaluator(pooled)
     assert isinstance(ev, PoolEvaluator) and ev.n_workers_ == 3 and ev.timeout == 5.0
-    ev = build_evaluator(_apply(cfg, _overrides(budget=None, seed=None, workers=None, scheduler="tcp://10.0.0.5:8786",
-                                                timeout=None)))
+    ev = build_evaluator(
+        _apply(cfg, _overrides(budget=None, seed=None, workers=None, scheduler="tcp://10.0.0.5:8786", timeout=None))
+    )
     assert isinstance(ev, DaskEvaluator) and ev.address == "tcp://10.0.0.5:8786"  # connects on first use only
     with pytest.raises(mc.ConfigurationError, match="not both"):
         _overrides(budget=None, seed=None, workers=2, scheduler="tcp://x:1", timeout=None)

@@ -16,14 +16,17 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 def test_simulate_duffing_writes_csv_that_reads_back_exactly(tmp_path):
     out = tmp_path / "sim" / "duffing.csv"
-    r = runner.invoke(app, ["simulate", "duffing", "--set", "k=1.5", "--set", "c=0.3", "--condition", "t_end=3",
-                            "--out", str(out)])
+    r = runner.invoke(
+        app, ["simulate", "duffing", "--set", "k=1.5", "--set", "c=0.3", "--condition", "t_end=3", "--out", str(out)]
+    )
     assert r.exit_code == 0, r.output
     assert "wrote" in r.output and "restoring_force.t" in r.output
     lines = out.read_text().splitlines()
     assert lines[0].startswith("# mechcalib simulate duffing: preset default; c=0.3, k=1.5, k3=0.5;")
-    assert lines[1] == ("displacement.x [s],displacement.y [m],displacement.t,"
-                        "restoring_force.x [m],restoring_force.y [N],restoring_force.t")
+    assert lines[1] == (
+        "displacement.x [s],displacement.y [m],displacement.t,"
+        "restoring_force.x [m],restoring_force.y [N],restoring_force.t"
+    )
     assert len(lines) == 2 + 61  # t = 0 ... 3 s at 20 Hz
     m = get_model("duffing")
     (ref,) = m.simulate(np.array([[0.3, 1.5, 0.5]]), {"t_end": 3})

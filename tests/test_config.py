@@ -150,8 +150,11 @@ def test_json_experiment(tmp_path):
 
 
 def test_synthetic_experiment_values_noise_and_channel_subset(tmp_path):
-    text = BASE.replace('kind = "synthetic"', 'kind = "synthetic"\nvalues = { a = 0.5 }\nnoise = 0.1\nseed = 3\n'
-                        'conditions = { n_points = 10 }\nchannels = ["y"]\nweights = { y = 4.0 }\nname = "syn"')
+    text = BASE.replace(
+        'kind = "synthetic"',
+        'kind = "synthetic"\nvalues = { a = 0.5 }\nnoise = 0.1\nseed = 3\n'
+        'conditions = { n_points = 10 }\nchannels = ["y"]\nweights = { y = 4.0 }\nname = "syn"',
+    )
     cfg = load_config(write(tmp_path, text))
     (e1,) = cfg.build_experiments()
     (e2,) = cfg.build_experiments()
@@ -167,7 +170,12 @@ def test_to_dict_round_trip_rebuilds_the_same_run(tmp_path, monkeypatch):
     )
     cfg = load_config(write(tmp_path, text, **{"m.csv": CSV}))
     d = json.loads(json.dumps(cfg.to_dict(), allow_nan=False))
-    assert d["failure_loss"] == "inf" and d["evaluator"] == {"kind": "pool", "workers": 2, "scheduler": None, "timeout": 60.0}
+    assert d["failure_loss"] == "inf" and d["evaluator"] == {
+        "kind": "pool",
+        "workers": 2,
+        "scheduler": None,
+        "timeout": 60.0,
+    }
     monkeypatch.chdir(tmp_path.parent)  # absolute paths: the folder does not matter any more
     again = RunConfig.from_dict(d)
     assert again.to_dict() == d == cfg.to_dict() and again.source is None
@@ -196,19 +204,39 @@ ERRORS = [
     (_sub('name = "random"', 'name = "pso2"'), "optimizer.name", "'tbpso'", "'pso2'"),
     (_sub('name = "random"', 'name = "pso"\npreset = "paper_001"'), "optimizer.preset", "'paper_000'", "'paper_001'"),
     (_sub('name = "random"', 'name = "random"\npreset = "paper_000"'), "optimizer.preset", "has none", "'paper_000'"),
-    (_sub('name = "random"', 'name = "tbpso"\nsettings = { swarm_sise = 5 }'), "optimizer.settings.swarm_sise",
-     "'swarm_size'", "unknown key 'swarm_sise'"),
-    (_sub('name = "random"', 'name = "tbpso"\nsettings = { swarm_size = "ten" }'), "optimizer.settings.swarm_size",
-     "an integer", "'ten' (a string)"),
-    (_sub('name = "random"', 'name = "tbpso"\nsettings = { swarm_size = -3 }'), "optimizer.settings.swarm_size",
-     "an integer >= 1", "-3"),
-    (_sub('name = "random"', 'name = "tbpso"\nsettings = { phi1 = "1.0" }'), "optimizer.settings.phi1", "a number",
-     "'1.0' (a string)"),
-    (_sub('name = "random"', 'name = "random"\nsettings = { seed = 4 }'), "optimizer.settings.seed", "top-level key",
-     "4 (an integer)"),
+    (
+        _sub('name = "random"', 'name = "tbpso"\nsettings = { swarm_sise = 5 }'),
+        "optimizer.settings.swarm_sise",
+        "'swarm_size'",
+        "unknown key 'swarm_sise'",
+    ),
+    (
+        _sub('name = "random"', 'name = "tbpso"\nsettings = { swarm_size = "ten" }'),
+        "optimizer.settings.swarm_size",
+        "an integer",
+        "'ten' (a string)",
+    ),
+    (
+        _sub('name = "random"', 'name = "tbpso"\nsettings = { swarm_size = -3 }'),
+        "optimizer.settings.swarm_size",
+        "an integer >= 1",
+        "-3",
+    ),
+    (
+        _sub('name = "random"', 'name = "tbpso"\nsettings = { phi1 = "1.0" }'),
+        "optimizer.settings.phi1",
+        "a number",
+        "'1.0' (a string)",
+    ),
+    (
+        _sub('name = "random"', 'name = "random"\nsettings = { seed = 4 }'),
+        "optimizer.settings.seed",
+        "top-level key",
+        "4 (an integer)",
+    ),
     (BASE + '[objective]\nname = "rss"\n', "objective.name", "'overlap_rss'", "'rss'"),
-    (BASE + '[objective]\noptions = { n_point = 5 }\n', "objective.options.n_point", "'n_points'", "unknown key"),
-    (BASE + '[objective]\noptions = { n_points = 1 }\n', "objective.options.n_points", ">= 2", "1"),
+    (BASE + "[objective]\noptions = { n_point = 5 }\n", "objective.options.n_point", "'n_points'", "unknown key"),
+    (BASE + "[objective]\noptions = { n_points = 1 }\n", "objective.options.n_points", ">= 2", "1"),
     (BASE + '[objective]\noptions = { pairing = "time" }\n', "objective.options.pairing", "'progress'", "'time'"),
     (BASE + "[parameters.b]\nlower = 20.0\n", "parameters.b", "lower < upper", "lower=20.0, upper=10.0"),
     (BASE + '[parameters.a]\nlower = 0.0\nscale = "log"\n', "parameters.a.scale", "positive bounds", "lower=0.0"),
@@ -216,45 +244,87 @@ ERRORS = [
     (BASE + '[parameters.a]\nfixed = "1; rm -rf ~"\n', "parameters.a.fixed", "a number", "'1; rm -rf ~' (a string)"),
     (BASE + "[parameters.a]\nupper = nan\n", "parameters.a.upper", "a finite number", "nan"),
     (BASE + '[parameters.a]\nscale = "log10"\n', "parameters.a.scale", "'linear' or 'log'", "'log10'"),
-    (BASE + "[parameters.a]\nfixed = 0.2\n[parameters.b]\nfixed = 5.0\n", "parameters", "at least one free",
-     "every parameter fixed"),
+    (
+        BASE + "[parameters.a]\nfixed = 0.2\n[parameters.b]\nfixed = 5.0\n",
+        "parameters",
+        "at least one free",
+        "every parameter fixed",
+    ),
     (_sub('kind = "synthetic"', 'path = "missing.csv"'), "experiments[0].path", "an existing data file", "not found"),
     (_sub("seed = 1", 'seed = "one"'), "seed", "an integer", "'one' (a string)"),
     (_sub("seed = 1", "seed = -1"), "seed", ">= 0", "-1"),
     (_sub("max_evals = 20", "max_evals = -5"), "budget.max_evals", "a value >= 1", "-5 (an integer)"),
     (_sub("max_evals = 20", "max_evals = 2.5"), "budget.max_evals", "an integer", "2.5 (a float)"),
     (_sub("max_evals = 20", "min_delta = 0.1"), "budget", "at least one of max_evals", "none of them"),
-    (_sub('kind = "synthetic"', 'kind = "synthetic"\nnoice = 0.1'), "experiments[0].noice", "'noise'",
-     "unknown key 'noice'"),
+    (
+        _sub('kind = "synthetic"', 'kind = "synthetic"\nnoice = 0.1'),
+        "experiments[0].noice",
+        "'noise'",
+        "unknown key 'noice'",
+    ),
     (_sub('kind = "synthetic"', 'kind = "simulated"'), "experiments[0]", "'file', 'synthetic'", "'simulated'"),
-    (_sub('kind = "synthetic"', 'kind = "synthetic"\nvalues = { zz = 1.0 }'), "experiments[0].values.zz", "['a', 'b']",
-     "unknown parameter 'zz'"),
+    (
+        _sub('kind = "synthetic"', 'kind = "synthetic"\nvalues = { zz = 1.0 }'),
+        "experiments[0].values.zz",
+        "['a', 'b']",
+        "unknown parameter 'zz'",
+    ),
     (_sub('kind = "synthetic"', 'kind = "synthetic"\nnoise = -0.1'), "experiments[0].noise", ">= 0", "-0.1"),
-    (_sub('kind = "synthetic"', 'kind = "synthetic"\nconditions = { temperature = 20 }'),
-     "experiments[0].conditions.temperature", "['n_points']", "unknown condition 'temperature'"),
-    (_sub('kind = "synthetic"', 'kind = "synthetic"\nchannels = ["force"]'), "experiments[0].channels.force",
-     "['y']", "channel 'force'"),
-    (_sub('kind = "synthetic"', 'kind = "synthetic"\npreset = "other"'), "experiments[0].preset", "['default']",
-     "'other'"),
-    (BASE + '[[experiments]]\nkind = "synthetic"\nname = "synthetic0"\n', "experiments[1].name",
-     "no other experiment", "'synthetic0'"),
-    (BASE + '[evaluator]\nkind = "pool"\nscheduler = "tcp://x:8786"\n', "evaluator.scheduler", 'kind = "dask"',
-     "kind = 'pool'"),
-    (BASE + '[evaluator]\nworkers = 4\n', "evaluator.workers", '"pool" or "dask"', "kind = 'serial'"),
+    (
+        _sub('kind = "synthetic"', 'kind = "synthetic"\nconditions = { temperature = 20 }'),
+        "experiments[0].conditions.temperature",
+        "['n_points']",
+        "unknown condition 'temperature'",
+    ),
+    (
+        _sub('kind = "synthetic"', 'kind = "synthetic"\nchannels = ["force"]'),
+        "experiments[0].channels.force",
+        "['y']",
+        "channel 'force'",
+    ),
+    (
+        _sub('kind = "synthetic"', 'kind = "synthetic"\npreset = "other"'),
+        "experiments[0].preset",
+        "['default']",
+        "'other'",
+    ),
+    (
+        BASE + '[[experiments]]\nkind = "synthetic"\nname = "synthetic0"\n',
+        "experiments[1].name",
+        "no other experiment",
+        "'synthetic0'",
+    ),
+    (
+        BASE + '[evaluator]\nkind = "pool"\nscheduler = "tcp://x:8786"\n',
+        "evaluator.scheduler",
+        'kind = "dask"',
+        "kind = 'pool'",
+    ),
+    (BASE + "[evaluator]\nworkers = 4\n", "evaluator.workers", '"pool" or "dask"', "kind = 'serial'"),
     (BASE + '[evaluator]\nkind = "slurm"\n', "evaluator.kind", "'serial', 'pool' or 'dask'", "'slurm'"),
     (BASE + '[evaluator]\nkind = "dask"\ntimeout = 0\n', "evaluator.timeout", "a value > 0", "0 (an integer)"),
     (_sub("seed = 1", "failure_loss = nan"), "failure_loss", "a number or inf", "nan"),
     (BASE + "[output]\nalternative_distance = 2.0\n", "output.alternative_distance", "<= 1", "2.0"),
-    (_sub('name = "linear"', 'name = "linear"\noptions = { order = 2 }'), "model.options", "keyword arguments",
-     "order"),
+    (
+        _sub('name = "linear"', 'name = "linear"\noptions = { order = 2 }'),
+        "model.options",
+        "keyword arguments",
+        "order",
+    ),
     ("version = 2\n" + BASE, "version", "one of 1", "2 (an integer)"),
     (_sub('name = "linear"', 'external = { command = ["x"] }\nname = "linear"'), "model", "either `name`", "both"),
-    (_sub('name = "linear"', 'external = { command = "python sim.py" }'), "model.external.command",
-     "a shell string is not accepted", "'python sim.py'"),
+    (
+        _sub('name = "linear"', 'external = { command = "python sim.py" }'),
+        "model.external.command",
+        "a shell string is not accepted",
+        "'python sim.py'",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("text", "key", "expected", "found"), ERRORS, ids=[e[1] + f"-{i}" for i, e in enumerate(ERRORS)])
+@pytest.mark.parametrize(
+    ("text", "key", "expected", "found"), ERRORS, ids=[e[1] + f"-{i}" for i, e in enumerate(ERRORS)]
+)
 def test_error_names_key_expected_and_found(tmp_path, text, key, expected, found):
     issue = one_issue(tmp_path, text)
     assert issue.key == key
@@ -285,7 +355,9 @@ def test_missing_column_and_missing_mapping_key(tmp_path):
 
 def test_negative_progress_scale_is_reported(tmp_path):
     csv = "x,y,t\n0,1,0\n1,2,1\n2,3,2\n"
-    text = _sub('kind = "synthetic"', 'path = "m.csv"\n[experiments.channels.y]\nx = "x"\ny = "y"\nt = "t"\nt_scale = -1.0')
+    text = _sub(
+        'kind = "synthetic"', 'path = "m.csv"\n[experiments.channels.y]\nx = "x"\ny = "y"\nt = "t"\nt_scale = -1.0'
+    )
     issue = one_issue(tmp_path, text, **{"m.csv": csv})
     assert issue.key == "experiments[0].channels.y.t_scale" and "non-decreasing" in issue.found
 
@@ -329,7 +401,7 @@ def test_syntax_error_and_missing_file(tmp_path):
 def test_external_parameters_need_bounds(tmp_path):
     text = (
         '[model.external]\ncommand = ["{python}", "sim.py"]\noutputs = { f = { file = "r.csv", x = "x", y = "y" } }\n'
-        '[parameters.kn]\nlower = 1.0\n[parameters.phi]\nfixed = 30.0\n'
+        "[parameters.kn]\nlower = 1.0\n[parameters.phi]\nfixed = 30.0\n"
         '[[experiments]]\nkind = "synthetic"\n[optimizer]\nname = "random"\n[budget]\nmax_evals = 5\n'
     )
     issue = one_issue(tmp_path, text)
@@ -338,23 +410,44 @@ def test_external_parameters_need_bounds(tmp_path):
 
 def test_external_errors_carry_key_paths(tmp_path):
     (tmp_path / "t.txt").write_text("a = {{ kn }}\n")
-    head = '[parameters.kn]\nlower = 1.0\nupper = 2.0\n[[experiments]]\nkind = "synthetic"\n' \
-           '[optimizer]\nname = "random"\n[budget]\nmax_evals = 5\n'
+    head = (
+        '[parameters.kn]\nlower = 1.0\nupper = 2.0\n[[experiments]]\nkind = "synthetic"\n'
+        '[optimizer]\nname = "random"\n[budget]\nmax_evals = 5\n'
+    )
     cases = [
-        ('command = ["{python}", "sim.py"]\ntemplates = { "p.txt" = "missing.template" }\n'
-         'outputs = { f = { file = "r.csv", x = "x", y = "y" } }', 'model.external.templates."p.txt"', "not found"),
+        (
+            'command = ["{python}", "sim.py"]\ntemplates = { "p.txt" = "missing.template" }\n'
+            'outputs = { f = { file = "r.csv", x = "x", y = "y" } }',
+            'model.external.templates."p.txt"',
+            "not found",
+        ),
         ('command = ["{python}", "sim.py"]', "model.external.outputs", "neither"),
-        ('command = ["{python}", "{{ kn }}", "{{ ks }}"]\noutputs = { f = { file = "r.csv", x = "x", y = "y" } }',
-         "model.external.command[2]", "{{ks}}"),
-        ('command = ["{python}"]\noutputs = { f = { file = "../r.csv", x = "x", y = "y" } }',
-         "model.external.outputs.f.file", "'../r.csv'"),
-        ('command = ["{python}"]\nparser = "nowhere.py:parse"\nchannels = ["f"]', "model.external.parser",
-         "does not exist"),
+        (
+            'command = ["{python}", "{{ kn }}", "{{ ks }}"]\noutputs = { f = { file = "r.csv", x = "x", y = "y" } }',
+            "model.external.command[2]",
+            "{{ks}}",
+        ),
+        (
+            'command = ["{python}"]\noutputs = { f = { file = "../r.csv", x = "x", y = "y" } }',
+            "model.external.outputs.f.file",
+            "'../r.csv'",
+        ),
+        (
+            'command = ["{python}"]\nparser = "nowhere.py:parse"\nchannels = ["f"]',
+            "model.external.parser",
+            "does not exist",
+        ),
         ('command = ["{python}"]\nparser = "parse"\nchannels = ["f"]', "model.external.parser", "'parse'"),
-        ('command = ["{python}"]\noutputs = { f = { file = "r.csv", x = "x", y = "y" } }\nkeep = "some"',
-         "model.external.keep", "'some'"),
-        ('command = ["{python}"]\noutputs = { f = { file = "r.csv", x = "x", y = "y" } }\nconditions = { kn = 1.0 }',
-         "model.external.conditions.kn", "'kn'"),
+        (
+            'command = ["{python}"]\noutputs = { f = { file = "r.csv", x = "x", y = "y" } }\nkeep = "some"',
+            "model.external.keep",
+            "'some'",
+        ),
+        (
+            'command = ["{python}"]\noutputs = { f = { file = "r.csv", x = "x", y = "y" } }\nconditions = { kn = 1.0 }',
+            "model.external.conditions.kn",
+            "'kn'",
+        ),
     ]
     for body, key, found in cases:
         issue = one_issue(tmp_path, "[model.external]\n" + body + "\n" + head)
@@ -363,7 +456,7 @@ def test_external_errors_carry_key_paths(tmp_path):
 
 
 # -- user models: a "package.module:Class" target, and an entry point ----------------------------------------
-USER_MODEL = '''
+USER_MODEL = """
 import numpy as np
 
 from mechcalib.core.data import Curve
@@ -393,7 +486,7 @@ class Ramp(Model):
 
 class NotAModel:
     pass
-'''
+"""
 
 USER_RUN = """\
 seed = 2
@@ -455,8 +548,12 @@ def test_user_targets_report_their_errors_on_the_key(tmp_path, user_module):
         ('name = "no_such_user_module:Ramp"', "model.name", "an importable model class", "no module named"),
         (f'name = "{user_module}:Rmap"', "model.name", "an importable model class", "has no attribute 'Rmap'"),
         (f'name = "{user_module}:NotAModel"', "model.name", "an importable model class", "must be a subclass of"),
-        (f'name = "{user_module}:Ramp"\noptions = {{ scale = -1.0 }}', "model.options.scale", "a number > 0",
-         "-1.0 (a float)"),
+        (
+            f'name = "{user_module}:Ramp"\noptions = {{ scale = -1.0 }}',
+            "model.options.scale",
+            "a number > 0",
+            "-1.0 (a float)",
+        ),
         (f'name = "{user_module}:Ramp"\noptions = {{ slope = 1.0 }}', "model.options", "keyword arguments", "slope"),
     ]
     for body, key, expected, found in cases:
@@ -495,8 +592,10 @@ def plugin_distribution(tmp_path, monkeypatch):
     info = tmp_path / "site" / f"{project['name'].replace('-', '_')}-{project['version']}.dist-info"
     info.mkdir(parents=True)
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {project['name']}\nVersion: {project['version']}\n")
-    lines = [f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items())
-             for group, eps in project["entry-points"].items()]
+    lines = [
+        f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items())
+        for group, eps in project["entry-points"].items()
+    ]
     (info / "entry_points.txt").write_text("\n".join(lines))
     monkeypatch.syspath_prepend(str(example / "src"))
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
@@ -514,5 +613,7 @@ def test_user_model_by_entry_point_is_calibrated_by_mechcalib_run(tmp_path, plug
     res = _cli_run(cfg_path, tmp_path / "out")
     assert res["status"] == "finished" and res["n_evaluations"] == 18 and set(res["best"]) == {"omega", "zeta"}
     assert res["model"] == "damped_oscillator"
-    issue = one_issue(tmp_path, USER_RUN.format(model='[model]\nname = "damped_oscillator"\noptions = { amplitude = 0 }'))
+    issue = one_issue(
+        tmp_path, USER_RUN.format(model='[model]\nname = "damped_oscillator"\noptions = { amplitude = 0 }')
+    )
     assert issue.key == "model.options.amplitude" and issue.found == "0 (an integer)"

@@ -7,9 +7,9 @@ import time
 
 import numpy as np
 import pytest
-from engine_helpers import CountingProblem, bumpy, faulty_problem
 
 import mechcalib as mc
+from engine_helpers import CountingProblem, bumpy, faulty_problem
 from mechcalib import ConfigurationError
 from mechcalib.execution import PoolEvaluator, SerialEvaluator, make_evaluator
 from mechcalib.optimizers import RandomSearch, make_optimizer

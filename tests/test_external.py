@@ -109,7 +109,9 @@ def test_command_must_be_an_argument_list_with_number_placeholders_only(tmp_path
     with pytest.raises(ExternalSetupError, match=r"\{python\}"):
         ExternalModel(arch_space(), ["{pyhton}", "sim.py"], outputs={"f": CsvOutput("r.csv", "x", "y")})
     # placeholders in arguments become numbers
-    m2 = ExternalModel(arch_space(), ["{python}", "-c", "pass", "--kn={{kn}}"], outputs={"f": CsvOutput("r.csv", "x", "y")})
+    m2 = ExternalModel(
+        arch_space(), ["{python}", "-c", "pass", "--kn={{kn}}"], outputs={"f": CsvOutput("r.csv", "x", "y")}
+    )
     assert m2.arguments({"kn": 4e9, "ks": 1.0, "phi": 2.0}) == [sys.executable, "-c", "pass", "--kn=4000000000.0"]
 
 
@@ -214,8 +216,12 @@ def test_missing_or_garbled_output_is_a_failure(tmp_path, code, needle):
 
 
 def test_missing_program_is_a_failure(tmp_path):
-    m = ExternalModel(mc.ParameterSpace([mc.Parameter("a", 0.0, 1.0)]), [str(tmp_path / "no-such-program")],
-                      outputs={"y": CsvOutput("out.csv", "x", "y")}, workdir_root=tmp_path)
+    m = ExternalModel(
+        mc.ParameterSpace([mc.Parameter("a", 0.0, 1.0)]),
+        [str(tmp_path / "no-such-program")],
+        outputs={"y": CsvOutput("out.csv", "x", "y")},
+        workdir_root=tmp_path,
+    )
     (f,) = m.simulate(np.array([[0.5]]))
     assert isinstance(f, SimulationFailure) and "cannot start" in f.message
 
@@ -239,8 +245,10 @@ def test_parser_callable_and_spec(tmp_path):
     assert isinstance(f, SimulationFailure) and "KeyError" in f.message and "no such block" in f.message
 
     pfile = tmp_path / "myparse.py"
-    pfile.write_text("from mechcalib import Curve\n"
-                     "def parse(wd):\n    return {'line': Curve([0.0, 1.0], [1.0, float((wd / 'out.txt').read_text())])}\n")
+    pfile.write_text(
+        "from mechcalib import Curve\n"
+        "def parse(wd):\n    return {'line': Curve([0.0, 1.0], [1.0, float((wd / 'out.txt').read_text())])}\n"
+    )
     m = script_model(tmp_path, code, outputs=None, parser=f"{pfile}:parse", channels=["line"])
     m2 = pickle.loads(pickle.dumps(m))  # a spec re-imports in the receiving process
     assert m2._parser is None

@@ -82,8 +82,14 @@ def test_pull_off_force_derived_from_surface_energy():
     k2 = k1 / (1 - 0.575)
     f0 = -0.002
     for dmax, expected in ((2.0e-5, fmin), (1.0e-7, None)):  # a hard-pressed and a light contact
-        r = drive(np.r_[np.linspace(0, dmax, 20)[1:], np.linspace(dmax, dmax * 1e-4, 40001)], k1=k1, k2=k2,
-                  kadh=-1.0, f0=f0, fmin=fmin)
+        r = drive(
+            np.r_[np.linspace(0, dmax, 20)[1:], np.linspace(dmax, dmax * 1e-4, 40001)],
+            k1=k1,
+            k2=k2,
+            kadh=-1.0,
+            f0=f0,
+            fmin=fmin,
+        )
         dp = r[-1, 1]
         fpo = C.pull_off_force(dp, k2, -1.0, f0, fmin, N, CHI)
         if expected is None:
@@ -161,7 +167,9 @@ def test_damping_coefficient_eq18():
     kn = 1.5 * k1 * math.sqrt(d)  # = 2 E* sqrt(R* delta) with k1 = 4/3 E* sqrt(R*)
     assert C.normal_damping(d, k1, 1.5, m, beta) == pytest.approx(-2 * math.sqrt(5 / 6) * beta * math.sqrt(kn * m))
     estar, rstar = 6.75e8, 5e-4
-    assert C.normal_tangent_stiffness(d, C.hertz_k1(estar, rstar), 1.5) == pytest.approx(2 * estar * math.sqrt(rstar * d))
+    assert C.normal_tangent_stiffness(d, C.hertz_k1(estar, rstar), 1.5) == pytest.approx(
+        2 * estar * math.sqrt(rstar * d)
+    )
 
 
 def test_tangential_spring_caps_at_the_coulomb_limit():

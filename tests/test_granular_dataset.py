@@ -42,9 +42,9 @@ def test_triaxial_dataset_through_the_store(model, tmp_path):
     assert ds.names == ("lambda_p", "f_ss", "f_sa")
     assert ds.features == ("force_displacement.x", "force_displacement.y") and ds.X.shape == (3, 99, 2)
     u, f = ds.X[:, :, 0], ds.X[:, :, 1]
-    np.testing.assert_allclose(u[:, 0], 0.0, atol=1e-9)   # from the pre-compressed state
-    assert np.all(np.abs(u.max(axis=1) - 2.0) < 0.02)       # 50 mm/s for 0.04 s
-    assert np.all(f.max(axis=1) > 10 * f[:, 0])              # loaded well above the 1.82 N preload
+    np.testing.assert_allclose(u[:, 0], 0.0, atol=1e-9)  # from the pre-compressed state
+    assert np.all(np.abs(u.max(axis=1) - 2.0) < 0.02)  # 50 mm/s for 0.04 s
+    assert np.all(f.max(axis=1) > 10 * f[:, 0])  # loaded well above the 1.82 N preload
     np.testing.assert_array_equal(ds.Y, model.space.from_unit(_lhs(3, 3, 0)))  # the design of from_model
     assert generate_dataset(model, 3, tmp_path / "s.sqlite", seed=0, conditions=COND).simulated == 0
 
@@ -59,7 +59,7 @@ def test_config_example_validates():
     (exp,) = problem.experiments
     c = exp.channels["force_displacement"]
     assert len(c.x) == 99 and c.t is not None and abs(c.t[-1] - 0.06) < 1e-12
-    assert 400 < c.y.max() < 700 and abs(c.x.max() - 2.0) < 0.02   # case 9 on the fast specimen
+    assert 400 < c.y.max() < 700 and abs(c.x.max() - 2.0) < 0.02  # case 9 on the fast specimen
     assert cfg.build_termination().max_evals == 30 and cfg.build_optimizer().name == "pso"
 
 
@@ -74,7 +74,8 @@ def test_cli_simulate_writes_the_99_sample_sequence(tmp_path):
     out = tmp_path / "t.csv"
     r = CliRunner().invoke(app, ["simulate", "eepa_triaxial", "--out", str(out)])
     assert r.exit_code == 0, r.output
-    exp = Experiment.from_csv(out, {"force_displacement": ("force_displacement.x", "force_displacement.y",
-                                                           "force_displacement.t")})
+    exp = Experiment.from_csv(
+        out, {"force_displacement": ("force_displacement.x", "force_displacement.y", "force_displacement.t")}
+    )
     c = exp.channels["force_displacement"]
     assert len(c.x) == 99 and abs(c.x.max() - 2.0) < 0.02 and 400 < c.y.max() < 700

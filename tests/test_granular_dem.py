@@ -24,9 +24,13 @@ R, A = 1.0e-3, 0.405e-3
 
 def table(it_pp, it_wall=None, e_scale=1.0):
     it_wall = it_wall or it_pp
-    return dem.interaction_table([dem.interaction_row(SAND, SAND, it_pp, e_scale),
-                                  dem.interaction_row(SAND, ACRYLIC, it_wall, e_scale),
-                                  dem.interaction_row(SAND, STEEL, it_wall, e_scale)])
+    return dem.interaction_table(
+        [
+            dem.interaction_row(SAND, SAND, it_pp, e_scale),
+            dem.interaction_row(SAND, ACRYLIC, it_wall, e_scale),
+            dem.interaction_row(SAND, STEEL, it_wall, e_scale),
+        ]
+    )
 
 
 def ident(n):
@@ -41,8 +45,16 @@ def test_sphere_rebounds_from_the_plate_with_the_restitution_coefficient():
     p = dem.Particles.clumps(1, R, 0.0, 2000.0)
     for safety, tol in ((0.2, 0.01), (0.02, 1e-3)):  # converges to e as the step shrinks
         dt = dem.time_step(R, SAND, [ACRYLIC], 0.0, safety=safety)
-        res = dem.run(p, np.array([[0, 0, R + 1e-6]]), ident(1), table(it), dt, dem.Phases(t_end=2e-4, n_samples=2),
-                      vel=np.array([[0.0, 0.0, -0.2]]), gravity=0.0)
+        res = dem.run(
+            p,
+            np.array([[0, 0, R + 1e-6]]),
+            ident(1),
+            table(it),
+            dt,
+            dem.Phases(t_end=2e-4, n_samples=2),
+            vel=np.array([[0.0, 0.0, -0.2]]),
+            gravity=0.0,
+        )
         assert res.vel[0][0, 2] / 0.2 == pytest.approx(0.5, abs=tol)
 
 
@@ -70,8 +82,18 @@ def test_two_sphere_collision_conserves_momentum():
     vel = np.array([[0.3, 0.0, 0.0], [-0.1, 0.0, 0.05]])
     spin = np.array([[0.0, 0.0, 2e-10], [0.0, 0.0, 0.0]])
     dt = dem.time_step(R, SAND, [], 0.575)
-    res = dem.run(p, pos, ident(2), table(it), dt, dem.Phases(t_end=1.5e-2, n_samples=3), gravity=0.0, vel=vel,
-                  angmom=spin, z_bottom=-1.0)
+    res = dem.run(
+        p,
+        pos,
+        ident(2),
+        table(it),
+        dt,
+        dem.Phases(t_end=1.5e-2, n_samples=3),
+        gravity=0.0,
+        vel=vel,
+        angmom=spin,
+        z_bottom=-1.0,
+    )
     m = p.mass[0]
     v1 = res.vel[0]
     np.testing.assert_allclose(m * v1.sum(0), m * vel.sum(0), rtol=1e-12, atol=1e-20)
@@ -87,8 +109,17 @@ def test_head_on_restitution_between_spheres():
     it = dem.Interaction(e=0.4, mu=0.0, mu_r=0.0)
     p = dem.Particles.clumps(2, R, 0.0, 2000.0)
     vel = np.array([[0.2, 0.0, 0.0], [-0.2, 0.0, 0.0]])
-    res = dem.run(p, np.array([[0, 0, 0], [2.1e-3, 0, 0]]), ident(2), table(it), dem.time_step(R, SAND, [], 0.0),
-                  dem.Phases(t_end=2e-3, n_samples=3), gravity=0.0, vel=vel, z_bottom=-1.0)
+    res = dem.run(
+        p,
+        np.array([[0, 0, 0], [2.1e-3, 0, 0]]),
+        ident(2),
+        table(it),
+        dem.time_step(R, SAND, [], 0.0),
+        dem.Phases(t_end=2e-3, n_samples=3),
+        gravity=0.0,
+        vel=vel,
+        z_bottom=-1.0,
+    )
     v = res.vel[0]
     assert (v[1, 0] - v[0, 0]) / 0.4 == pytest.approx(0.4, abs=0.01)  # 0.395: time-discretisation error at safety 0.2
 
@@ -125,8 +156,17 @@ def test_torque_free_clump_rotation_keeps_momentum_and_energy():
     p = dem.Particles.clumps(1, R, A, 2000.0)
     L = np.array([[3e-11, 1e-11, 2e-11]])  # not along a principal axis: the clump tumbles
     dt = 1e-5
-    res = dem.run(p, np.zeros((1, 3)), ident(1), table(dem.Interaction(e=0.5, mu=0.5, mu_r=0.0)), dt,
-                  dem.Phases(t_end=0.05, n_samples=51), gravity=0.0, angmom=L, z_bottom=-1.0)
+    res = dem.run(
+        p,
+        np.zeros((1, 3)),
+        ident(1),
+        table(dem.Interaction(e=0.5, mu=0.5, mu_r=0.0)),
+        dt,
+        dem.Phases(t_end=0.05, n_samples=51),
+        gravity=0.0,
+        angmom=L,
+        z_bottom=-1.0,
+    )
     np.testing.assert_allclose(res.angmom[0], L, rtol=1e-14)
     ke = res.samples[0][:, dem.S_KE]
     assert np.ptp(ke) / ke[0] < 2e-3
@@ -146,7 +186,7 @@ def test_neighbour_list_is_sorted_complete_and_keeps_history():
     got = {(i, int(nbr[k])) for i in range(n) for k in range(start[i], start[i + 1])}
     assert got == ref and m == len(ref)
     for i in range(n):
-        row = nbr[start[i]:start[i + 1]]
+        row = nbr[start[i] : start[i + 1]]
         assert np.all(np.diff(row) > 0)
     # history follows its pair into a rebuilt list; new pairs start empty
     hist = np.zeros((20 * n, dem.N_HIST))
@@ -210,11 +250,25 @@ def test_batch_equals_one_by_one():
     n, rc = 20, 3.5e-3
     pos, q = lattice_column(n, rc, seed=1)
     p = dem.Particles.clumps(n, R, A, 2000.0)
-    tabs = np.stack([table(dem.Interaction(e=0.25, mu=mu, mu_r=0.23, lambda_p=lam, f0=-0.002, dgamma=1.64), None, es)
-                     for mu, lam in ((0.52, 0.575), (0.45, 0.7))])
+    tabs = np.stack(
+        [
+            table(dem.Interaction(e=0.25, mu=mu, mu_r=0.23, lambda_p=lam, f0=-0.002, dgamma=1.64), None, es)
+            for mu, lam in ((0.52, 0.575), (0.45, 0.7))
+        ]
+    )
     dts = np.array([dem.time_step(R, SAND, [STEEL], lam, E_scale=es) for lam in (0.575, 0.7)])
-    ph = dem.Phases(settle_tmax=0.02, settle_tmin=0.02, settle_ke=0.0, preload=0.0, piston=True, v_load=0.05,
-                    t_load=2e-3, v_unload=0.02, t_end=3e-3, n_samples=7)
+    ph = dem.Phases(
+        settle_tmax=0.02,
+        settle_tmin=0.02,
+        settle_ke=0.0,
+        preload=0.0,
+        piston=True,
+        v_load=0.05,
+        t_load=2e-3,
+        v_unload=0.02,
+        t_end=3e-3,
+        n_samples=7,
+    )
     both = dem.run(p, pos, q, tabs, dts, ph, r_cyl=rc)
     for i in range(2):
         one = dem.run(p, pos, q, tabs[i], dts[i], ph, r_cyl=rc)

@@ -50,8 +50,9 @@ def test_load_unload_programme_and_curve_shape(model, base_run):
     assert r.preload_force == pytest.approx(1.82, rel=0.05)
     # 2000 Hz over 0.06 s: 121 samples; piston down 50 mm/s to 0.04 s, up 20 mm/s to 0.06 s
     assert r.time.size == 121 and r.time[-1] == pytest.approx(0.06)
-    np.testing.assert_allclose(r.displacement, np.where(r.time <= 0.04, 50 * r.time, 2.0 - 20 * (r.time - 0.04)),
-                               atol=1e-9)
+    np.testing.assert_allclose(
+        r.displacement, np.where(r.time <= 0.04, 50 * r.time, 2.0 - 20 * (r.time - 0.04)), atol=1e-9
+    )
     fd = r.response["force_displacement"]
     assert len(fd) == 99 and fd.t[-1] == pytest.approx(0.06) and fd.x.max() == pytest.approx(2.0, abs=0.02)
     f = r.force

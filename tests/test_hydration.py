@@ -54,11 +54,11 @@ def test_against_solve_ivp_on_the_grid(model):
     A = model.alpha(X)
     for i in range(4):
         b1, b2, eta, ai = X[i, :4]
+
         def rhs(s, a, b1=b1, b2=b2, eta=eta, ai=ai):
             return b1 * (b2 / ai + a) * (ai - a) * np.exp(-eta * a / ai)
 
-        sol = solve_ivp(rhs, (0.0, t[-1]), [0.0],
-                        t_eval=t, rtol=1e-10, atol=1e-13, method="DOP853")
+        sol = solve_ivp(rhs, (0.0, t[-1]), [0.0], t_eval=t, rtol=1e-10, atol=1e-13, method="DOP853")
         assert np.max(np.abs(sol.y[0] - A[i])) < 1e-6
 
 

@@ -6,15 +6,15 @@ import zipfile
 
 import numpy as np
 import pytest
-from conftest import shared_path
 
+from conftest import shared_path
+from mechcalib.errors import DataError
 from mechcalib.models.hydration.calorimetry import (
     load_cost_tu1404,
     load_gruyaert,
     load_tam_air,
     read_xlsx,
 )
-from mechcalib.errors import DataError
 
 
 # -- COST TU1404 --------------------------------------------------------------------------------------
@@ -92,7 +92,11 @@ def _xlsx(path, rows):
     cells = {}
     for (r, c), v in rows.items():
         ref = f"{c}{r}"
-        xml = f'<c r="{ref}" t="s"><v>{strings.index(v)}</v></c>' if isinstance(v, str) else f'<c r="{ref}"><v>{v}</v></c>'
+        xml = (
+            f'<c r="{ref}" t="s"><v>{strings.index(v)}</v></c>'
+            if isinstance(v, str)
+            else f'<c r="{ref}"><v>{v}</v></c>'
+        )
         cells.setdefault(r, []).append((c, xml))
     body = "".join(f'<row r="{r}">' + "".join(x for _, x in sorted(cs)) + "</row>" for r, cs in sorted(cells.items()))
     ns = 'xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"'
@@ -103,14 +107,32 @@ def _xlsx(path, rows):
 
 def test_gruyaert_small_workbook(tmp_path):
     p = tmp_path / "g.xlsx"
-    _xlsx(p, {
-        (1, "A"): "10C", (1, "E"): "20C",
-        (2, "A"): "CP0", (2, "C"): "CP30", (2, "E"): "CP0",
-        (3, "A"): "Age", (3, "B"): "Q", (3, "C"): "Age", (3, "D"): "Q", (3, "E"): "Age", (3, "F"): "Q",
-        (4, "A"): 1.0, (4, "B"): 2.0, (4, "E"): 1.0, (4, "F"): 2.0,
-        (5, "A"): 2.0, (5, "B"): 2.0, (5, "E"): 3.0, (5, "F"): 4.0,
-        (6, "E"): 4.0, (6, "F"): 0.0,
-    })
+    _xlsx(
+        p,
+        {
+            (1, "A"): "10C",
+            (1, "E"): "20C",
+            (2, "A"): "CP0",
+            (2, "C"): "CP30",
+            (2, "E"): "CP0",
+            (3, "A"): "Age",
+            (3, "B"): "Q",
+            (3, "C"): "Age",
+            (3, "D"): "Q",
+            (3, "E"): "Age",
+            (3, "F"): "Q",
+            (4, "A"): 1.0,
+            (4, "B"): 2.0,
+            (4, "E"): 1.0,
+            (4, "F"): 2.0,
+            (5, "A"): 2.0,
+            (5, "B"): 2.0,
+            (5, "E"): 3.0,
+            (5, "F"): 4.0,
+            (6, "E"): 4.0,
+            (6, "F"): 0.0,
+        },
+    )
     cells = read_xlsx(p)
     assert cells[(1, 5)] == "20C" and cells[(4, 6)] == 2.0
     e = load_gruyaert(p, paste="CP0", temperature=20)

@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 
 from mechcalib.cli import app
 from mechcalib.config import load_config
-from mechcalib.models import get_model
 from mechcalib.core.problem import experiment_from_model
+from mechcalib.models import get_model
 from mechcalib.runs import RESULT_FILE, STORE_FILE, run_config
 from mechcalib.storage import RunStore
 
@@ -76,8 +76,10 @@ def test_boucwen_example_runs_with_a_tiny_budget(tmp_path):
 
 def test_frame_example_runs_through_the_cli(tmp_path):
     out = tmp_path / "frame"
-    r = CliRunner().invoke(app, ["run", str(EXAMPLES / "hysteresis_frame.toml"), "--out", str(out), "--budget", "26",
-                                 "--no-plots", "--quiet"])
+    r = CliRunner().invoke(
+        app,
+        ["run", str(EXAMPLES / "hysteresis_frame.toml"), "--out", str(out), "--budget", "26", "--no-plots", "--quiet"],
+    )
     assert r.exit_code == 0, r.output
     res = json.loads((out / RESULT_FILE).read_text())
     assert res["n_evaluations"] == 26 and res["n_failed"] == 0 and res["stop_reason"] == "max_evals"

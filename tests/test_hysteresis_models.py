@@ -10,12 +10,12 @@ from scipy.integrate import solve_ivp
 from scipy.optimize import least_squares
 
 import mechcalib as mc
+from mechcalib.core.problem import experiment_from_model
 from mechcalib.errors import ConfigurationError
 from mechcalib.models import SimulationFailure, get_model
 from mechcalib.models.hysteresis import FrameMDOF, HystereticSDOF, build_frame
-from mechcalib.models.hysteresis.opensees import boucwen_material, build_sdof
 from mechcalib.models.hysteresis.laws import LAWS
-from mechcalib.core.problem import experiment_from_model
+from mechcalib.models.hysteresis.opensees import boucwen_material, build_sdof
 
 SDOF_NAMES = {
     "sdof_bilinear_kinematic": "bilinear_kinematic",

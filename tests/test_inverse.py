@@ -133,8 +133,10 @@ def test_quality_labels_are_unit_free():
     units = np.array([1000.0, 0.01])
     np.testing.assert_allclose(quality_labels(S * units, E * units), g, rtol=1e-12)
     assert quality_labels(E[None], E)[0] == pytest.approx(1 / (1 + math.exp(-1.0)))  # mean of squares / RMS² = 1
-    np.testing.assert_allclose(quality_labels(S[:, :, 0], E[:, 0]), gamma_label(S[:, :, :1] / np.sqrt(np.mean(E[:, 0] ** 2)),
-                                                                           E[:, :1] / np.sqrt(np.mean(E[:, 0] ** 2))))
+    np.testing.assert_allclose(
+        quality_labels(S[:, :, 0], E[:, 0]),
+        gamma_label(S[:, :, :1] / np.sqrt(np.mean(E[:, 0] ** 2)), E[:, :1] / np.sqrt(np.mean(E[:, 0] ** 2))),
+    )
 
 
 # -- data ----------------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from mechcalib.cli import app
+from mechcalib.core.model import SimulationFailure
 from mechcalib.errors import ConfigurationError
 from mechcalib.inverse.data import (
     SamplingProblem,
@@ -19,7 +20,6 @@ from mechcalib.inverse.data import (
     generate_dataset,
 )
 from mechcalib.models import get_model
-from mechcalib.core.model import SimulationFailure
 from mechcalib.models.oscillator import Duffing
 from mechcalib.storage import RunStore
 
@@ -47,8 +47,10 @@ class CountingDuffing(Duffing):
         out = super().simulate(theta, conditions)
         k = self.space.names.index("k")
         if self.fail_above is not None:
-            out = [SimulationFailure(f"k = {t[k]:.3f} above {self.fail_above}") if t[k] > self.fail_above else r
-                   for t, r in zip(theta, out, strict=True)]
+            out = [
+                SimulationFailure(f"k = {t[k]:.3f} above {self.fail_above}") if t[k] > self.fail_above else r
+                for t, r in zip(theta, out, strict=True)
+            ]
         return out
 
 
@@ -156,8 +158,21 @@ def test_pool_workers_give_the_same_dataset(tmp_path):
 
 def test_cli_dataset_through_the_store(tmp_path):
     store, out = tmp_path / "s.sqlite", tmp_path / "d.npz"
-    args = ["inverse", "dataset", "duffing", "--n", "6", "--length", "30", "--seed", "3", "--store", str(store),
-            "--out", str(out)]
+    args = [
+        "inverse",
+        "dataset",
+        "duffing",
+        "--n",
+        "6",
+        "--length",
+        "30",
+        "--seed",
+        "3",
+        "--store",
+        str(store),
+        "--out",
+        str(out),
+    ]
     r = runner.invoke(app, [*args, "--budget", "2"])
     assert r.exit_code == 0, r.output
     assert "2 of 6 sets stored (2 simulated now" in r.output and "partial" in r.output
@@ -175,8 +190,25 @@ def test_resume_a_dataset_run_from_its_record(tmp_path):
     # `mechcalib resume STORE --out F.npz` rebuilds the model (with its constructor options), n, seed,
     # conditions and layout from the run's record and simulates only the missing sets
     store, out = tmp_path / "s.sqlite", tmp_path / "d.npz"
-    args = ["inverse", "dataset", "duffing", "--n", "6", "--length", "30", "--seed", "3", "--store", str(store),
-            "--out", str(out), "--condition", "F0=0.4", "--budget", "2"]
+    args = [
+        "inverse",
+        "dataset",
+        "duffing",
+        "--n",
+        "6",
+        "--length",
+        "30",
+        "--seed",
+        "3",
+        "--store",
+        str(store),
+        "--out",
+        str(out),
+        "--condition",
+        "F0=0.4",
+        "--budget",
+        "2",
+    ]
     r = runner.invoke(app, args)
     assert r.exit_code == 0, r.output
     with RunStore(store, readonly=True) as st:

@@ -131,8 +131,11 @@ def test_block_shapes(cell, impl):
     assert MultiHeadAttention(H, 4, sparsity=0.49)(h).shape == (B, L, H)
     assert SparseEncoderBlock(H, 2, 0.49, 2, "value")(h).shape == (B, L, H)
     assert DecoderNet(H, 3)(h[:, -1]).shape == (B, 3)
-    net = InverseNet(NetConfig(n_features=C, n_outputs=3, hidden=H, heads=2, cell=cell, recurrent_impl=impl,
-                               num_layers=2, pool="mean"))
+    net = InverseNet(
+        NetConfig(
+            n_features=C, n_outputs=3, hidden=H, heads=2, cell=cell, recurrent_impl=impl, num_layers=2, pool="mean"
+        )
+    )
     assert net.encode(x).shape == (B, L, H) and net(x).shape == (B, 3)
     with pytest.raises(ConfigurationError, match="takes"):
         net(torch.randn(B, L, C + 1))
@@ -223,7 +226,9 @@ def test_gdr_weights_rank_varying_informative_inputs_first():
 
 # -- training, persistence, seeds -------------------------------------------------------------------------------
 def small_cal(seed=0, **kw) -> InverseCalibrator:
-    return InverseCalibrator("PartsNet", TrainConfig(epochs=3, batch_size=8, lr=3e-3, seed=seed, threads=1, **kw), hidden=8, heads=2)
+    return InverseCalibrator(
+        "PartsNet", TrainConfig(epochs=3, batch_size=8, lr=3e-3, seed=seed, threads=1, **kw), hidden=8, heads=2
+    )
 
 
 def test_save_load_round_trip(tmp_path):
@@ -277,7 +282,9 @@ def test_early_stopping_restores_the_best_epoch():
     data = tiny_data()
     cal = small_cal(patience=2, min_delta=1e9, restore_best=True).fit(data)  # nothing counts as improvement
     assert cal.epochs_run == 3 and cal.best_epoch == 1
-    one = InverseCalibrator("PartsNet", TrainConfig(epochs=1, batch_size=8, lr=3e-3, seed=0, threads=1), hidden=8, heads=2).fit(data)
+    one = InverseCalibrator(
+        "PartsNet", TrainConfig(epochs=1, batch_size=8, lr=3e-3, seed=0, threads=1), hidden=8, heads=2
+    ).fit(data)
     np.testing.assert_array_equal(cal.predict(data.X), one.predict(data.X))
 
 
@@ -286,8 +293,9 @@ def test_recovery_on_a_family_with_a_known_inverse():
     (hidden 16, 2 heads) on 120 sequences of 12 x 2, 60 epochs, recovers 40 unseen ones to R² 0.9994 and RMSE 0.0064
     in [0, 1]-scaled parameters (largest error 0.024 of a's range 1, 0.021 of b's range 2); asserted with margin."""
     train, val = tiny_data(n=120, seed=0), tiny_data(n=40, seed=1)
-    cal = InverseCalibrator("PartsNet", TrainConfig(epochs=60, batch_size=30, lr=1e-2, seed=0, threads=1), hidden=16,
-                            heads=2).fit(train, val)
+    cal = InverseCalibrator(
+        "PartsNet", TrainConfig(epochs=60, batch_size=30, lr=1e-2, seed=0, threads=1), hidden=16, heads=2
+    ).fit(train, val)
     ev = cal.evaluate(val)
     assert ev["R2_a"] > 0.99 and ev["R2_b"] > 0.99 and ev["RMSE"] < 0.02, ev
     err = np.abs(cal.predict(val.X) - val.Y).max(axis=0)
@@ -325,7 +333,9 @@ def test_end_to_end_recovery_on_duffing_sequences():
     data = from_model(get_model("duffing"), 200, features=["restoring_force"], conditions={"F0": 2.0}, seed=0)
     assert data.X.shape == (200, 99, 2)
     tr, va = data.split(0.25, seed=1)
-    cal = InverseCalibrator("PartsNet", TrainConfig(epochs=12, lr=1e-2, batch_size=30, seed=0, threads=1), hidden=12, heads=1)
+    cal = InverseCalibrator(
+        "PartsNet", TrainConfig(epochs=12, lr=1e-2, batch_size=30, seed=0, threads=1), hidden=12, heads=1
+    )
     ev = cal.fit(tr, va).evaluate(va)
     assert ev["R2"] > 0.5, ev
     assert ev["R2_c"] > 0.7 and ev["R2_k"] > 0.7, ev
@@ -341,8 +351,28 @@ def test_commands_dataset_train_identify(tmp_path):
     assert r.exit_code == 0, r.output
     assert "16 sequences of 15 x 2" in r.output
     net = tmp_path / "n.pt"
-    r = runner.invoke(app, ["inverse", "train", str(data), "--out", str(net), "--length", "15", "--epochs", "2",
-                            "--hidden", "8", "--heads", "2", "--batch-size", "8", "--threads", "1"])
+    r = runner.invoke(
+        app,
+        [
+            "inverse",
+            "train",
+            str(data),
+            "--out",
+            str(net),
+            "--length",
+            "15",
+            "--epochs",
+            "2",
+            "--hidden",
+            "8",
+            "--heads",
+            "2",
+            "--batch-size",
+            "8",
+            "--threads",
+            "1",
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert "validation" in r.output and "R2" in r.output and net.is_file()
     csv = tmp_path / "m.csv"
@@ -360,8 +390,28 @@ def test_commands_dataset_train_identify(tmp_path):
     r = runner.invoke(app, ["inverse", "train", str(data), "--out", str(net), "--variant", "LSTM"])
     assert r.exit_code == 2 and "variants" in r.output
     step = tmp_path / "step.pt"
-    r = runner.invoke(app, ["inverse", "train", str(data), "--out", str(step), "--length", "15", "--epochs", "1",
-                            "--hidden", "8", "--heads", "2", "--threads", "1", "--x-scaling", "step"])
+    r = runner.invoke(
+        app,
+        [
+            "inverse",
+            "train",
+            str(data),
+            "--out",
+            str(step),
+            "--length",
+            "15",
+            "--epochs",
+            "1",
+            "--hidden",
+            "8",
+            "--heads",
+            "2",
+            "--threads",
+            "1",
+            "--x-scaling",
+            "step",
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert InverseCalibrator.load(step).x_scaler.mean.shape == (15, 2)
     r = runner.invoke(app, ["inverse", "train", str(data), "--out", str(step), "--x-scaling", "time"])

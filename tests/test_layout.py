@@ -74,7 +74,7 @@ def test_no_import_cycle():
         stack.append(m)
         for n in sorted(graph[m]):
             if state.get(n) == 1:
-                cycles.append(stack[stack.index(n):] + [n])
+                cycles.append(stack[stack.index(n) :] + [n])
             elif n not in state:
                 dfs(n)
         stack.pop()
@@ -89,8 +89,11 @@ def test_no_import_cycle():
 def test_core_depends_on_nothing_above_it():
     graph = _graph()
     allowed = ("mechcalib.core", "mechcalib.errors")
-    bad = {m: sorted(n for n in deps if not n.startswith(allowed))
-           for m, deps in graph.items() if m.startswith("mechcalib.core")}
+    bad = {
+        m: sorted(n for n in deps if not n.startswith(allowed))
+        for m, deps in graph.items()
+        if m.startswith("mechcalib.core")
+    }
     bad = {m: d for m, d in bad.items() if d}
     assert not bad, f"the core imports from higher layers: {bad}"
 

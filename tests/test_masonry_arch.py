@@ -96,8 +96,9 @@ def test_dem_approaches_the_limit_load():
     rigid-block collapse load and rises towards it as kn grows."""
     m = MasonryArch(contacts="edges")
     lp = static_collapse(m.assembly).load / 1e3
-    runs = m.run(np.array([[4e8, 1.6e8, 60.0], [4e9, 1.6e9, 60.0]]), {"velocity": 1.0, "max_displacement": 2.0,
-                                                                       "n_samples": 201})
+    runs = m.run(
+        np.array([[4e8, 1.6e8, 60.0], [4e9, 1.6e9, 60.0]]), {"velocity": 1.0, "max_displacement": 2.0, "n_samples": 201}
+    )
     peaks = [r.peak_force for r in runs]
     assert peaks[0] < peaks[1]
     assert peaks[1] == pytest.approx(lp, rel=0.05)

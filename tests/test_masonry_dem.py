@@ -33,9 +33,13 @@ def rect(x0, y0, x1, y1):
 
 
 def two_blocks(base, top, *, angle=0.0, load=None, tracked=None, width=0.1):
-    blocks = (Block((rotate(base, angle),), (RHO,), fixed=True, name="base"),
-              Block((rotate(top, angle),), (RHO,), name="top"))
-    return Assembly(blocks, tuple(find_joints(blocks)), width, load, tracked or {"top": (1, rotate(top, angle).mean(0))})
+    blocks = (
+        Block((rotate(base, angle),), (RHO,), fixed=True, name="base"),
+        Block((rotate(top, angle),), (RHO,), name="top"),
+    )
+    return Assembly(
+        blocks, tuple(find_joints(blocks)), width, load, tracked or {"top": (1, rotate(top, angle).mean(0))}
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -87,7 +91,7 @@ def test_block_on_inclined_plane_slides_exactly_past_the_friction_angle(dphi, sl
     asm = two_blocks(rect(-0.5, -0.2, 0.5, 0.0), rect(-0.1, 0.0, 0.1, 0.1), angle=angle)
     sysm = dem.build_system(asm, "uniform", 5)
     r = dem.run_batch(sysm, [1e9], [4e8], [phi], duration=1.0, n_samples=11, eq_max_steps=0)
-    d = r.samples[0, :, dem.S_TRACK:dem.S_TRACK + 2]
+    d = r.samples[0, :, dem.S_TRACK : dem.S_TRACK + 2]
     along = d @ np.array([math.cos(angle), math.sin(angle)])  # up-slope component
     late = along[-1] - along[2]  # after the first 0.2 s of settling
     if slides:
@@ -100,8 +104,11 @@ def test_block_on_inclined_plane_slides_exactly_past_the_friction_angle(dphi, sl
 
 
 def _pushed_block(velocity):
-    asm = two_blocks(rect(-0.5, -0.2, 0.5, 0.0), rect(-0.1, 0.0, 0.1, 0.05),
-                     load=LoadPoint(1, np.array([-0.1, 0.025]), np.array([1.0, 0.0])))
+    asm = two_blocks(
+        rect(-0.5, -0.2, 0.5, 0.0),
+        rect(-0.1, 0.0, 0.1, 0.05),
+        load=LoadPoint(1, np.array([-0.1, 0.025]), np.array([1.0, 0.0])),
+    )
     sysm = dem.build_system(asm, "uniform", 5, load_area=0.005 * 0.1)
     r = dem.run_batch(sysm, [1e9], [4e8], [25.0], velocity=velocity, duration=2e-3 / velocity, n_samples=201)
     return r, sysm.mass[1] * G
@@ -127,8 +134,12 @@ def test_two_block_hinge_rocks_about_the_far_corner():
     F = W (b/2 cos t - h/2 sin t) / (h cos t + b sin t), whose start W b / (2 h) is also the limit load."""
     b, h = 0.2, 0.6
     top = rect(-b / 2, 0.0, b / 2, h)
-    asm = two_blocks(rect(-0.4, -0.2, 0.4, 0.0), top, load=LoadPoint(1, np.array([-b / 2, h]), np.array([1.0, 0.0])),
-                     tracked={"left": (1, np.array([-b / 2, 0.0])), "right": (1, np.array([b / 2, 0.0]))})
+    asm = two_blocks(
+        rect(-0.4, -0.2, 0.4, 0.0),
+        top,
+        load=LoadPoint(1, np.array([-b / 2, h]), np.array([1.0, 0.0])),
+        tracked={"left": (1, np.array([-b / 2, 0.0])), "right": (1, np.array([b / 2, 0.0]))},
+    )
     (jt,) = asm.joints
     jt = dataclasses.replace(jt, tags=("left", "right") if jt.p0[0] < jt.p1[0] else ("right", "left"))
     asm = dataclasses.replace(asm, joints=(jt,))
@@ -137,7 +148,7 @@ def test_two_block_hinge_rocks_about_the_far_corner():
     r = dem.run_batch(sysm, [1e10], [4e9], [60.0], velocity=1e-4, duration=50.0, n_samples=201, kp=1e7)
     s = r.samples[0]
     F = s[:, dem.S_FORCE]
-    d = s[:, dem.S_TRACK:dem.S_TRACK + 4]
+    d = s[:, dem.S_TRACK : dem.S_TRACK + 4]
     th = -np.arctan2(d[:, 3] - d[:, 1], b + d[:, 2] - d[:, 0])  # clockwise rotation of the block
     rigid = W * (b / 2 * np.cos(th) - h / 2 * np.sin(th)) / (h * np.cos(th) + b * np.sin(th))
     assert th[-1] > 0.007
@@ -158,18 +169,34 @@ def test_local_damping_energy_decay(alpha):
     compressed, so it is a linear oscillator. Local damping makes the update stiffer by (1 + alpha) while
     moving away from equilibrium and softer by (1 - alpha) while returning, so the kinetic energy at each
     pass through equilibrium is (1 - alpha) / (1 + alpha) times the previous one (1/9 for 0.8)."""
-    blocks = (Block((rect(-0.2, -0.1, 0.2, 0.0),), (RHO,), fixed=True), Block((rect(-0.05, 0.0, 0.05, 0.1),), (1000.0,)),
-              Block((rect(-0.2, 0.1, 0.2, 0.2),), (RHO,), fixed=True))
+    blocks = (
+        Block((rect(-0.2, -0.1, 0.2, 0.0),), (RHO,), fixed=True),
+        Block((rect(-0.05, 0.0, 0.05, 0.1),), (1000.0,)),
+        Block((rect(-0.2, 0.1, 0.2, 0.2),), (RHO,), fixed=True),
+    )
     asm = Assembly(blocks, tuple(find_joints(blocks)), 0.1)
     sysm = dem.build_system(asm, "uniform", 3)
     v0 = np.zeros((3, 3))
     v0[1, 1] = 0.01
     k = 1e6 * 0.1 * 0.1
     period = 2 * math.pi * math.sqrt(sysm.mass[1] / k)
-    r = dem.run_batch(sysm, [1e6], [4e5], [30.0], gravity=(0.0, 0.0), duration=3.2 * period, n_samples=6001,
-                      eq_max_steps=0, vel0=v0, dt=period / 6000, alpha=alpha)
+    r = dem.run_batch(
+        sysm,
+        [1e6],
+        [4e5],
+        [30.0],
+        gravity=(0.0, 0.0),
+        duration=3.2 * period,
+        n_samples=6001,
+        eq_max_steps=0,
+        vel0=v0,
+        dt=period / 6000,
+        alpha=alpha,
+    )
     ke = r.samples[0, :, dem.S_KE]
-    peaks = [ke[0]] + [ke[i] for i in range(1, ke.size - 1) if ke[i] >= ke[i - 1] and ke[i] > ke[i + 1] and ke[i] > 1e-12 * ke[0]]
+    peaks = [ke[0]] + [
+        ke[i] for i in range(1, ke.size - 1) if ke[i] >= ke[i - 1] and ke[i] > ke[i + 1] and ke[i] > 1e-12 * ke[0]
+    ]
     ratios = np.array(peaks[1:4]) / np.array(peaks[:3])
     np.testing.assert_allclose(ratios, (1 - alpha) / (1 + alpha), rtol=0.02)
 

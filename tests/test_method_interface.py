@@ -37,8 +37,15 @@ def linear_dataset(n: int = 16, seed: int = 0, shift: float = 0.0) -> Dataset:
     theta = model.space.from_unit(U)
     sims = model.simulate(theta, {"n_points": N_POINTS})
     Y = np.vstack([s["y"].y for s in sims])
-    return Dataset(theta, {"y": Y}, names=model.space.free_names, abscissa={"y": sims[0]["y"].x + shift},
-                   space=model.space, unit=U, meta={"model": "linear"})
+    return Dataset(
+        theta,
+        {"y": Y},
+        names=model.space.free_names,
+        abscissa={"y": sims[0]["y"].x + shift},
+        space=model.space,
+        unit=U,
+        meta={"model": "linear"},
+    )
 
 
 @pytest.fixture(scope="module")
@@ -86,8 +93,9 @@ def test_inverse_network_fits_a_dataset_and_identifies(data):
 
     old = torch.get_num_threads()
     try:
-        cal = InverseCalibrator("GRU", TrainConfig(epochs=2, batch_size=8, lr=3e-3, val_fraction=0.0, threads=1),
-                                hidden=4)
+        cal = InverseCalibrator(
+            "GRU", TrainConfig(epochs=2, batch_size=8, lr=3e-3, val_fraction=0.0, threads=1), hidden=4
+        )
         assert isinstance(cal, Method)
         assert cal.fit(data, seed=3) is cal
         assert cal.train_config.seed == 3 and cal.features == ("y.y",) and cal.length == N_POINTS

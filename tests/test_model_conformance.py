@@ -40,37 +40,69 @@ class Case:
 
 
 HUGE_RECORD = "GiB"  # a memory estimate refuses the allocation before it is made
-_SDOF_BAD = (({"fs": -1.0}, "'fs' must be a finite number > 0"), ({"t_end": float("nan")}, "'t_end'"),
-             ({"amplitude": "5"}, "'amplitude' must be a finite number"), ({"fs": 1e9, "t_end": 30.0}, HUGE_RECORD),
-             ({"force": {"t": [0.0, 2.0, 1.0], "force": [0.0, 1.0, 0.0]}}, "increase strictly"))
+_SDOF_BAD = (
+    ({"fs": -1.0}, "'fs' must be a finite number > 0"),
+    ({"t_end": float("nan")}, "'t_end'"),
+    ({"amplitude": "5"}, "'amplitude' must be a finite number"),
+    ({"fs": 1e9, "t_end": 30.0}, HUGE_RECORD),
+    ({"force": {"t": [0.0, 2.0, 1.0], "force": [0.0, 1.0, 0.0]}}, "increase strictly"),
+)
 _SDOF = Case({"t_end": 2.0, "fs": 100.0}, bad=_SDOF_BAD)
 
 CASES: dict[str, Case] = {
-    "duffing": Case({"t_end": 3.0, "fs": 10.0},
-                    bad=(({"m": 0.0}, "'m' must be a finite number > 0"), ({"substeps": 2.5}, "'substeps' must be an integer"),
-                         ({"fs": 1e9, "t_end": 30.0}, HUGE_RECORD), ({"omega": float("inf")}, "'omega'"))),
-    "linear": Case({"n_points": 20}, bad=(({"n_points": 1}, "'n_points' must be an integer >= 2"),
-                                          ({"n_points": "20"}, "'n_points'"))),
-    "masonry_arch": Case({"max_displacement": 0.2, "n_samples": 5},
-                         bad=(({"velocity": -1.0}, "'velocity' must be a finite number > 0"),
-                              ({"dt_factor": 0.8}, "dt_factor"), ({"eq_tol": float("nan")}, "'eq_tol'"),
-                              ({"n_samples": 10**12}, HUGE_RECORD))),
-    "hydration": Case({"n_steps": 60}, n_random=70,
-                      bad=(({"t_min": 10.0, "t_max": 1.0}, "t_min < t_max"), ({"T": float("nan")}, "'T'"),
-                           ({"dalpha": 0.0}, "'dalpha'"), ({"n_steps": 10**13}, HUGE_RECORD)),
-                      presets_outside={"cost_tu1404": "the COST TU1404 peer study's values lie outside Table 1's box"}),
+    "duffing": Case(
+        {"t_end": 3.0, "fs": 10.0},
+        bad=(
+            ({"m": 0.0}, "'m' must be a finite number > 0"),
+            ({"substeps": 2.5}, "'substeps' must be an integer"),
+            ({"fs": 1e9, "t_end": 30.0}, HUGE_RECORD),
+            ({"omega": float("inf")}, "'omega'"),
+        ),
+    ),
+    "linear": Case(
+        {"n_points": 20},
+        bad=(({"n_points": 1}, "'n_points' must be an integer >= 2"), ({"n_points": "20"}, "'n_points'")),
+    ),
+    "masonry_arch": Case(
+        {"max_displacement": 0.2, "n_samples": 5},
+        bad=(
+            ({"velocity": -1.0}, "'velocity' must be a finite number > 0"),
+            ({"dt_factor": 0.8}, "dt_factor"),
+            ({"eq_tol": float("nan")}, "'eq_tol'"),
+            ({"n_samples": 10**12}, HUGE_RECORD),
+        ),
+    ),
+    "hydration": Case(
+        {"n_steps": 60},
+        n_random=70,
+        bad=(
+            ({"t_min": 10.0, "t_max": 1.0}, "t_min < t_max"),
+            ({"T": float("nan")}, "'T'"),
+            ({"dalpha": 0.0}, "'dalpha'"),
+            ({"n_steps": 10**13}, HUGE_RECORD),
+        ),
+        presets_outside={"cost_tu1404": "the COST TU1404 peer study's values lie outside Table 1's box"},
+    ),
     "sdof_bilinear_kinematic": _SDOF,
     "sdof_bilinear_equal": _SDOF,
     "sdof_boucwen": _SDOF,
     "sdof_degradation": _SDOF,
     "sdof_pinching": _SDOF,
     "mdof_frame": Case({"t_end": 0.5}, bad=_SDOF_BAD),
-    "eepa_triaxial": Case({"E_scale": 0.01, "t_load": 0.004, "t_end": 0.006, "n_out": 7},
-                          options={"specimen": "tiny"}, n_random=1,
-                          bad=(({"t_load": 0.1}, "t_load"), ({"E_scale": -1.0}, "'E_scale' must be a finite number > 0"),
-                               ({"fs": 1e12}, HUGE_RECORD), ({"dt_safety": 2.0}, "'dt_safety'"))),
-    "external_arch": Case({"w_max": 2.0}, bad=(({"w_max": float("nan")}, "finite number"),
-                                               ({"w_max": "2; rm -rf ~"}, "finite number"))),
+    "eepa_triaxial": Case(
+        {"E_scale": 0.01, "t_load": 0.004, "t_end": 0.006, "n_out": 7},
+        options={"specimen": "tiny"},
+        n_random=1,
+        bad=(
+            ({"t_load": 0.1}, "t_load"),
+            ({"E_scale": -1.0}, "'E_scale' must be a finite number > 0"),
+            ({"fs": 1e12}, HUGE_RECORD),
+            ({"dt_safety": 2.0}, "'dt_safety'"),
+        ),
+    ),
+    "external_arch": Case(
+        {"w_max": 2.0}, bad=(({"w_max": float("nan")}, "finite number"), ({"w_max": "2; rm -rf ~"}, "finite number"))
+    ),
 }
 NAMES = [*MODELS, "external_arch"]
 
@@ -79,13 +111,24 @@ def external_arch(tmp: Path) -> Model:
     """The external-simulator example (a Python stand-in for 3DEC) with declared units."""
     from mechcalib.models.external import CsvOutput, ExternalModel
 
-    space = mc.ParameterSpace([mc.Parameter("kn", 1e8, 1e10, scale="log"), mc.Parameter("ks", 1e8, 1e10, scale="log"),
-                               mc.Parameter("phi", 25.0, 45.0)])
+    space = mc.ParameterSpace(
+        [
+            mc.Parameter("kn", 1e8, 1e10, scale="log"),
+            mc.Parameter("ks", 1e8, 1e10, scale="log"),
+            mc.Parameter("phi", 25.0, 45.0),
+        ]
+    )
     return ExternalModel(
-        space, ["{python}", "arch_sim.py", "params.txt", "result.csv"],
-        templates={"params.txt": EXAMPLE / "params.template"}, files=[EXAMPLE / "arch_sim.py"],
+        space,
+        ["{python}", "arch_sim.py", "params.txt", "result.csv"],
+        templates={"params.txt": EXAMPLE / "params.template"},
+        files=[EXAMPLE / "arch_sim.py"],
         outputs={"force": CsvOutput("result.csv", "displacement", "force", x_unit="mm", y_unit="kN")},
-        conditions={"w_max": 4.0}, workdir_root=tmp / "work", timeout=60, name="arch", keep="none",
+        conditions={"w_max": 4.0},
+        workdir_root=tmp / "work",
+        timeout=60,
+        name="arch",
+        keep="none",
         presets={"default": {"kn": 4e9, "ks": 1.6e9, "phi": 30.5}},
     )
 
@@ -157,7 +200,8 @@ def test_batch_equals_one_by_one_and_a_bad_set_fails_alone(name, results):
     assert len(batch) == theta.shape[0]
     assert isinstance(batch[1], SimulationFailure) and batch[1].message
     assert not any(isinstance(b, SimulationFailure) for i, b in enumerate(batch) if i != 1), [
-        b.message for b in batch if isinstance(b, SimulationFailure)]
+        b.message for b in batch if isinstance(b, SimulationFailure)
+    ]
     for i, one in r["singles"].items():
         assert not isinstance(one, SimulationFailure), one
         assert_same(batch[i], one)
@@ -181,8 +225,11 @@ def test_presets_lie_inside_the_space(name, built):
         v = model.full_vector(preset=preset)  # every parameter has a value
         if preset in CASES[name].presets_outside:
             continue
-        outside = [(p.name, float(x), (p.lower, p.upper)) for p, x in zip(model.space, v, strict=True)
-                   if not p.lower <= x <= p.upper]
+        outside = [
+            (p.name, float(x), (p.lower, p.upper))
+            for p, x in zip(model.space, v, strict=True)
+            if not p.lower <= x <= p.upper
+        ]
         assert not outside, f"preset {preset!r}: {outside}"
 
 
@@ -246,8 +293,13 @@ def test_direct_identification_of_a_hysteretic_model():
     model = get_model("sdof_bilinear_kinematic")
     cond = {"t_end": 2.0, "fs": 50.0}
     target = mc.experiment_from_model(model, conditions=cond)["acceleration"]
-    d = Direct(model, channel="acceleration", conditions=cond, max_evals=20,
-               optimizer=lambda rng: RandomSearch(batch_size=10, seed=rng))
+    d = Direct(
+        model,
+        channel="acceleration",
+        conditions=cond,
+        max_evals=20,
+        optimizer=lambda rng: RandomSearch(batch_size=10, seed=rng),
+    )
     res = d.identify_curve(target, seed=0)
     assert res.n_evals == 20 and np.isfinite(res.loss) and res.loss > 0
 

@@ -95,8 +95,9 @@ def test_dither_draws_f_in_range_and_settings_round_trip():
     assert np.all(np.isfinite(opt._X))
 
 
-@pytest.mark.parametrize("kw", [dict(pop_size=3), dict(F=0.0), dict(CR=1.5), dict(dither=(1.0, 0.5)),
-                                dict(dither="wide")])
+@pytest.mark.parametrize(
+    "kw", [dict(pop_size=3), dict(F=0.0), dict(CR=1.5), dict(dither=(1.0, 0.5)), dict(dither="wide")]
+)
 def test_bad_settings_are_rejected(kw):
     with pytest.raises(ConfigurationError):
         DE(**kw)

@@ -92,8 +92,16 @@ def test_library_size_rules():
     assert GA.paper_000(seed=1).settings() == GA(seed=1).settings()
 
 
-@pytest.mark.parametrize("kw", [dict(parents_portion=0.0), dict(pop_size=4, parents_portion=0.9),
-                                dict(mating_probability=0.0), dict(mutation="gauss"), dict(pop_size=2)])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(parents_portion=0.0),
+        dict(pop_size=4, parents_portion=0.9),
+        dict(mating_probability=0.0),
+        dict(mutation="gauss"),
+        dict(pop_size=2),
+    ],
+)
 def test_bad_settings_are_rejected(kw):
     with pytest.raises(ConfigurationError):
         GA(**kw)
@@ -149,7 +157,9 @@ def test_ga_beats_random_search_on_3d_sphere():
     """Median best loss over 7 seeds at 1000 evaluations: GA at most a quarter of random search's."""
     budget, seeds = 1000, range(7)
     ga = [mc.minimize(_sphere, [0] * 3, [1] * 3, GA.paper_000(seed=s), max_evals=budget).best_loss for s in seeds]
-    rs = [mc.minimize(_sphere, [0] * 3, [1] * 3, get_optimizer("random")(seed=s), max_evals=budget).best_loss
-          for s in seeds]
+    rs = [
+        mc.minimize(_sphere, [0] * 3, [1] * 3, get_optimizer("random")(seed=s), max_evals=budget).best_loss
+        for s in seeds
+    ]
     assert np.median(ga) < 0.25 * np.median(rs)
     assert np.median(ga) < 1e-3

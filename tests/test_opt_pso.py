@@ -101,12 +101,16 @@ VARIANTS = {
     "eq7 nonlinear": (dict(inertia="nonlinear", w_exponent=2.0), 0.5, 1.0, [[0.45, 0.02], [-0.05, 0.0]]),
     # eq. 9, phi = 4.1: K (V + A) = K (0.51, -0.077) = (0.3722203, -0.0561980), K (-0.1, 0)
     "eq9 constriction": (
-        dict(inertia="none", constriction=True, phi1=2.05, phi2=2.05), 1.0, K41,
+        dict(inertia="none", constriction=True, phi1=2.05, phi2=2.05),
+        1.0,
+        K41,
         [[0.51 * K41, -0.077 * K41], [-0.1 * K41, 0.0]],
     ),
     # eq. 10, phi = 4.1, w = 0.6: K (0.6 V + A) = K (0.47, 0.003) = (0.3430266, 0.0021895), K (-0.06, 0)
     "eq10 inertia+constriction": (
-        dict(inertia="linear", constriction=True, phi1=2.05, phi2=2.05), 0.6, K41,
+        dict(inertia="linear", constriction=True, phi1=2.05, phi2=2.05),
+        0.6,
+        K41,
         [[0.47 * K41, 0.003 * K41], [-0.06 * K41, 0.0]],
     ),
 }
@@ -237,7 +241,14 @@ def test_presets_and_registry():
     p = PSO.paper_000(seed=0)
     s = p.settings()
     assert (s["swarm_size"], s["phi1"], s["phi2"], s["inertia"], s["w_max"], s["w_min"], s["max_iter"]) == (
-        10, 2.0, 2.0, "linear", 0.8, 0.4, 50)
+        10,
+        2.0,
+        2.0,
+        "linear",
+        0.8,
+        0.4,
+        50,
+    )
     assert p.K == 1.0
     assert PSO.paper_000(max_iter=80).max_iter == 80  # overrides pass through
     assert PSO.original().inertia == "none" and not PSO.original().constriction
@@ -270,7 +281,8 @@ def test_paper_preset_converges_on_3d_sphere(seed):
 
 
 @pytest.mark.parametrize(
-    "make", [PSO.original, PSO.constricted, lambda seed: PSO(inertia="nonlinear", seed=seed)],
+    "make",
+    [PSO.original, PSO.constricted, lambda seed: PSO(inertia="nonlinear", seed=seed)],
 )
 def test_other_variants_make_progress(make):
     best, _ = _sphere_best(make(seed=0), 3, 500, np.array([0.3, 0.6, 0.45]))

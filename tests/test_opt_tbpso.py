@@ -111,9 +111,7 @@ def test_trust_update_with_failed_evaluations():
 
 
 def test_trust_limit_clips():
-    np.testing.assert_array_equal(
-        update_trust(C_PREV, FP_AFTER, F_NOW, limit=1.0), [[0, 1, 1], [0, 0, -1], [0, 0, 0]]
-    )
+    np.testing.assert_array_equal(update_trust(C_PREV, FP_AFTER, F_NOW, limit=1.0), [[0, 1, 1], [0, 0, -1], [0, 0, 0]])
 
 
 def test_position_differences_eq13_both_directions():
@@ -158,8 +156,14 @@ def test_class_step_by_hand(direction, V_new, X_new):
     the velocity clamp (0.5) and the walls."""
     opt = TBPSO.paper_000(max_iter=50, v_max=0.5, trust_direction=direction, seed=0).setup(2)
     assert opt.K == 1.0  # eq. 8 at phi = 1 + 1 + 2 = 4
-    opt._X, opt._V, opt._P, opt._fP, opt._C, opt._k = X.copy(), V.copy(), P_BEFORE.copy(), FP_BEFORE.copy(), \
-        C_PREV.copy(), 25
+    opt._X, opt._V, opt._P, opt._fP, opt._C, opt._k = (
+        X.copy(),
+        V.copy(),
+        P_BEFORE.copy(),
+        FP_BEFORE.copy(),
+        C_PREV.copy(),
+        25,
+    )
     opt.rng = FixedRandom(R1, R2, R3)
     U = opt.ask()
     opt.tell(U, F_NOW)
@@ -243,14 +247,22 @@ def test_presets_and_defaults():
     p = TBPSO.paper_000(seed=0)
     s = p.settings()
     assert (s["swarm_size"], s["phi1"], s["phi2"], s["phi3"], s["inertia"], s["w_max"], s["w_min"]) == (
-        10, 1.0, 1.0, 2.0, "linear", 0.8, 0.4)
+        10,
+        1.0,
+        1.0,
+        2.0,
+        "linear",
+        0.8,
+        0.4,
+    )
     # eq. 13 as printed ("away"): the better direction on benchmarks/optimizers.py; "toward" stays available
     assert (s["max_iter"], s["constriction"], s["trust_direction"], s["trust_limit"]) == (20, True, "away", None)
     assert p.K == 1.0
     toward = TBPSO.paper_000(trust_direction="toward", seed=0)
     assert toward.trust_direction == "toward"
     assert {k: v for k, v in toward.settings().items() if k != "trust_direction"} == {
-        k: v for k, v in s.items() if k != "trust_direction"}
+        k: v for k, v in s.items() if k != "trust_direction"
+    }
     d = TBPSO()
     assert (d.phi1, d.phi2, d.phi3, d.trust_limit, d.trust_direction) == (1.0, 1.0, 2.0, 1.0, "toward")
     assert get_optimizer("tbpso") is TBPSO

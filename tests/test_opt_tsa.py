@@ -23,8 +23,14 @@ def test_seed_equations_both_branches_by_hand():
     # dim 1 (eq. 4, own tree):  0.4 - 0.5 (0.4 - 0.8) = 0.6
     np.testing.assert_allclose(S, [[0.15, 0.6]])
     # several seeds of different trees at once
-    S = tsa_seeds(T, best, np.array([1, 2]), np.array([0, 0]), np.array([[1.0, 1.0], [-1.0, 0.25]]),
-                  np.array([[False, True], [True, False]]))
+    S = tsa_seeds(
+        T,
+        best,
+        np.array([1, 2]),
+        np.array([0, 0]),
+        np.array([[1.0, 1.0], [-1.0, 0.25]]),
+        np.array([[False, True], [True, False]]),
+    )
     # tree 1: [0.6 + (0.6 - 0.2), 0.8 + (0.1 - 0.4)]; tree 2: [0.5 - (0.5 - 0.2), 0.1 + 0.25 (0.1 - 0.4)]
     np.testing.assert_allclose(S, [[1.0, 0.5], [0.2, 0.025]])
 
@@ -92,8 +98,15 @@ def test_stand_update_in_the_class():
     assert np.all(opt._fT <= f0) and not np.array_equal(opt._T, T0)
 
 
-@pytest.mark.parametrize("kw", [dict(n_trees=1), dict(search_tendency=1.5),
-                                dict(seed_min_fraction=0.3, seed_max_fraction=0.2), dict(seed_max_fraction=0.0)])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(n_trees=1),
+        dict(search_tendency=1.5),
+        dict(seed_min_fraction=0.3, seed_max_fraction=0.2),
+        dict(seed_max_fraction=0.0),
+    ],
+)
 def test_bad_settings_are_rejected(kw):
     with pytest.raises(ConfigurationError):
         TSA(**kw)

@@ -86,9 +86,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import shared_path
 
 import mechcalib as mc
+from conftest import shared_path
 from mechcalib.optimizers import make_optimizer
 from mechcalib.optimizers.random_search import RandomSearch
 from mechcalib.testing.functions import get_function
@@ -119,22 +119,22 @@ _MEDIAN5: dict[str, Any] = {"stat": "median", "seeds": (0, 1, 2, 3, 4)}
 
 TARGETS: tuple[Target, ...] = (
     Target("ga", "paper_000", {}, "Sphere", 10, B, 2, worst_of_10=0.48, median_of_10=0.17),
-    Target("ga", "paper_000", {}, "Rosenbrock", 5, B, 5e+03, worst_of_10=9.9e+02, median_of_10=2.8e+02),
+    Target("ga", "paper_000", {}, "Rosenbrock", 5, B, 5e03, worst_of_10=9.9e02, median_of_10=2.8e02),
     Target("ga", "paper_000", {}, "Rastrigin", 5, B, 10, worst_of_10=3.5, median_of_10=1.8),
     Target("ga", "paper_000", {}, "Ackley01", 5, B, 6.7, worst_of_10=4.4, median_of_10=2.6),
     Target("ga", "paper_000", {}, "Griewank", 5, B, 0.56, worst_of_10=0.46, median_of_10=0.21),
     Target("pso", "paper_000", _PSO, "Sphere", 10, B, 0.002, worst_of_10=0.00052, median_of_10=0.00017),
-    Target("pso", "paper_000", _PSO, "Rosenbrock", 5, B, 2e+03, worst_of_10=5.5e+02, median_of_10=1.9),
+    Target("pso", "paper_000", _PSO, "Rosenbrock", 5, B, 2e03, worst_of_10=5.5e02, median_of_10=1.9),
     Target("pso", "paper_000", _PSO, "Rastrigin", 5, B, 10, worst_of_10=3, median_of_10=1.5),
     Target("pso", "paper_000", _PSO, "Ackley01", 5, B, 0.002, worst_of_10=0.0006, median_of_10=9.4e-05),
     Target("pso", "paper_000", _PSO, "Griewank", 5, B, 0.5, worst_of_10=0.23, median_of_10=0.13),
     Target("tbpso", "paper_000", _PSO, "Sphere", 10, B, 5, worst_of_10=2.6, median_of_10=1.2),
-    Target("tbpso", "paper_000", _PSO, "Rosenbrock", 5, B, 5e+03, worst_of_10=1.6e+03, median_of_10=14),
+    Target("tbpso", "paper_000", _PSO, "Rosenbrock", 5, B, 5e03, worst_of_10=1.6e03, median_of_10=14),
     Target("tbpso", "paper_000", _PSO, "Rastrigin", 5, B, 10, **_MEDIAN5, worst_of_10=17, median_of_10=5.1),
     Target("tbpso", "paper_000", _PSO, "Ackley01", 5, B, 5, **_MEDIAN5, worst_of_10=18, median_of_10=2.8),
     Target("tbpso", "paper_000", _PSO, "Griewank", 5, B, 0.6, **_MEDIAN5, worst_of_10=0.76, median_of_10=0.37),
     Target("abc", "paper_002", {}, "Sphere", 10, B, 5, worst_of_10=3.5, median_of_10=1.1),
-    Target("abc", "paper_002", {}, "Rosenbrock", 5, B, 60, **_MEDIAN5, worst_of_10=6.8e+03, median_of_10=10),
+    Target("abc", "paper_002", {}, "Rosenbrock", 5, B, 60, **_MEDIAN5, worst_of_10=6.8e03, median_of_10=10),
     Target("abc", "paper_002", {}, "Rastrigin", 5, B, 10, worst_of_10=8.9, median_of_10=3.6),
     Target("abc", "paper_002", {}, "Ackley01", 5, B, 5, **_MEDIAN5, worst_of_10=9.3, median_of_10=3.3),
     Target("abc", "paper_002", {}, "Griewank", 5, B, 0.5, worst_of_10=0.37, median_of_10=0.21),
@@ -154,7 +154,7 @@ TARGETS: tuple[Target, ...] = (
     Target("de", None, {"pop_size": 20}, "Ackley01", 5, B, 0.02, worst_of_10=0.0056, median_of_10=0.0017),
     Target("de", None, {"pop_size": 20}, "Griewank", 5, B, 0.51, worst_of_10=0.34, median_of_10=0.24),
     Target("grade", "tight_budget", {}, "Sphere", 10, B, 9, worst_of_10=7.5, median_of_10=4.2),
-    Target("grade", "tight_budget", {}, "Rosenbrock", 5, B, 2e+04, worst_of_10=9.7e+03, median_of_10=1.2e+02),
+    Target("grade", "tight_budget", {}, "Rosenbrock", 5, B, 2e04, worst_of_10=9.7e03, median_of_10=1.2e02),
     Target("grade", "tight_budget", {}, "Rastrigin", 5, B, 12, **_MEDIAN5, worst_of_10=22, median_of_10=8.7),
     Target("grade", "tight_budget", {}, "Ackley01", 5, B, 7, **_MEDIAN5, worst_of_10=13, median_of_10=5.4),
     Target("grade", "tight_budget", {}, "Griewank", 5, B, 0.61, worst_of_10=0.54, median_of_10=0.39),
@@ -266,8 +266,9 @@ def test_grainlearning_linear_regression_within_1_percent_in_200_evaluations(nam
     loss = _gl_loss(_gl_data())
     passed = []
     for seed in GL_SEEDS:
-        res = mc.minimize(loss, GL_LOWER, GL_UPPER, make_optimizer(name, preset, seed=seed, **settings),
-                          max_evals=GL_BUDGET)
+        res = mc.minimize(
+            loss, GL_LOWER, GL_UPPER, make_optimizer(name, preset, seed=seed, **settings), max_evals=GL_BUDGET
+        )
         assert res.n_evals <= GL_BUDGET
         rel = np.abs(res.best_x - GL_TRUTH) / GL_TRUTH
         passed.append(bool(np.all(rel < 0.01)))
@@ -277,6 +278,5 @@ def test_grainlearning_linear_regression_within_1_percent_in_200_evaluations(nam
 def test_grainlearning_case_is_out_of_reach_of_random_search():
     loss = _gl_loss(_gl_data())
     for seed in GL_SEEDS:
-        res = mc.minimize(loss, GL_LOWER, GL_UPPER, RandomSearch(batch_size=GL_BUDGET, seed=seed),
-                          max_evals=GL_BUDGET)
+        res = mc.minimize(loss, GL_LOWER, GL_UPPER, RandomSearch(batch_size=GL_BUDGET, seed=seed), max_evals=GL_BUDGET)
         assert np.any(np.abs(res.best_x - GL_TRUTH) / GL_TRUTH >= 0.01)

@@ -31,7 +31,10 @@ def test_fixed_parameters_are_inserted_and_not_searched():
 @pytest.mark.parametrize(
     "kwargs, pattern",
     [
-        (dict(name="kn", lower=5e9, upper=1e8), r"'kn': `lower < upper` must hold, got lower=5000000000.0, upper=100000000.0"),
+        (
+            dict(name="kn", lower=5e9, upper=1e8),
+            r"'kn': `lower < upper` must hold, got lower=5000000000.0, upper=100000000.0",
+        ),
         (dict(name="kn", lower=1.0, upper=1.0), r"lower=1.0, upper=1.0"),
         (dict(name="kn", lower=-math.inf, upper=1.0), r"'kn'.*finite.*lower=-inf"),
         (dict(name="kn", lower=math.nan, upper=1.0), r"'kn'.*finite"),

@@ -11,9 +11,9 @@ import time
 
 import numpy as np
 import pytest
-from engine_helpers import CountingProblem, count_lines, python_command
 
 import mechcalib as mc
+from engine_helpers import CountingProblem, count_lines, python_command
 from mechcalib import ConfigurationError, Termination
 from mechcalib.execution import PoolEvaluator
 from mechcalib.optimizers import OPTIMIZERS, make_optimizer

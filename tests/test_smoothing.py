@@ -229,8 +229,18 @@ def test_seeded_reproducibility_and_batch_invariance():
 
 
 def test_settings_are_validated():
-    for kw in ({"steps": -1}, {"n_points": 1}, {"width": 0}, {"learning_rate": 0.0}, {"mode": "x"},
-               {"backend": "jax"}, {"seed": None}, {"n_layers": 2.5}, {"dtype": "float16"}, {"batch": 0}):
+    for kw in (
+        {"steps": -1},
+        {"n_points": 1},
+        {"width": 0},
+        {"learning_rate": 0.0},
+        {"mode": "x"},
+        {"backend": "jax"},
+        {"seed": None},
+        {"n_layers": 2.5},
+        {"dtype": "float16"},
+        {"batch": 0},
+    ):
         with pytest.raises(ConfigurationError):
             NeuralSmoother(**kw)
     with pytest.raises(ConfigurationError):
@@ -278,7 +288,8 @@ def test_objective_two_is_objective_one_on_the_smoothed_curves():
     assert obj(sim, exp) < OverlapRSS()(sim, exp)  # the noise no longer counts
     # one channel alone
     assert obj.channel_misfit(sim["vertical"], exp["vertical"]) == pytest.approx(
-        OverlapRSS().channel_misfit(sm.smooth(sim["vertical"]), exp_s["vertical"]), rel=1e-12)
+        OverlapRSS().channel_misfit(sm.smooth(sim["vertical"]), exp_s["vertical"]), rel=1e-12
+    )
 
 
 def test_objective_two_caches_the_experiment_and_keeps_its_identity(monkeypatch):

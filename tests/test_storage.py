@@ -8,9 +8,9 @@ import sqlite3
 
 import numpy as np
 import pytest
-from engine_helpers import CountingProblem, bumpy, count_lines, linear_problem
 
 import mechcalib as mc
+from engine_helpers import CountingProblem, bumpy, count_lines, linear_problem
 from mechcalib import ConfigurationError, Termination
 from mechcalib.core.data import Curve
 from mechcalib.optimizers import LatinHypercube, RandomSearch, make_optimizer

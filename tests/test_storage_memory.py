@@ -11,9 +11,9 @@ import sqlite3
 
 import numpy as np
 import pytest
-from engine_helpers import CountingProblem, faulty_problem, linear_problem
 
 import mechcalib as mc
+from engine_helpers import CountingProblem, faulty_problem, linear_problem
 from mechcalib import ConfigurationError
 from mechcalib.optimizers import LatinHypercube, make_optimizer
 from mechcalib.storage import MemoryStore, RunStore, Store, encode_response
@@ -93,7 +93,10 @@ def test_a_run_is_recorded_and_read_back(store):
     store.reopen_run(rid, termination={"max_evals": 20}, evaluator={"kind": "pool"}, config=None, versions={})
     info = store.run("r")
     assert (info.status, info.termination, info.evaluator, info.config) == (
-        "running", {"max_evals": 20}, {"kind": "pool"}, {"note": "t"}
+        "running",
+        {"max_evals": 20},
+        {"kind": "pool"},
+        {"note": "t"},
     )
     store.finish_run(rid, status="failed", n_batches=3, error="E")
     assert [(i.name, i.status, i.error) for i in store.runs()] == [("r", "failed", "E")]
@@ -103,7 +106,9 @@ def test_evaluations_are_kept_in_run_order_with_exact_values(store):
     rid = new_run(store)
     blob = encode_response({"exp": {"y": np.arange(3.0)}})
     ids = [
-        add(store, rid, 2, 0.5, response=blob), add(store, rid, 0, 2.0), add(store, rid, 1, math.inf, status="failed")
+        add(store, rid, 2, 0.5, response=blob),
+        add(store, rid, 0, 2.0),
+        add(store, rid, 1, math.inf, status="failed"),
     ]
     assert ids == sorted(ids)  # row ids grow
     recs = store.evaluations("r")
@@ -158,8 +163,17 @@ def test_best_trace_and_timing(store):
     blob = encode_response([1.0, 2.0])
     losses = [5.0, math.inf, 3.0, 4.0, 1.0, 1.0]
     for i, f in enumerate(losses):
-        add(store, rid, i, f, status="failed" if i == 1 else "ok", response=blob if i == 4 else None,
-            started=10.0 * i, finished=10.0 * i + 2.0, source="cache" if i == 3 else "live")
+        add(
+            store,
+            rid,
+            i,
+            f,
+            status="failed" if i == 1 else "ok",
+            response=blob if i == 4 else None,
+            started=10.0 * i,
+            finished=10.0 * i + 2.0,
+            source="cache" if i == 3 else "live",
+        )
     b = store.best("r", responses=True)
     assert (b.idx, b.loss) == (4, 1.0) and np.array_equal(b.response, [1.0, 2.0])  # earliest on ties
     idx, best = store.trace("r")
@@ -175,16 +189,38 @@ def _result(res: mc.Result) -> dict:
         "best": (res.best_x.tolist(), res.best_loss, res.best_params, res.alternatives),
         "counts": (res.n_evals, res.n_batches, res.n_failed, res.stop_reason, res.optimizer, res.settings),
         "store": (res.run_name, res.n_simulated, res.n_cached, res.n_replayed),
-        "history": (np.array(h.U).tolist(), np.array(h.X).tolist(), h.losses, h.status, h.errors, h.batch, h.told,
-                    h.best_per_batch, h.evals_per_batch),
+        "history": (
+            np.array(h.U).tolist(),
+            np.array(h.X).tolist(),
+            h.losses,
+            h.status,
+            h.errors,
+            h.batch,
+            h.told,
+            h.best_per_batch,
+            h.evals_per_batch,
+        ),
     }
 
 
 def _stored(store: Store, run: str) -> list:
     """A run's stored rows without the wall-clock columns."""
     return [
-        (r.idx, r.batch, r.pos, r.key, r.params, r.u.tolist(), r.loss, r.raw_loss, r.status, r.error, r.worker,
-         r.source, r.cached_from)
+        (
+            r.idx,
+            r.batch,
+            r.pos,
+            r.key,
+            r.params,
+            r.u.tolist(),
+            r.loss,
+            r.raw_loss,
+            r.status,
+            r.error,
+            r.worker,
+            r.source,
+            r.cached_from,
+        )
         for r in store.evaluations(run)
     ]
 
@@ -195,12 +231,20 @@ def _calibrations(store: Store) -> tuple[list[dict], list, dict]:
     out = [
         _result(mc.calibrate(prob, make_optimizer("de", seed=2), max_evals=40, store=store, run_name="a")),
         _result(mc.calibrate(prob, make_optimizer("de", seed=2), max_evals=40, store=store, run_name="b")),
-        _result(mc.calibrate(faulty_problem(), LatinHypercube(batch_size=6, seed=3), max_evals=18, store=store,
-                             run_name="faulty")),
+        _result(
+            mc.calibrate(
+                faulty_problem(), LatinHypercube(batch_size=6, seed=3), max_evals=18, store=store, run_name="faulty"
+            )
+        ),
     ]
     mc.calibrate(prob, make_optimizer("pso", seed=5), max_evals=24, store=store, run_name="resumed", cache=False)
-    out.append(_result(mc.calibrate(prob, make_optimizer("pso", seed=5), max_evals=48, store=store,
-                                    run_name="resumed", cache=False)))
+    out.append(
+        _result(
+            mc.calibrate(
+                prob, make_optimizer("pso", seed=5), max_evals=48, store=store, run_name="resumed", cache=False
+            )
+        )
+    )
     lin = linear_problem(keep_responses=True)
     mc.calibrate(lin, LatinHypercube(batch_size=5, seed=1), max_evals=10, store=store, run_name="lin")
     rows = [_stored(store, n) for n in ("a", "b", "faulty", "resumed")]

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from engine_helpers import faulty_problem
 from typer.testing import CliRunner
 
 import mechcalib as mc
+from engine_helpers import faulty_problem
 from mechcalib import ConfigurationError
 from mechcalib.cli import app
 from mechcalib.optimizers import RandomSearch
@@ -33,8 +33,11 @@ def _study(path: Path, name: str = "study", seed: int = 1, n: int = N_EVALS) -> 
     """A random search on a line model that fails for a < 0.2 (about a fifth of the evaluations)."""
     with RunStore(path) as store:
         mc.calibrate(
-            faulty_problem(hang_s=0.0, keep_responses=True), RandomSearch(batch_size=10, seed=seed), max_evals=n,
-            store=store, run_name=name,
+            faulty_problem(hang_s=0.0, keep_responses=True),
+            RandomSearch(batch_size=10, seed=seed),
+            max_evals=n,
+            store=store,
+            run_name=name,
         )
 
 
@@ -94,8 +97,9 @@ def test_compaction_keeps_failures_and_improvements_and_exact_totals(study):
     assert 3 <= n_impr < 40
     # kept rows: exactly the failures and the improvements, in evaluation order, unchanged
     assert [r.idx for r in kept] == sorted(expected_kept)
-    assert [(r.params, r.loss, r.status) for r in kept] == [(full[i].params, full[i].loss, full[i].status)
-                                                              for i in sorted(expected_kept)]
+    assert [(r.params, r.loss, r.status) for r in kept] == [
+        (full[i].params, full[i].loss, full[i].status) for i in sorted(expected_kept)
+    ]
     assert s.n_kept == len(expected_kept) and s.n_dropped == s.dropped_now == N_EVALS - len(expected_kept)
     assert (s.n_evals, s.n_ok, s.n_failed) == (N_EVALS, N_EVALS - n_fail, n_fail)
     assert info.compacted and info.n_dropped == s.n_dropped
@@ -134,8 +138,18 @@ def test_compaction_is_idempotent(study):
         assert second.dropped_now == 0 and second.checkpoints_dropped == 0
         assert [(r.idx, r.loss) for r in store.evaluations("study")] == rows
         assert store.checkpoints("study") == []
-    for k in ("n_evals", "n_ok", "n_failed", "n_kept", "n_dropped", "seconds", "first_started", "last_finished",
-              "active_seconds", "created"):
+    for k in (
+        "n_evals",
+        "n_ok",
+        "n_failed",
+        "n_kept",
+        "n_dropped",
+        "seconds",
+        "first_started",
+        "last_finished",
+        "active_seconds",
+        "created",
+    ):
         assert getattr(second, k) == getattr(first, k), k
 
 
@@ -145,8 +159,16 @@ def test_only_a_finished_or_failed_run_is_compacted(study):
         with pytest.raises(ConfigurationError, match="keep_checkpoints must be an integer >= 0, got -1"):
             store.compact_run("study", keep_checkpoints=-1)
         rid = store.create_run(
-            "live", optimizer="random", settings={}, seed=1, termination={}, evaluator={}, space=info.space,
-            fingerprint=None, config=None, versions={},
+            "live",
+            optimizer="random",
+            settings={},
+            seed=1,
+            termination={},
+            evaluator={},
+            space=info.space,
+            fingerprint=None,
+            config=None,
+            versions={},
         )
         with pytest.raises(ConfigurationError, match="'live' .* is running; .*finish or resume it first"):
             store.compact_run("live")
@@ -169,8 +191,11 @@ def test_a_compacted_run_cannot_be_resumed_nor_give_a_dataset(study, tmp_path):
         n_kept = len(store.evaluations("study"))
         with pytest.raises(ConfigurationError, match="'study' .* was compacted .*cannot be resumed"):
             mc.calibrate(
-                faulty_problem(hang_s=0.0, keep_responses=True), RandomSearch(batch_size=10, seed=1),
-                max_evals=N_EVALS + 20, store=store, run_name="study",
+                faulty_problem(hang_s=0.0, keep_responses=True),
+                RandomSearch(batch_size=10, seed=1),
+                max_evals=N_EVALS + 20,
+                store=store,
+                run_name="study",
             )
         assert store.status("study") == "finished" and store.n_evaluations("study") == N_EVALS
         with pytest.raises(ConfigurationError, match="was compacted .*a dataset needs all its rows"):

@@ -37,7 +37,7 @@ def test_lhs_md_is_latin_reproducible_and_lowers_md():
 def test_spearman_matches_scipy_and_monotone_maps():
     rng = np.random.default_rng(0)
     P = rng.random((50, 3))
-    Y = np.column_stack([np.exp(5 * P[:, 0]), -P[:, 1] ** 3, P[:, 0] + rng.normal(0, 0.3, 50), np.ones(50)])
+    Y = np.column_stack([np.exp(5 * P[:, 0]), -(P[:, 1] ** 3), P[:, 0] + rng.normal(0, 0.3, 50), np.ones(50)])
     rho = spearman(P, Y)
     assert rho.shape == (3, 4)
     assert rho[0, 0] == pytest.approx(1.0) and rho[1, 1] == pytest.approx(-1.0)
@@ -123,14 +123,21 @@ def test_per_network_trainers_beat_the_shared_step_scipy_trainer():
     rng = np.random.default_rng(8)
     X = rng.random((60, 2))
     # four outputs of different shapes: one shared step length and direction cannot suit them all
-    Y = np.column_stack([np.sin(3 * X[:, 0]) + X[:, 1], 50.0 * X[:, 0] ** 2 * X[:, 1], np.exp(4 * X[:, 1]) * X[:, 0],
-                         X[:, 0] - X[:, 1] ** 3])
+    Y = np.column_stack(
+        [
+            np.sin(3 * X[:, 0]) + X[:, 1],
+            50.0 * X[:, 0] ** 2 * X[:, 1],
+            np.exp(4 * X[:, 1]) * X[:, 0],
+            X[:, 0] - X[:, 1] ** 3,
+        ]
+    )
     X1 = mlp._with_bias(X)
     Ys = ((Y - Y.min(0)) / np.ptp(Y, axis=0)).T
     errs = {}
     for trainer in ("compiled", "numpy", "scipy"):
-        W1, w2, _ = mlp.train_batch(X1, Ys, np.ones_like(Ys), 4, K=300, J=50, rng=np.random.default_rng(0),
-                                    trainer=trainer)
+        W1, w2, _ = mlp.train_batch(
+            X1, Ys, np.ones_like(Ys), 4, K=300, J=50, rng=np.random.default_rng(0), trainer=trainer
+        )
         errs[trainer] = np.abs(mlp.forward(X1, W1, w2)[0] - Ys).mean(axis=1)
     assert errs["compiled"].mean() < 0.006 and errs["numpy"].mean() < 0.006
     assert errs["compiled"].mean() < 0.5 * errs["scipy"].mean() and errs["numpy"].mean() < 0.5 * errs["scipy"].mean()
@@ -144,8 +151,9 @@ def test_compiled_trainer_follows_the_numpy_reference_step_by_step():
     M = rng.random((3, 50)) > 0.25
     out = {}
     for trainer in ("compiled", "numpy"):
-        out[trainer] = mlp.train_batch(X1, Ys, M, 3, K=8, J=2, r_pe_max=2.0, rng=np.random.default_rng(1),
-                                       trainer=trainer)
+        out[trainer] = mlp.train_batch(
+            X1, Ys, M, 3, K=8, J=2, r_pe_max=2.0, rng=np.random.default_rng(1), trainer=trainer
+        )
     np.testing.assert_allclose(out["compiled"][0], out["numpy"][0], rtol=1e-9, atol=1e-11)
     np.testing.assert_allclose(out["compiled"][1], out["numpy"][1], rtol=1e-9, atol=1e-11)
     np.testing.assert_array_equal(out["compiled"][2], [8, 8, 8])
@@ -159,8 +167,20 @@ def test_product_inputs_give_the_loss_and_gradient_of_the_expanded_samples():
     h = 4
     th = rng.normal(size=(3 + 2 + 1) * h + h + 1)
     G = np.empty_like(th)
-    L, err = mlp._net_eval(th, h, np.ascontiguousarray(Xa.T), np.ascontiguousarray(Xb.T), Y, np.empty((h, 7)),
-                           np.empty((h, 5)), np.empty((h, 5)), np.empty((h, 7)), np.empty((h, 5)), np.empty(7), G)
+    L, err = mlp._net_eval(
+        th,
+        h,
+        np.ascontiguousarray(Xa.T),
+        np.ascontiguousarray(Xb.T),
+        Y,
+        np.empty((h, 7)),
+        np.empty((h, 5)),
+        np.empty((h, 5)),
+        np.empty((h, 7)),
+        np.empty((h, 5)),
+        np.empty(7),
+        G,
+    )
     X1 = mlp._with_bias(np.column_stack([np.repeat(Xa, 5, axis=0), np.tile(Xb, (7, 1))]))
     W1, w2 = mlp._split(th[None], 6, h)
     L0, g1, g2 = mlp.loss_and_grad(X1, Y.reshape(1, -1), np.ones((1, 35)), W1, w2)

@@ -153,10 +153,13 @@ def test_forward_complex_learns_the_bundle_and_identifies(train, test_set):
 def test_stored_networks_restore_a_fitted_strategy(train, test_set):
     from mechcalib.surrogates import MLP
 
-    st = ForwardSplit(PAPER_STEPS["forward_split"], settings=CVSettings(V=2, J=10, K=100, W=1, h_max=2),
-                      max_evals=300).fit(train, seed=1)
+    st = ForwardSplit(
+        PAPER_STEPS["forward_split"], settings=CVSettings(V=2, J=10, K=100, W=1, h_max=2), max_evals=300
+    ).fit(train, seed=1)
     dicts = [n.to_dict() for n in st.networks]
-    again = ForwardSplit(PAPER_STEPS["forward_split"], max_evals=300).fit(train, networks=[MLP.from_dict(d) for d in dicts])
+    again = ForwardSplit(PAPER_STEPS["forward_split"], max_evals=300).fit(
+        train, networks=[MLP.from_dict(d) for d in dicts]
+    )
     np.testing.assert_array_equal(again.predict(test_set.P), st.predict(test_set.P))
     assert [n.cv_errors for n in again.networks] == [n.cv_errors for n in st.networks]
     np.testing.assert_array_equal(again.identify(test_set.Y[1], seed=2).p, st.identify(test_set.Y[1], seed=2).p)

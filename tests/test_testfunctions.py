@@ -6,9 +6,9 @@ import math
 
 import numpy as np
 import pytest
-from conftest import shared_path
 from scipy.optimize import rosen
 
+from conftest import shared_path
 from mechcalib.errors import ConfigurationError
 from mechcalib.testing.functions import FUNCTIONS, TestFunction, benchmark_table, get_function
 

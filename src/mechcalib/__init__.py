@@ -4,16 +4,36 @@ from __future__ import annotations
 
 from .calibrate import History, Result, Termination, calibrate, minimize
 from .core.data import Curve, Experiment
-from .errors import ConfigurationError, DataError, MechcalibError, MissingExtraError
-from .objectives import F1, F2, L2, OBJECTIVES, Objective, OverlapRSS, make_objective
 from .core.parameters import Parameter, ParameterSpace
 from .core.problem import EvaluationBatch, FunctionProblem, Problem, experiment_from_model
+from .errors import ConfigurationError, DataError, MechcalibError, MissingExtraError
+from .objectives import F1, F2, L2, OBJECTIVES, Objective, OverlapRSS, make_objective
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "F1", "F2", "L2", "OBJECTIVES", "ConfigurationError", "Curve", "DataError", "EvaluationBatch",
-    "Experiment", "FunctionProblem", "History", "MechcalibError", "MissingExtraError", "Objective",
-    "OverlapRSS", "Parameter", "ParameterSpace", "Problem", "Result", "Termination", "calibrate",
-    "experiment_from_model", "make_objective", "minimize",
+    "F1",
+    "F2",
+    "L2",
+    "OBJECTIVES",
+    "ConfigurationError",
+    "Curve",
+    "DataError",
+    "EvaluationBatch",
+    "Experiment",
+    "FunctionProblem",
+    "History",
+    "MechcalibError",
+    "MissingExtraError",
+    "Objective",
+    "OverlapRSS",
+    "Parameter",
+    "ParameterSpace",
+    "Problem",
+    "Result",
+    "Termination",
+    "calibrate",
+    "experiment_from_model",
+    "make_objective",
+    "minimize",
 ]

@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
+from .core.problem import EvaluationBatch, ProblemLike, check_problem
 from .errors import ConfigurationError
 from .execution._base import Evaluator, FunctionEvaluator, Outcome, outcomes_to_batch
 from .optimizers._base import Optimizer
-from .core.problem import EvaluationBatch, ProblemLike, check_problem
 from .storage.base import Store
 from .storage.session import RunSession
 from .storage.sqlite import RunStore
@@ -143,10 +143,7 @@ class Result:
 
     def __repr__(self) -> str:
         p = ", ".join(f"{k}={v:.6g}" for k, v in self.best_params.items())
-        return (
-            f"Result(best_loss={self.best_loss:.6g}, {p}, n_evals={self.n_evals}, "
-            f"stop_reason={self.stop_reason!r})"
-        )
+        return f"Result(best_loss={self.best_loss:.6g}, {p}, n_evals={self.n_evals}, stop_reason={self.stop_reason!r})"
 
 
 def _alternatives(problem: ProblemLike, hist: History, k: int, min_distance: float) -> list:
@@ -256,8 +253,14 @@ def calibrate(
     try:
         if store is not None:
             session = RunSession(
-                store, problem, optimizer, termination, evaluator.describe(), run_name=run_name,
-                config=dict(config) if config is not None else None, resume=resume,
+                store,
+                problem,
+                optimizer,
+                termination,
+                evaluator.describe(),
+                run_name=run_name,
+                config=dict(config) if config is not None else None,
+                resume=resume,
                 cache=True if cache is None else cache,
             )
         elif run_name is not None:

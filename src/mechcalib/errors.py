@@ -54,6 +54,5 @@ def require(module: str, extra: str):
         return importlib.import_module(module)
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise MissingExtraError(
-            f"this feature needs the optional package {module!r}; install it with "
-            f"`pip install 'mechcalib[{extra}]'`"
+            f"this feature needs the optional package {module!r}; install it with `pip install 'mechcalib[{extra}]'`"
         ) from exc

@@ -143,8 +143,15 @@ def plot_convergence(
             ax.set_yscale("symlog", linthresh=max(float(np.max(np.abs(f[ok]))) * 1e-6, 1e-12))
     if failed.any():
         ylo = ax.get_ylim()[0]
-        ax.plot(n[failed], np.full(int(failed.sum()), ylo), "x", ms=4, color="C1", clip_on=False,
-                label=f"failed ({int(failed.sum())})")
+        ax.plot(
+            n[failed],
+            np.full(int(failed.sum()), ylo),
+            "x",
+            ms=4,
+            color="C1",
+            clip_on=False,
+            label=f"failed ({int(failed.sum())})",
+        )
     ax.set_xlabel("evaluations")
     ax.set_ylabel("loss")
     ax.grid(True, which="both", alpha=0.3)
@@ -177,9 +184,19 @@ def save_png(fig, path: str | Path, *, dpi: float = 100, colors: int = 256, **sa
     return path
 
 
-def plot_deformed(assembly, centroids: np.ndarray, pos: np.ndarray, *, pos_ref: np.ndarray | None = None,
-                  mode=None, scale: float = 5.0, sub_blocks: bool = False, title: str = "",
-                  path: str | Path | None = None, ax=None):
+def plot_deformed(
+    assembly,
+    centroids: np.ndarray,
+    pos: np.ndarray,
+    *,
+    pos_ref: np.ndarray | None = None,
+    mode=None,
+    scale: float = 5.0,
+    sub_blocks: bool = False,
+    title: str = "",
+    path: str | Path | None = None,
+    ax=None,
+):
     """A masonry assembly (:mod:`mechcalib.models.masonry`) in the block positions ``pos``, coloured by the
     displacement magnitude of each block's centroid [mm] (from ``pos_ref``, default the assembled state),
     displacements amplified ``scale`` times; the hinges of ``mode`` (a ``FailureMode``) as red dots at their
@@ -221,8 +238,10 @@ def plot_deformed(assembly, centroids: np.ndarray, pos: np.ndarray, *, pos_ref: 
     ax.autoscale_view()
     ax.set_xlabel("x [mm]")
     ax.set_ylabel("y [mm]")
-    ax.set_title("\n".join(textwrap.wrap(title or f"deformed shape (displacements x{scale:g}); red: hinges, "
-                                          "blue: sliding", 90)), fontsize=9)
+    ax.set_title(
+        "\n".join(textwrap.wrap(title or f"deformed shape (displacements x{scale:g}); red: hinges, blue: sliding", 90)),
+        fontsize=9,
+    )
     if path is not None:
         fig.savefig(path, dpi=120, bbox_inches="tight")
     return fig

@@ -123,8 +123,10 @@ def _store_path(out_dir: str | os.PathLike[str]) -> Path:
         raise RunDirError(f"no run folder {str(out)!r}; give the folder of a run (`mechcalib run CONFIG --out DIR`)")
     path = out / STORE_FILE
     if not path.is_file():
-        raise RunDirError(f"{str(out)!r} holds no run store ({STORE_FILE}); give the folder of a run "
-                          "(`mechcalib run CONFIG --out DIR`)")
+        raise RunDirError(
+            f"{str(out)!r} holds no run store ({STORE_FILE}); give the folder of a run "
+            "(`mechcalib run CONFIG --out DIR`)"
+        )
     return path
 
 
@@ -223,7 +225,9 @@ def _progress_hook(progress: ProgressHook | None, total: int | None, done: int, 
 # ------------------------------------------------------------------------------------------------------
 # Run, resume
 # ------------------------------------------------------------------------------------------------------
-def result_summary(result: Result, cfg: RunConfig, store: Store, evaluator: Evaluator, *, wall: float) -> dict[str, Any]:
+def result_summary(
+    result: Result, cfg: RunConfig, store: Store, evaluator: Evaluator, *, wall: float
+) -> dict[str, Any]:
     """The ``result.json`` content.
 
     Keys: ``run_name``, ``status``, ``name`` (the configuration's), ``model``, ``optimizer``, ``settings``,
@@ -303,8 +307,16 @@ def _calibrate_in(
                 done, best = info.n_evals, info.best_loss
             hook = _progress_hook(progress, termination.max_evals, done, best)
             result = calibrate(
-                problem, optimizer, termination, evaluator=evaluator, store=store, run_name=run_name,
-                config=cfg.to_dict(), resume=resume, on_evaluation=hook, **cfg.calibrate_options(),
+                problem,
+                optimizer,
+                termination,
+                evaluator=evaluator,
+                store=store,
+                run_name=run_name,
+                config=cfg.to_dict(),
+                resume=resume,
+                on_evaluation=hook,
+                **cfg.calibrate_options(),
             )
             summary = result_summary(result, cfg, store, evaluator, wall=time.perf_counter() - t0)
     finally:
@@ -364,14 +376,22 @@ def run_config(
             )
     built = _build(cfg)
     out.mkdir(parents=True, exist_ok=True)
-    _write_json(out / MANIFEST_FILE, {
-        "run_name": cfg.name, "config_path": cfg.source, "overrides": ov, "store": STORE_FILE, "created": _now(),
-    })
+    _write_json(
+        out / MANIFEST_FILE,
+        {
+            "run_name": cfg.name,
+            "config_path": cfg.source,
+            "overrides": ov,
+            "store": STORE_FILE,
+            "created": _now(),
+        },
+    )
     return _calibrate_in(out, cfg, built, run_name=cfg.name, resume=False, progress=progress, plots=plots, t0=t0)
 
 
-def load_run_config(out_dir: str | os.PathLike[str], *, run: str | None = None,
-                    config: str | os.PathLike[str] | None = None) -> RunConfig:
+def load_run_config(
+    out_dir: str | os.PathLike[str], *, run: str | None = None, config: str | os.PathLike[str] | None = None
+) -> RunConfig:
     """The configuration of a stored run: the form stored with the run, else (when that no longer
     validates, or is absent) the original file named in ``run.json`` with the recorded overrides. ``config``
     names a file to use instead (with the recorded overrides), e.g. when the project folder moved."""
@@ -468,28 +488,31 @@ def run_summary(out_dir: str | os.PathLike[str], *, run: str | None = None, n_fa
     params = None
     if best is not None:
         params = {p["name"]: (p["fixed"] if p.get("fixed") is not None else best.params[p["name"]]) for p in info.space}
-    return _clean({
-        "run_name": info.name,
-        "status": info.status,
-        "stop_reason": info.stop_reason,
-        "error": info.error,
-        "optimizer": info.optimizer,
-        "seed": info.seed,
-        "n_evaluations": info.n_evals,
-        "n_failed": info.n_failed,
-        "failures": dict(Counter(r.status for r in fails)),
-        "recent_failures": [{"idx": r.idx, "status": r.status, "error": r.error} for r in fails[-n_failures:]]
-        if n_failures else [],
-        "best": params,
-        "best_loss": best.loss if best is not None else None,
-        "best_index": best.idx if best is not None else None,
-        "budget": info.termination,
-        "n_batches": info.n_batches,
-        "created": info.created,
-        "updated": info.updated,
-        "store": str(out / STORE_FILE),
-        "result": str(out / RESULT_FILE) if (out / RESULT_FILE).is_file() else None,
-    })
+    return _clean(
+        {
+            "run_name": info.name,
+            "status": info.status,
+            "stop_reason": info.stop_reason,
+            "error": info.error,
+            "optimizer": info.optimizer,
+            "seed": info.seed,
+            "n_evaluations": info.n_evals,
+            "n_failed": info.n_failed,
+            "failures": dict(Counter(r.status for r in fails)),
+            "recent_failures": [{"idx": r.idx, "status": r.status, "error": r.error} for r in fails[-n_failures:]]
+            if n_failures
+            else [],
+            "best": params,
+            "best_loss": best.loss if best is not None else None,
+            "best_index": best.idx if best is not None else None,
+            "budget": info.termination,
+            "n_batches": info.n_batches,
+            "created": info.created,
+            "updated": info.updated,
+            "store": str(out / STORE_FILE),
+            "result": str(out / RESULT_FILE) if (out / RESULT_FILE).is_file() else None,
+        }
+    )
 
 
 def _parquet_engine() -> None:

@@ -18,8 +18,9 @@ from .models import write_response_csv
 
 __all__ = ["app", "write_response_csv"]
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
-                  help="Calibrate mechanical simulation models against measured curves.")
+app = typer.Typer(
+    add_completion=False, no_args_is_help=True, help="Calibrate mechanical simulation models against measured curves."
+)
 
 
 @app.callback()

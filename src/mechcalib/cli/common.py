@@ -208,8 +208,13 @@ class ProgressBar:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
             self.progress = Progress(
-                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("evaluations"),
-                TextColumn("best {task.fields[best]}"), TimeElapsedColumn(), console=Console(stderr=True),
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("evaluations"),
+                TextColumn("best {task.fields[best]}"),
+                TimeElapsedColumn(),
+                console=Console(stderr=True),
             )
             self.progress.start()
             self.task = self.progress.add_task(self.label, total=total, completed=done, best=text)
@@ -232,8 +237,10 @@ def dataset_progress(quiet: bool, n: int | None = None) -> Callable[[int, int, A
 
 def echo_generation(g: Any, store: Path) -> None:
     """The count line of a dataset generation (stored, simulated now, read back, failed)."""
-    typer.echo(f"run {g.run_name!r} in {store}: {g.done} of {g.n} sets stored ({g.simulated} simulated now, "
-               f"{g.done - g.simulated} read back), {g.failed} failed")
+    typer.echo(
+        f"run {g.run_name!r} in {store}: {g.done} of {g.n} sets stored ({g.simulated} simulated now, "
+        f"{g.done - g.simulated} read back), {g.failed} failed"
+    )
 
 
 def finish_generation(g: Any, out: Path) -> Path | None:
@@ -247,6 +254,8 @@ def finish_generation(g: Any, out: Path) -> Path | None:
     path = g.dataset.save_npz(out)
     ds = g.dataset
     state = "complete" if g.complete else f"partial ({g.done} of {g.n}; run the same command to continue)"
-    typer.echo(f"wrote {path}: {len(ds)} sequences of {ds.length} x {len(ds.features)} ({', '.join(ds.features)}); "
-               f"parameters {', '.join(ds.names)}; {state}")
+    typer.echo(
+        f"wrote {path}: {len(ds)} sequences of {ds.length} x {len(ds.features)} ({', '.join(ds.features)}); "
+        f"parameters {', '.join(ds.names)}; {state}"
+    )
     return path

@@ -50,7 +50,9 @@ def optimizers() -> None:
 def demo(
     optimizer: str = typer.Option("tbpso", help="Optimiser registry name (see `mechcalib optimizers`)."),
     evals: int = typer.Option(400, help="Evaluation budget."),
-    noise: float = typer.Option(0.02, help="Measurement noise level of Ding et al. (2021) eq. 36 added to the synthetic data."),
+    noise: float = typer.Option(
+        0.02, help="Measurement noise level of Ding et al. (2021) eq. 36 added to the synthetic data."
+    ),
     seed: int = typer.Option(0, help="Seed of the noise and of the optimiser."),
     out: Path = typer.Option(None, help="Folder for a plot of the fit (PNG)."),
 ) -> None:
@@ -68,8 +70,10 @@ def demo(
     problem = Problem(model, exp, OverlapRSS())
     with errors():
         opt = make_optimizer(optimizer, seed=seed)
-    console.print(f"calibrating [bold]{model.name}[/] {list(model.space.free_names)} with [bold]{opt.name}[/], "
-                  f"{evals} evaluations")
+    console.print(
+        f"calibrating [bold]{model.name}[/] {list(model.space.free_names)} with [bold]{opt.name}[/], "
+        f"{evals} evaluations"
+    )
     res = calibrate(problem, opt, max_evals=evals)
     console.print(f"best loss {res.best_loss:.4g} after {res.n_evals} evaluations ({res.seconds:.1f} s)")
     t = Table()
@@ -86,7 +90,9 @@ def demo(
         console.print(f"plot written to {path}")
 
 
-def write_response_csv(response: Any, path: Path, comment: str | None = None) -> list[tuple[Path, dict[str, tuple[str, ...]]]]:
+def write_response_csv(
+    response: Any, path: Path, comment: str | None = None
+) -> list[tuple[Path, dict[str, tuple[str, ...]]]]:
     """Write simulated channels as CSV with a header row; returns ``[(file, channel mapping)]``.
 
     Layout: one column group per channel, ``<channel>.x [x unit]``, ``<channel>.y [y unit]`` and, when the
@@ -103,7 +109,10 @@ def write_response_csv(response: Any, path: Path, comment: str | None = None) ->
         header, columns, mapping = [], [], {}
         for ch, c in group.items():
             names = [f"{ch}.x", f"{ch}.y"] + ([f"{ch}.t"] if c.t is not None else [])
-            header += [f"{ch}.x [{c.x_unit}]" if c.x_unit else f"{ch}.x", f"{ch}.y [{c.y_unit}]" if c.y_unit else f"{ch}.y"]
+            header += [
+                f"{ch}.x [{c.x_unit}]" if c.x_unit else f"{ch}.x",
+                f"{ch}.y [{c.y_unit}]" if c.y_unit else f"{ch}.y",
+            ]
             columns += [c.x, c.y]
             if c.t is not None:
                 header.append(f"{ch}.t")
@@ -138,11 +147,13 @@ def simulate(
         raise typer.BadParameter(f"unknown model {model!r}; valid names are {sorted(MODELS)}", param_hint="MODEL")
     m = get_model(model)
     if preset not in m.presets:
-        raise typer.BadParameter(f"model {model!r} has no preset {preset!r}; presets are {sorted(m.presets)}",
-                                 param_hint="--preset")
+        raise typer.BadParameter(
+            f"model {model!r} has no preset {preset!r}; presets are {sorted(m.presets)}", param_hint="--preset"
+        )
     values = parse_assignments(set_, "--set", dict.fromkeys(m.space.names, "float"), what="parameter")
-    conds = parse_assignments(condition, "--condition", dict.fromkeys(sorted(m.default_conditions), "number"),
-                              what="condition")
+    conds = parse_assignments(
+        condition, "--condition", dict.fromkeys(sorted(m.default_conditions), "number"), what="condition"
+    )
     try:
         theta = m.full_vector(values, preset)
         (resp,) = m.simulate(theta[None, :], conds)
@@ -153,8 +164,9 @@ def simulate(
     params = ", ".join(f"{k}={v!r}" for k, v in zip(m.space.names, map(float, theta), strict=True))
     cond_text = ", ".join(f"{k}={v!r}" for k, v in m.conditions(conds).items())
     with errors():
-        files = write_response_csv(resp, out, comment=f"mechcalib simulate {model}: preset {preset}; {params}; "
-                                   f"conditions {cond_text}")
+        files = write_response_csv(
+            resp, out, comment=f"mechcalib simulate {model}: preset {preset}; {params}; conditions {cond_text}"
+        )
     for path, mapping in files:
         typer.echo(f"wrote {path} (channels {', '.join(f'{k}={list(v)}' for k, v in mapping.items())})")
 

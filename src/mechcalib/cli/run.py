@@ -36,7 +36,9 @@ def check(config: Path = typer.Argument(..., help="Run configuration (TOML).")) 
         problem = cfg.build_problem()
         opt = cfg.build_optimizer()
         term = cfg.build_termination()
-    t = Table(title=f"{cfg.name}: model {problem.model.name}, {problem.space.dim} free parameter(s)", title_justify="left")
+    t = Table(
+        title=f"{cfg.name}: model {problem.model.name}, {problem.space.dim} free parameter(s)", title_justify="left"
+    )
     for col in ("parameter", "unit", "lower", "upper", "scale", "fixed"):
         t.add_column(col)
     for p in problem.space:
@@ -56,8 +58,10 @@ def _print_result(rec: Any, quiet: bool) -> None:
     ended without one successful evaluation."""
     s = rec.summary
     loss = "-" if s["best_loss"] is None else f"{s['best_loss']:.6g}"
-    line = (f"run {s['run_name']!r} {s['status']} ({s['stop_reason']}): best loss {loss} after {s['n_evaluations']} "
-            f"evaluations ({s['n_failed']} failed; {s['n_simulated']} simulated now)")
+    line = (
+        f"run {s['run_name']!r} {s['status']} ({s['stop_reason']}): best loss {loss} after {s['n_evaluations']} "
+        f"evaluations ({s['n_failed']} failed; {s['n_simulated']} simulated now)"
+    )
     if quiet:
         typer.echo(f"{line}; {rec.result_path}")
     else:
@@ -88,9 +92,13 @@ def run(
     out: Path = typer.Option(None, "--out", "-o", help="Run folder (created; default <output.directory>/<name>)."),
     workers: int = typer.Option(None, "--workers", min=1, help="Evaluate in a local process pool of N workers."),
     scheduler: str = typer.Option(None, "--scheduler", help="Evaluate on the dask cluster of this scheduler address."),
-    budget: int = typer.Option(None, "--budget", min=1, help="Maximum number of evaluations (overrides budget.max_evals)."),
+    budget: int = typer.Option(
+        None, "--budget", min=1, help="Maximum number of evaluations (overrides budget.max_evals)."
+    ),
     seed: int = typer.Option(None, "--seed", min=0, help="Optimiser seed (overrides seed)."),
-    plots: bool = typer.Option(None, "--plots/--no-plots", help="Write the report plots at the end (default: output.plots)."),
+    plots: bool = typer.Option(
+        None, "--plots/--no-plots", help="Write the report plots at the end (default: output.plots)."
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar; print only the result line."),
 ) -> None:
     """Run a calibration; store every evaluation in OUT/store.sqlite and the result in OUT/result.json."""
@@ -100,21 +108,28 @@ def run(
         fail(_ONE_EVALUATOR)
     q = is_quiet(ctx, quiet)
     with errors(out), ProgressBar("run", q) as bar:
-        rec = run_config(config, out, workers=workers, scheduler=scheduler, budget=budget, seed=seed, progress=bar,
-                         plots=plots)
+        rec = run_config(
+            config, out, workers=workers, scheduler=scheduler, budget=budget, seed=seed, progress=bar, plots=plots
+        )
     _print_result(rec, q)
 
 
 def resume(
     ctx: typer.Context,
-    directory: Path = typer.Argument(..., metavar="DIR", help="Run folder written by `mechcalib run`, or the run "
-                                     "store (SQLite file) of `mechcalib inverse dataset --store`."),
+    directory: Path = typer.Argument(
+        ...,
+        metavar="DIR",
+        help="Run folder written by `mechcalib run`, or the run "
+        "store (SQLite file) of `mechcalib inverse dataset --store`.",
+    ),
     budget: int = typer.Option(None, "--budget", min=1, help="New maximum number of evaluations (the total)."),
     workers: int = typer.Option(None, "--workers", min=1, help="Evaluate in a local process pool of N workers."),
     scheduler: str = typer.Option(None, "--scheduler", help="Evaluate on the dask cluster of this scheduler address."),
     config: Path = typer.Option(None, "--config", help="Configuration file to use instead of the stored one."),
     run_name: str = typer.Option(None, "--run", help="Run name in the store (default: the folder's run)."),
-    plots: bool = typer.Option(None, "--plots/--no-plots", help="Write the report plots at the end (default: output.plots)."),
+    plots: bool = typer.Option(
+        None, "--plots/--no-plots", help="Write the report plots at the end (default: output.plots)."
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar; print only the result line."),
     out: Path = typer.Option(None, "--out", "-o", help="For a dataset run: the dataset file (.npz) to write."),
     timeout: float = typer.Option(None, "--timeout", min=0.0, help="For a dataset run: seconds per simulation."),
@@ -132,20 +147,36 @@ def resume(
         fail(_ONE_EVALUATOR)
     q = is_quiet(ctx, quiet)
     with errors(directory), ProgressBar("resume", q) as bar:
-        rec = resume_run(directory, budget=budget, workers=workers, scheduler=scheduler, run=run_name, config=config,
-                         progress=bar, plots=plots)
+        rec = resume_run(
+            directory,
+            budget=budget,
+            workers=workers,
+            scheduler=scheduler,
+            run=run_name,
+            config=config,
+            progress=bar,
+            plots=plots,
+        )
     _print_result(rec, q)
 
 
-def _resume_dataset(store: Path, run: str | None, out: Path | None, workers: int | None, budget: int | None,
-                    timeout: float | None, quiet: bool) -> None:
+def _resume_dataset(
+    store: Path,
+    run: str | None,
+    out: Path | None,
+    workers: int | None,
+    budget: int | None,
+    timeout: float | None,
+    quiet: bool,
+) -> None:
     from ..inverse.data import resume_dataset
 
     if out is None:
         fail("a dataset run needs --out FILE.npz for the dataset")
     with errors(f"{store} --out {out}"):
-        g = resume_dataset(store, run, workers=workers, budget=budget, timeout=timeout,
-                           on_evaluation=dataset_progress(quiet))
+        g = resume_dataset(
+            store, run, workers=workers, budget=budget, timeout=timeout, on_evaluation=dataset_progress(quiet)
+        )
         echo_generation(g, store)
         finish_generation(g, out)
 
@@ -200,10 +231,15 @@ def export(
         res = export_run(directory, path=out, fmt=fmt, dataset=dataset, include_failed=include_failed, run=run_name)
     typer.echo(f"wrote {res['table']} ({res['rows']} evaluations)")
     if res["dataset"] is not None:
-        typer.echo(f"wrote {res['dataset']} ({res['dataset_rows']} parameter sets, {len(res['responses'])} response arrays)")
+        typer.echo(
+            f"wrote {res['dataset']} ({res['dataset_rows']} parameter sets, {len(res['responses'])} response arrays)"
+        )
         if not res["responses"]:
-            typer.echo("note: the run kept no responses; set output.keep_responses = true in the configuration to "
-                       "include them", err=True)
+            typer.echo(
+                "note: the run kept no responses; set output.keep_responses = true in the configuration to "
+                "include them",
+                err=True,
+            )
 
 
 def report(
@@ -226,9 +262,13 @@ def _file_bytes(path: Path) -> int:
 
 def compact(
     store: Path = typer.Argument(..., metavar="STORE", help="Run store file (or a run folder holding store.sqlite)."),
-    run_names: list[str] = typer.Option([], "--run", help="Run to compact (repeatable); it must be finished or failed."),
+    run_names: list[str] = typer.Option(
+        [], "--run", help="Run to compact (repeatable); it must be finished or failed."
+    ),
     all_finished: bool = typer.Option(False, "--all-finished", help="Compact every run whose status is finished."),
-    keep_checkpoints: int = typer.Option(1, "--keep-checkpoints", min=0, help="Latest optimiser checkpoints to keep per run."),
+    keep_checkpoints: int = typer.Option(
+        1, "--keep-checkpoints", min=0, help="Latest optimiser checkpoints to keep per run."
+    ),
     vacuum: bool = typer.Option(False, "--vacuum", help="Rebuild the file afterwards so that it shrinks."),
 ) -> None:
     """Shrink finished runs to their record, failures and improving evaluations (counts, best, best-so-far
@@ -265,8 +305,9 @@ def compact(
                 t.add_column(col)
             for name in names:
                 s = st.compact_run(name, keep_checkpoints=keep_checkpoints)
-                t.add_row(s.run, st.status(name), str(s.n_evals), str(s.n_kept), str(s.n_dropped),
-                          str(s.checkpoints_dropped))
+                t.add_row(
+                    s.run, st.status(name), str(s.n_evals), str(s.n_kept), str(s.n_dropped), str(s.checkpoints_dropped)
+                )
             if vacuum:
                 st.vacuum()
         after = _file_bytes(path)

@@ -36,7 +36,6 @@ __all__ = ["RunConfig", "load_config"]
 class RunConfig(RunSchema):
     """A validated run configuration. Build it with :func:`load_config` or :meth:`from_dict`."""
 
-
     def check(self) -> None:
         """Validate everything that can be checked without simulating; raise one error listing every issue."""
         issues: list[ConfigIssue] = []
@@ -87,11 +86,18 @@ class RunConfig(RunSchema):
         experiments = self.build_experiments(model)
         objective = self.build_objective()
         try:
-            return Problem(model, experiments, objective, space=space, failure_loss=self.failure_loss,
-                           keep_responses=self.output.keep_responses)
+            return Problem(
+                model,
+                experiments,
+                objective,
+                space=space,
+                failure_loss=self.failure_loss,
+                keep_responses=self.output.keep_responses,
+            )
         except ConfigurationError as exc:
-            raise ConfigFileError([ConfigIssue("experiments", "experiments the model can simulate", str(exc))],
-                                  self.source) from None
+            raise ConfigFileError(
+                [ConfigIssue("experiments", "experiments the model can simulate", str(exc))], self.source
+            ) from None
 
     def build_optimizer(self) -> Optimizer:
         """The optimiser, seeded with the top-level ``seed``."""
@@ -103,8 +109,9 @@ class RunConfig(RunSchema):
 
     def build_termination(self) -> Termination:
         b = self.budget
-        return Termination(max_evals=b.max_evals, max_iters=b.max_iters, target=b.target, patience=b.patience,
-                           min_delta=b.min_delta)
+        return Termination(
+            max_evals=b.max_evals, max_iters=b.max_iters, target=b.target, patience=b.patience, min_delta=b.min_delta
+        )
 
     def calibrate_options(self) -> dict[str, Any]:
         """Keyword arguments of :func:`mechcalib.calibrate` other than problem, optimizer and termination."""
@@ -120,11 +127,21 @@ class RunConfig(RunSchema):
             e = m.external
             try:
                 model = ExternalModel(
-                    space, e.command, templates=e.templates, files=e.files,
+                    space,
+                    e.command,
+                    templates=e.templates,
+                    files=e.files,
                     outputs={k: CsvOutput(**o.model_dump()) for k, o in e.outputs.items()} or None,
-                    parser=e.parser, channels=e.channels, timeout=e.timeout, workdir_root=e.workdir_root,
-                    keep=e.keep, max_workers=e.max_workers, conditions=e.conditions, presets=e.presets or None,
-                    name=e.name, env=e.env,
+                    parser=e.parser,
+                    channels=e.channels,
+                    timeout=e.timeout,
+                    workdir_root=e.workdir_root,
+                    keep=e.keep,
+                    max_workers=e.max_workers,
+                    conditions=e.conditions,
+                    presets=e.presets or None,
+                    name=e.name,
+                    env=e.env,
                 )
             except ExternalSetupError as exc:
                 issues.append(ConfigIssue(_key("model", "external", *exc.parts), exc.expected, exc.found))
@@ -146,22 +163,33 @@ class RunConfig(RunSchema):
                 issues.append(issue_from_error(exc, ("model", "options"), m.options, ("model", "options")))
                 return None
         if m.preset not in model.presets:
-            issues.append(ConfigIssue("model.preset", f"a preset of model {model.name!r}: {sorted(model.presets)}",
-                                      _found(m.preset)))
+            issues.append(
+                ConfigIssue(
+                    "model.preset", f"a preset of model {model.name!r}: {sorted(model.presets)}", _found(m.preset)
+                )
+            )
         return model
 
     def _external_space(self, issues: list[ConfigIssue]) -> ParameterSpace | None:
         if not self.parameters:
-            issues.append(ConfigIssue("parameters", "a table per parameter of the external model (lower, upper or fixed)",
-                                      "no parameters"))
+            issues.append(
+                ConfigIssue(
+                    "parameters", "a table per parameter of the external model (lower, upper or fixed)", "no parameters"
+                )
+            )
             return None
         params, ok = [], True
         for name, s in self.parameters.items():
             if s.fixed is None:
                 for k in ("lower", "upper"):
                     if getattr(s, k) is None:
-                        issues.append(ConfigIssue(_key("parameters", name, k),
-                                                  "a number (an external model has no default bounds)", "nothing"))
+                        issues.append(
+                            ConfigIssue(
+                                _key("parameters", name, k),
+                                "a number (an external model has no default bounds)",
+                                "nothing",
+                            )
+                        )
                         ok = False
                 if s.lower is None or s.upper is None:
                     continue
@@ -172,28 +200,46 @@ class RunConfig(RunSchema):
             return None
         return ParameterSpace(params)
 
-    def _parameter(self, name: str, s: ParameterSpec, base: Parameter | None, issues: list[ConfigIssue]) -> Parameter | None:
+    def _parameter(
+        self, name: str, s: ParameterSpec, base: Parameter | None, issues: list[ConfigIssue]
+    ) -> Parameter | None:
         nan = math.nan
         lower = s.lower if s.lower is not None else (base.lower if base else nan)
         upper = s.upper if s.upper is not None else (base.upper if base else nan)
         scale = s.scale or (base.scale if base else "linear")
         fixed = s.fixed if s.fixed is not None else (base.fixed if base else None)
         if not name.isidentifier():
-            issues.append(ConfigIssue(_key("parameters", name), "a parameter name made of letters, digits and underscores",
-                                      _found(name)))
+            issues.append(
+                ConfigIssue(
+                    _key("parameters", name), "a parameter name made of letters, digits and underscores", _found(name)
+                )
+            )
             return None
         if not (math.isnan(lower) and math.isnan(upper) and fixed is not None):
             if not lower < upper:
-                issues.append(ConfigIssue(_key("parameters", name), "lower < upper",
-                                          f"lower={lower!r}, upper={upper!r}"))
+                issues.append(
+                    ConfigIssue(_key("parameters", name), "lower < upper", f"lower={lower!r}, upper={upper!r}")
+                )
                 return None
             if scale == "log" and lower <= 0:
-                issues.append(ConfigIssue(_key("parameters", name, "scale"), "scale = \"linear\", or positive bounds for \"log\"",
-                                          f"scale = 'log' with lower={lower!r}"))
+                issues.append(
+                    ConfigIssue(
+                        _key("parameters", name, "scale"),
+                        'scale = "linear", or positive bounds for "log"',
+                        f"scale = 'log' with lower={lower!r}",
+                    )
+                )
                 return None
         try:
-            return Parameter(name, lower, upper, scale, s.unit if s.unit is not None else (base.unit if base else ""),
-                             fixed, s.description if s.description is not None else (base.description if base else ""))
+            return Parameter(
+                name,
+                lower,
+                upper,
+                scale,
+                s.unit if s.unit is not None else (base.unit if base else ""),
+                fixed,
+                s.description if s.description is not None else (base.description if base else ""),
+            )
         except ConfigurationError as exc:
             issues.append(ConfigIssue(_key("parameters", name), "a valid parameter", str(exc)))
             return None
@@ -205,8 +251,13 @@ class RunConfig(RunSchema):
         bad = False
         for n in self.parameters:
             if n not in names:
-                issues.append(ConfigIssue(_key("parameters", n), f"a parameter of model {model.name!r}: {list(names)}",
-                                          f"unknown parameter {n!r}"))
+                issues.append(
+                    ConfigIssue(
+                        _key("parameters", n),
+                        f"a parameter of model {model.name!r}: {list(names)}",
+                        f"unknown parameter {n!r}",
+                    )
+                )
                 bad = True
         params = []
         for p in model.space:
@@ -224,8 +275,9 @@ class RunConfig(RunSchema):
             return None
         return space
 
-    def _experiments(self, model: Model | None, issues: list[ConfigIssue], *, simulate: bool,
-                     out: list[Experiment] | None = None) -> dict[str, float]:
+    def _experiments(
+        self, model: Model | None, issues: list[ConfigIssue], *, simulate: bool, out: list[Experiment] | None = None
+    ) -> dict[str, float]:
         """Check (and with ``out``, build) the experiments; returns the merged channel weights."""
         weights: dict[str, tuple[float, str]] = {}
         names: dict[str, int] = {}
@@ -234,8 +286,14 @@ class RunConfig(RunSchema):
             if w is None:
                 return
             if ch in weights and weights[ch][0] != w:
-                issues.append(ConfigIssue(key, f"the weight {weights[ch][0]!r} given at `{weights[ch][1]}` (the objective "
-                                               "weighs a channel once for all experiments)", _found(w)))
+                issues.append(
+                    ConfigIssue(
+                        key,
+                        f"the weight {weights[ch][0]!r} given at `{weights[ch][1]}` (the objective "
+                        "weighs a channel once for all experiments)",
+                        _found(w),
+                    )
+                )
             weights.setdefault(ch, (w, key))
 
         for i, spec in enumerate(self.experiments):
@@ -253,34 +311,62 @@ class RunConfig(RunSchema):
                     kept = spec.channels if spec.channels is not None else list(model.channel_names)
                     for ch in spec.weights:
                         if ch not in kept:
-                            issues.append(ConfigIssue(_key(*base, "weights", ch), f"one of the experiment's channels {kept}",
-                                                      f"channel {ch!r}"))
+                            issues.append(
+                                ConfigIssue(
+                                    _key(*base, "weights", ch),
+                                    f"one of the experiment's channels {kept}",
+                                    f"channel {ch!r}",
+                                )
+                            )
                     exp = self._synthetic_experiment(i, spec, model, issues, simulate)
-                channel_names = list(spec.channels) if spec.channels is not None else (
-                    list(model.channel_names) if model is not None else [])
+                channel_names = (
+                    list(spec.channels)
+                    if spec.channels is not None
+                    else (list(model.channel_names) if model is not None else [])
+                )
             ename = exp.name if exp is not None else spec.name
             if ename is None and isinstance(spec, SyntheticExperiment):
                 ename = f"synthetic{i}"
             if ename is not None:
                 if ename in names:
-                    issues.append(ConfigIssue(_key(*base, "name"), f"a name no other experiment uses (experiments[{names[ename]}] "
-                                                                  "has it)", _found(ename)))
+                    issues.append(
+                        ConfigIssue(
+                            _key(*base, "name"),
+                            f"a name no other experiment uses (experiments[{names[ename]}] has it)",
+                            _found(ename),
+                        )
+                    )
                 names.setdefault(ename, i)
             if model is not None:
                 for ch in channel_names:
                     if ch not in model.channel_names:
-                        issues.append(ConfigIssue(_key(*base, "channels", ch), f"a channel of model {model.name!r}: "
-                                                  f"{list(model.channel_names)}", f"channel {ch!r}"))
+                        issues.append(
+                            ConfigIssue(
+                                _key(*base, "channels", ch),
+                                f"a channel of model {model.name!r}: {list(model.channel_names)}",
+                                f"channel {ch!r}",
+                            )
+                        )
                 cond = dict(exp.conditions) if exp is not None else dict(spec.conditions)
                 for k, v in cond.items():
                     key = _key(*base, "conditions", k)
                     if k not in model.default_conditions:
-                        issues.append(ConfigIssue(key, f"a condition of model {model.name!r}: "
-                                                  f"{sorted(model.default_conditions)}", f"unknown condition {k!r}"))
+                        issues.append(
+                            ConfigIssue(
+                                key,
+                                f"a condition of model {model.name!r}: {sorted(model.default_conditions)}",
+                                f"unknown condition {k!r}",
+                            )
+                        )
                     elif isinstance(model, ExternalModel):
                         if isinstance(v, bool | str) or not isinstance(v, int | float) or not math.isfinite(v):
-                            issues.append(ConfigIssue(key, "a finite number (an external model writes conditions "
-                                                      "into its input files)", _found(v)))
+                            issues.append(
+                                ConfigIssue(
+                                    key,
+                                    "a finite number (an external model writes conditions into its input files)",
+                                    _found(v),
+                                )
+                            )
                     elif not isinstance(v, int | float | str | bool):
                         issues.append(ConfigIssue(key, "a number, a string or a boolean", _found(v)))
             if out is not None and exp is not None:
@@ -296,13 +382,19 @@ class RunConfig(RunSchema):
         n0 = len(issues)
         if spec.file_format == "json":
             if spec.delimiter is not None:
-                issues.append(ConfigIssue(_key(*base, "delimiter"), "no delimiter for a JSON file", _found(spec.delimiter)))
+                issues.append(
+                    ConfigIssue(_key(*base, "delimiter"), "no delimiter for a JSON file", _found(spec.delimiter))
+                )
             for ch, c in (spec.channels or {}).items():
                 for role in ("x", "y", "t"):
                     if getattr(c, role) is not None:
-                        issues.append(ConfigIssue(_key(*base, "channels", ch, role),
-                                                  "no column mapping for a JSON file (it names its channels)",
-                                                  _found(getattr(c, role))))
+                        issues.append(
+                            ConfigIssue(
+                                _key(*base, "channels", ch, role),
+                                "no column mapping for a JSON file (it names its channels)",
+                                _found(getattr(c, role)),
+                            )
+                        )
             try:
                 exp = Experiment.from_json(path)
             except (DataError, OSError, UnicodeDecodeError) as exc:
@@ -310,12 +402,21 @@ class RunConfig(RunSchema):
                 return None
             for ch in spec.channels or {}:
                 if ch not in exp.channels:
-                    issues.append(ConfigIssue(_key(*base, "channels", ch), f"a channel of {path.name}: {list(exp.channels)}",
-                                              f"channel {ch!r}"))
+                    issues.append(
+                        ConfigIssue(
+                            _key(*base, "channels", ch),
+                            f"a channel of {path.name}: {list(exp.channels)}",
+                            f"channel {ch!r}",
+                        )
+                    )
             if len(issues) > n0:
                 return None
-            exp = replace(exp, conditions={**exp.conditions, **spec.conditions}, name=spec.name or exp.name,
-                          weight=spec.weight if spec.weight is not None else exp.weight)
+            exp = replace(
+                exp,
+                conditions={**exp.conditions, **spec.conditions},
+                name=spec.name or exp.name,
+                weight=spec.weight if spec.weight is not None else exp.weight,
+            )
         else:
             try:
                 table, _ = read_table(path, delimiter=spec.delimiter)
@@ -329,19 +430,30 @@ class RunConfig(RunSchema):
                 for ch, c in spec.channels.items():
                     for role in ("x", "y"):
                         if getattr(c, role) is None:
-                            issues.append(ConfigIssue(_key(*base, "channels", ch, role), f"a column name of {path.name}: {cols}",
-                                                      "nothing"))
+                            issues.append(
+                                ConfigIssue(
+                                    _key(*base, "channels", ch, role),
+                                    f"a column name of {path.name}: {cols}",
+                                    "nothing",
+                                )
+                            )
                     for role in ("x", "y", "t"):
                         col = getattr(c, role)
                         if col is not None and col not in table:
-                            issues.append(ConfigIssue(_key(*base, "channels", ch, role), f"a column name of {path.name}: {cols}",
-                                                      _found(col)))
+                            issues.append(
+                                ConfigIssue(
+                                    _key(*base, "channels", ch, role),
+                                    f"a column name of {path.name}: {cols}",
+                                    _found(col),
+                                )
+                            )
                     mapping[ch] = tuple(v for v in (c.x, c.y, c.t) if v is not None)
             if len(issues) > n0:
                 return None
             try:
-                exp = Experiment.from_csv(path, mapping, conditions=spec.conditions, name=spec.name,
-                                          delimiter=spec.delimiter)
+                exp = Experiment.from_csv(
+                    path, mapping, conditions=spec.conditions, name=spec.name, delimiter=spec.delimiter
+                )
             except DataError as exc:
                 issues.append(ConfigIssue(_key(*base, "path"), "usable curves (finite, at least two points)", str(exc)))
                 return None
@@ -352,30 +464,43 @@ class RunConfig(RunSchema):
             for ch, c in spec.channels.items():
                 cur = curves[ch]
                 try:
-                    curves[ch] = replace(cur, x=cur.x * c.x_scale, y=cur.y * c.y_scale,
-                                         t=None if cur.t is None else cur.t * c.t_scale,
-                                         x_unit=c.x_unit if c.x_unit is not None else cur.x_unit,
-                                         y_unit=c.y_unit if c.y_unit is not None else cur.y_unit)
+                    curves[ch] = replace(
+                        cur,
+                        x=cur.x * c.x_scale,
+                        y=cur.y * c.y_scale,
+                        t=None if cur.t is None else cur.t * c.t_scale,
+                        x_unit=c.x_unit if c.x_unit is not None else cur.x_unit,
+                        y_unit=c.y_unit if c.y_unit is not None else cur.y_unit,
+                    )
                 except DataError as exc:
                     issues.append(ConfigIssue(_key(*base, "channels", ch, "t_scale"), "a positive factor", str(exc)))
                     return None
             exp = replace(exp, channels=curves)
         return exp
 
-    def _synthetic_experiment(self, i: int, spec: SyntheticExperiment, model: Model, issues: list[ConfigIssue],
-                              simulate: bool) -> Experiment | None:
+    def _synthetic_experiment(
+        self, i: int, spec: SyntheticExperiment, model: Model, issues: list[ConfigIssue], simulate: bool
+    ) -> Experiment | None:
         base = ("experiments", i)
         n0 = len(issues)
         preset = spec.preset or self.model.preset
         if preset not in model.presets:
             if spec.preset is None:
                 return None  # reported at `model.preset`
-            issues.append(ConfigIssue(_key(*base, "preset"), f"a preset of model {model.name!r}: {sorted(model.presets)}",
-                                      _found(preset)))
+            issues.append(
+                ConfigIssue(
+                    _key(*base, "preset"), f"a preset of model {model.name!r}: {sorted(model.presets)}", _found(preset)
+                )
+            )
         for k in spec.values:
             if k not in model.space.names:
-                issues.append(ConfigIssue(_key(*base, "values", k), f"a parameter of model {model.name!r}: "
-                                          f"{list(model.space.names)}", f"unknown parameter {k!r}"))
+                issues.append(
+                    ConfigIssue(
+                        _key(*base, "values", k),
+                        f"a parameter of model {model.name!r}: {list(model.space.names)}",
+                        f"unknown parameter {k!r}",
+                    )
+                )
         if not simulate or len(issues) > n0:
             return None
         try:
@@ -383,8 +508,15 @@ class RunConfig(RunSchema):
         except ConfigurationError:
             return None  # reported with the key path by the caller
         try:
-            exp = experiment_from_model(model, spec.values, preset=preset, conditions=spec.conditions, noise=spec.noise,
-                                        seed=spec.seed, name=spec.name or f"synthetic{i}")
+            exp = experiment_from_model(
+                model,
+                spec.values,
+                preset=preset,
+                conditions=spec.conditions,
+                noise=spec.noise,
+                seed=spec.seed,
+                name=spec.name or f"synthetic{i}",
+            )
         except (ConfigurationError, DataError) as exc:
             issues.append(ConfigIssue(_key(*base), "a model run that succeeds at the given values", str(exc)))
             return None
@@ -401,21 +533,33 @@ class RunConfig(RunSchema):
             hints = typing.get_type_hints(cls)
             fields = {f.name: (hints.get(f.name, Any), _default(f)) for f in dataclasses.fields(cls) if f.init}
         else:  # a user's objective may be a plain class: its keyword arguments are its options
-            fields = _keyword_fields(cls, kinds=(inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY))
+            fields = _keyword_fields(
+                cls, kinds=(inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+            )
         opts = _validate_settings(f"{cls.__name__}Options", fields, o.options, ("objective", "options"), issues)
         if opts is None:
             return None
         merged = dict(weights)
         for ch, w in (opts.get("weights") or {}).items():
             if ch in weights and weights[ch] != w:
-                issues.append(ConfigIssue(_key("objective", "options", "weights", ch),
-                                          f"the weight {weights[ch]!r} the experiments give", _found(w)))
+                issues.append(
+                    ConfigIssue(
+                        _key("objective", "options", "weights", ch),
+                        f"the weight {weights[ch]!r} the experiments give",
+                        _found(w),
+                    )
+                )
             merged[ch] = w
         if "weights" in fields:
             opts["weights"] = merged
         elif merged:
-            issues.append(ConfigIssue("objective.name", "an objective that takes channel weights (a `weights` option)",
-                                      f"{o.name!r} with channel weights {merged}"))
+            issues.append(
+                ConfigIssue(
+                    "objective.name",
+                    "an objective that takes channel weights (a `weights` option)",
+                    f"{o.name!r} with channel weights {merged}",
+                )
+            )
             return None
         if opts.get("channels") is not None:
             opts["channels"] = tuple(opts["channels"])
@@ -432,12 +576,22 @@ class RunConfig(RunSchema):
             return None
         if o.preset is not None and o.preset not in presets_of(cls):
             valid = sorted(presets_of(cls))
-            issues.append(ConfigIssue("optimizer.preset", f"a preset of optimizer {o.name!r}: {valid}" if valid else
-                                      f"no preset (optimizer {o.name!r} has none)", _found(o.preset)))
+            issues.append(
+                ConfigIssue(
+                    "optimizer.preset",
+                    f"a preset of optimizer {o.name!r}: {valid}"
+                    if valid
+                    else f"no preset (optimizer {o.name!r} has none)",
+                    _found(o.preset),
+                )
+            )
             return None
         if "seed" in o.settings:
-            issues.append(ConfigIssue("optimizer.settings.seed", "the seed as the top-level key `seed`",
-                                      _found(o.settings["seed"])))
+            issues.append(
+                ConfigIssue(
+                    "optimizer.settings.seed", "the seed as the top-level key `seed`", _found(o.settings["seed"])
+                )
+            )
             return None
         fields = _keyword_fields(cls, kinds=(inspect.Parameter.KEYWORD_ONLY,))
         settings = _validate_settings(f"{cls.__name__}Settings", fields, o.settings, ("optimizer", "settings"), issues)
@@ -447,8 +601,11 @@ class RunConfig(RunSchema):
         try:
             opt = getattr(cls, o.preset)(seed=self.seed, **settings) if o.preset else cls(seed=self.seed, **settings)
         except ConfigurationError as exc:
-            issues.append(issue_from_error(exc, ("optimizer", "settings"), o.settings,
-                                           ("optimizer", "preset") if o.preset else ("optimizer",)))
+            issues.append(
+                issue_from_error(
+                    exc, ("optimizer", "settings"), o.settings, ("optimizer", "preset") if o.preset else ("optimizer",)
+                )
+            )
             return None
         except TypeError as exc:
             issues.append(ConfigIssue("optimizer.settings", f"settings of optimizer {o.name!r}", str(exc)))

@@ -78,8 +78,9 @@ def _key(*parts: Any) -> str:
     return out
 
 
-
-def issue_from_error(exc: ConfigurationError, prefix: tuple, given: Mapping[str, Any], fallback_key: tuple) -> ConfigIssue:
+def issue_from_error(
+    exc: ConfigurationError, prefix: tuple, given: Mapping[str, Any], fallback_key: tuple
+) -> ConfigIssue:
     """An issue from a component's constructor error: on the setting's key when a :class:`SettingError`
     names a setting the file gives, else on ``fallback_key`` with the whole message."""
     if isinstance(exc, SettingError) and exc.name in given:
@@ -198,5 +199,6 @@ def _issues_from_validation(exc: ValidationError, root: type[BaseModel], prefix:
 
 
 def _fail(expected: str, found: str, key: tuple = ()) -> PydanticCustomError:
-    return PydanticCustomError("config", "expected {expected}; got {found}", {"expected": expected, "found": found, "key": key})
-
+    return PydanticCustomError(
+        "config", "expected {expected}; got {found}", {"expected": expected, "found": found, "key": key}
+    )

@@ -36,6 +36,7 @@ from .errors import ConfigFileError, ConfigIssue, _fail, _found, _issues_from_va
 
 SCHEMA_VERSION = 1
 
+
 # ------------------------------------------------------------------------------------------------------
 # Schema
 # ------------------------------------------------------------------------------------------------------
@@ -114,7 +115,9 @@ class ExternalSpec(_Section):
     @classmethod
     def _no_shell_string(cls, v: Any) -> Any:
         if isinstance(v, str):
-            raise _fail("an array of arguments such as [\"{python}\", \"sim.py\"] (a shell string is not accepted)", _found(v))
+            raise _fail(
+                'an array of arguments such as ["{python}", "sim.py"] (a shell string is not accepted)', _found(v)
+            )
         return v
 
 
@@ -128,11 +131,17 @@ class ModelSection(_Section):
     def _one_kind(self) -> ModelSection:
         if (self.name is None) == (self.external is None):
             found = "both `name` and `external`" if self.name is not None else "neither `name` nor `external`"
-            raise _fail(f"either `name` (a model, one of {sorted(MODELS)}, or a 'package.module:Class' target) "
-                        "or an `external` table", found)
+            raise _fail(
+                f"either `name` (a model, one of {sorted(MODELS)}, or a 'package.module:Class' target) "
+                "or an `external` table",
+                found,
+            )
         if self.external is not None and self.options:
-            raise _fail("no `options` with an external model (its settings go in `model.external`)",
-                        _found(self.options), ("options",))
+            raise _fail(
+                "no `options` with an external model (its settings go in `model.external`)",
+                _found(self.options),
+                ("options",),
+            )
         return self
 
 
@@ -233,9 +242,9 @@ class EvaluatorSection(_Section):
     @model_validator(mode="after")
     def _consistent(self) -> EvaluatorSection:
         if self.scheduler is not None and self.kind != "dask":
-            raise _fail("`scheduler` only with kind = \"dask\"", f"kind = {self.kind!r}", ("scheduler",))
+            raise _fail('`scheduler` only with kind = "dask"', f"kind = {self.kind!r}", ("scheduler",))
         if self.workers is not None and self.kind == "serial":
-            raise _fail("`workers` only with kind = \"pool\" or \"dask\"", "kind = 'serial'", ("workers",))
+            raise _fail('`workers` only with kind = "pool" or "dask"', "kind = 'serial'", ("workers",))
         return self
 
 
@@ -298,8 +307,14 @@ class RunSchema(_Section):
 
     # -- construction -------------------------------------------------------------------------------------
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, base_dir: str | Path | None = None, source: str | Path | None = None,
-                  check: bool = True) -> Self:
+    def from_dict(
+        cls,
+        data: Mapping[str, Any],
+        *,
+        base_dir: str | Path | None = None,
+        source: str | Path | None = None,
+        check: bool = True,
+    ) -> Self:
         """Validate a mapping (a parsed TOML file, or :meth:`to_dict` output); relative paths resolve
         against ``base_dir`` (default: the current folder). ``check`` also validates names, bounds,
         files and columns against the model and the registries."""
@@ -367,8 +382,13 @@ def _strictify(tp: Any) -> Any:
     return Any
 
 
-def _validate_settings(name: str, fields: Mapping[str, tuple[Any, Any]], values: Mapping[str, Any], prefix: tuple,
-                       issues: list[ConfigIssue]) -> dict[str, Any] | None:
+def _validate_settings(
+    name: str,
+    fields: Mapping[str, tuple[Any, Any]],
+    values: Mapping[str, Any],
+    prefix: tuple,
+    issues: list[ConfigIssue],
+) -> dict[str, Any] | None:
     defs = {k: (_strictify(tp), default) for k, (tp, default) in fields.items()}
     model = create_model(name, __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=True), **defs)
     try:
@@ -377,4 +397,3 @@ def _validate_settings(name: str, fields: Mapping[str, tuple[Any, Any]], values:
         issues.extend(_issues_from_validation(exc, model, prefix))
         return None
     return {k: getattr(validated, k) for k in fields}
-

@@ -10,6 +10,16 @@ from .parameters import Parameter, ParameterSpace
 from .problem import EvaluationBatch, FunctionProblem, Problem, experiment_from_model
 
 __all__ = [
-    "Channel", "Curve", "EvaluationBatch", "Experiment", "FunctionProblem", "Model", "Parameter",
-    "ParameterSpace", "Problem", "Response", "SimulationFailure", "experiment_from_model",
+    "Channel",
+    "Curve",
+    "EvaluationBatch",
+    "Experiment",
+    "FunctionProblem",
+    "Model",
+    "Parameter",
+    "ParameterSpace",
+    "Problem",
+    "Response",
+    "SimulationFailure",
+    "experiment_from_model",
 ]

@@ -202,7 +202,9 @@ class Experiment:
         try:
             return self.channels[channel]
         except KeyError:
-            raise KeyError(f"experiment {self.name!r} has no channel {channel!r}; it has {list(self.channels)}") from None
+            raise KeyError(
+                f"experiment {self.name!r} has no channel {channel!r}; it has {list(self.channels)}"
+            ) from None
 
     @property
     def channel_names(self) -> tuple[str, ...]:

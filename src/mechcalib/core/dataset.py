@@ -136,15 +136,20 @@ class _Export:
         self.data = data
         self.exps = sorted({k.split("/")[1] for k in data if k.startswith("response/")})
         if not self.exps:
-            raise DataError(f"{source}: the dataset holds no responses; the run must keep them "
-                            "(output.keep_responses = true) before `mechcalib export --dataset`")
+            raise DataError(
+                f"{source}: the dataset holds no responses; the run must keep them "
+                "(output.keep_responses = true) before `mechcalib export --dataset`"
+            )
 
     def key(self, e: str, ch: str) -> str:
         return ch if len(self.exps) == 1 else f"{e}/{ch}"
 
     def paths(self) -> list[tuple[str, str]]:
-        return [(e, ch) for e in self.exps
-                for ch in sorted({k.split("/")[2] for k in self.data if k.startswith(f"response/{e}/")})]
+        return [
+            (e, ch)
+            for e in self.exps
+            for ch in sorted({k.split("/")[2] for k in self.data if k.startswith(f"response/{e}/")})
+        ]
 
     def get(self, p: str, row: int) -> np.ndarray | None:
         a = self.data.get("response/" + p)
@@ -177,7 +182,8 @@ class _Export:
             if ragged or x.shape != y.shape or not np.all(x == x[:1]):
                 raise DataError(
                     f"{source}: channel {self.key(e, ch)!r} has no abscissa common to every set (a loop, or curves of "
-                    "different lengths); give length=L to resample every channel on its progress coordinate")
+                    "different lengths); give length=L to resample every channel on its progress coordinate"
+                )
             responses[self.key(e, ch)], abscissa[self.key(e, ch)] = y, x[0].copy()
         return responses, abscissa
 
@@ -299,7 +305,8 @@ class Dataset:
         if channel is None:
             if len(self.responses) != 1:
                 raise ConfigurationError(
-                    f"the dataset has the responses {list(self.responses)}; name one (channel=...)")
+                    f"the dataset has the responses {list(self.responses)}; name one (channel=...)"
+                )
             return next(iter(self.responses))
         if channel not in self.responses:
             raise ConfigurationError(f"no response {channel!r}; the dataset has {list(self.responses)}")
@@ -319,14 +326,23 @@ class Dataset:
         lens = {self.responses[k].shape[1] for k in keys if k in self.responses}
         missing = [k for k in keys if k not in self.responses]
         if missing or len(lens) != 1:
-            raise DataError(f"sequences need responses of one length; asked {keys}, the dataset has "
-                            f"{ {k: a.shape[1] for k, a in self.responses.items()} }")
+            raise DataError(
+                f"sequences need responses of one length; asked {keys}, the dataset has "
+                f"{ {k: a.shape[1] for k, a in self.responses.items()} }"
+            )
         return np.stack([self.responses[k] for k in keys], axis=2)
 
     # -- subsets --------------------------------------------------------------------------------------------
-    def _derived(self, theta: np.ndarray, responses: dict[str, np.ndarray], names: tuple[str, ...],
-                 lower: np.ndarray | None, upper: np.ndarray | None, unit: np.ndarray | None,
-                 space: ParameterSpace | None) -> Dataset:
+    def _derived(
+        self,
+        theta: np.ndarray,
+        responses: dict[str, np.ndarray],
+        names: tuple[str, ...],
+        lower: np.ndarray | None,
+        upper: np.ndarray | None,
+        unit: np.ndarray | None,
+        space: ParameterSpace | None,
+    ) -> Dataset:
         """A dataset of this class from new state (subclasses hold no other state than caches)."""
         out = object.__new__(type(self))
         out.theta, out.responses, out.names, out.abscissa = theta, responses, names, dict(self.abscissa)
@@ -336,8 +352,15 @@ class Dataset:
     def subset(self, idx: np.ndarray | Sequence[int]) -> Dataset:
         """The sets ``idx`` (indices or a boolean mask)."""
         idx = np.asarray(idx)
-        return self._derived(self.theta[idx], {k: a[idx] for k, a in self.responses.items()}, self.names,
-                             self.lower, self.upper, None if self._unit is None else self._unit[idx], self.space)
+        return self._derived(
+            self.theta[idx],
+            {k: a[idx] for k, a in self.responses.items()},
+            self.names,
+            self.lower,
+            self.upper,
+            None if self._unit is None else self._unit[idx],
+            self.space,
+        )
 
     def split(self, val_fraction: float = 0.2, seed: SeedLike = None) -> tuple[Dataset, Dataset]:
         """Random ``(train, validation)`` parts (:func:`train_val_split`)."""
@@ -350,9 +373,10 @@ class Dataset:
         if unknown:
             raise DataError(f"unknown parameter {unknown[0]!r}; the dataset's parameters are {list(self.names)}")
         idx = [self.names.index(n) for n in names]
-        sl = (lambda a: None if a is None else a[..., idx])
-        return self._derived(self.theta[:, idx], dict(self.responses), tuple(names), sl(self.lower), sl(self.upper),
-                             sl(self._unit), None)
+        sl = lambda a: None if a is None else a[..., idx]
+        return self._derived(
+            self.theta[:, idx], dict(self.responses), tuple(names), sl(self.lower), sl(self.upper), sl(self._unit), None
+        )
 
     # -- identity and files ---------------------------------------------------------------------------------
     def fingerprint(self) -> str:
@@ -364,8 +388,13 @@ class Dataset:
         return h.hexdigest()
 
     def to_arrays(self) -> dict[str, np.ndarray]:
-        out = {"format": np.array(FORMAT), "names": np.array(self.names), "theta": self.theta,
-               "keys": np.array(list(self.responses)), "meta": np.array(json.dumps(self.meta, default=str))}
+        out = {
+            "format": np.array(FORMAT),
+            "names": np.array(self.names),
+            "theta": self.theta,
+            "keys": np.array(list(self.responses)),
+            "meta": np.array(json.dumps(self.meta, default=str)),
+        }
         for i, k in enumerate(self.responses):
             out[f"response/{i}"], out[f"abscissa/{i}"] = self.responses[k], self.abscissa[k]
         for k, v in (("lower", self.lower), ("upper", self.upper), ("unit", self._unit)):
@@ -393,11 +422,16 @@ class Dataset:
         if str(data["format"]) != FORMAT:
             raise DataError(f"{path}: dataset format {str(data['format'])!r}, this version reads {FORMAT!r}")
         keys = [str(k) for k in data["keys"]]
-        return cls(data["theta"], {k: data[f"response/{i}"] for i, k in enumerate(keys)},
-                   names=[str(s) for s in data["names"]],
-                   abscissa={k: data[f"abscissa/{i}"] for i, k in enumerate(keys)},
-                   lower=data.get("lower"), upper=data.get("upper"), unit=data.get("unit"),
-                   meta=json.loads(str(data["meta"])))
+        return cls(
+            data["theta"],
+            {k: data[f"response/{i}"] for i, k in enumerate(keys)},
+            names=[str(s) for s in data["names"]],
+            abscissa={k: data[f"abscissa/{i}"] for i, k in enumerate(keys)},
+            lower=data.get("lower"),
+            upper=data.get("upper"),
+            unit=data.get("unit"),
+            meta=json.loads(str(data["meta"])),
+        )
 
     @classmethod
     def from_arrays(
@@ -422,8 +456,10 @@ class Dataset:
         """
         for k in ("names", "X"):
             if k not in data:
-                raise DataError(f"{source}: not a dataset export (no {k!r} array); write one with "
-                                "`mechcalib export DIR --dataset FILE.npz` or `mechcalib inverse dataset`")
+                raise DataError(
+                    f"{source}: not a dataset export (no {k!r} array); write one with "
+                    "`mechcalib export DIR --dataset FILE.npz` or `mechcalib inverse dataset`"
+                )
         names = [str(s) for s in data["names"]]
         theta = np.asarray(data["X"], dtype=float)
         if theta.shape[0] == 0:
@@ -442,8 +478,17 @@ class Dataset:
             responses = {f: X[:, :, j] for j, f in enumerate(feats)}
             abscissa = {f: np.arange(int(length), dtype=float) for f in feats}
         U = data.get("U")
-        ds = cls(theta, responses, names=names, abscissa=abscissa, lower=data.get("lower"), upper=data.get("upper"),
-                 space=space, unit=None if U is None or space is not None else U, meta=meta)
+        ds = cls(
+            theta,
+            responses,
+            names=names,
+            abscissa=abscissa,
+            lower=data.get("lower"),
+            upper=data.get("upper"),
+            space=space,
+            unit=None if U is None or space is not None else U,
+            meta=meta,
+        )
         return ds.select(list(targets)) if targets else ds
 
     @classmethod
@@ -462,12 +507,20 @@ class Dataset:
         as :meth:`from_arrays`."""
         info = store.run(run)
         data = dict(store.dataset(run))
-        space = ParameterSpace(Parameter(p["name"], p["lower"], p["upper"], scale=p.get("scale", "linear"),
-                                         fixed=p.get("fixed")) for p in info.space)
+        space = ParameterSpace(
+            Parameter(p["name"], p["lower"], p["upper"], scale=p.get("scale", "linear"), fixed=p.get("fixed"))
+            for p in info.space
+        )
         data["lower"], data["upper"] = space.lower, space.upper
         path = getattr(store, "path", "store")
-        ds = cls.from_arrays(data, features=features, length=length, targets=targets,
-                             space=None if targets else space, source=f"{path}:{info.name}")
+        ds = cls.from_arrays(
+            data,
+            features=features,
+            length=length,
+            targets=targets,
+            space=None if targets else space,
+            source=f"{path}:{info.name}",
+        )
         ds.meta.update({"run": info.name})
         if (info.config or {}).get("kind") == "dataset":
             ds.meta.update({"model": info.config.get("model"), "conditions": info.config.get("conditions", {})})

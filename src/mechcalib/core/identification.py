@@ -72,8 +72,9 @@ class Identification:
         if self.values.size != len(self.names):
             from ..errors import DataError
 
-            raise DataError(f"an identification needs one value per name, got {len(self.names)} names and "
-                            f"{self.values.size} values")
+            raise DataError(
+                f"an identification needs one value per name, got {len(self.names)} names and {self.values.size} values"
+            )
         if self.unit is not None:
             self.unit = np.asarray(self.unit, dtype=float).ravel()
 
@@ -110,8 +111,15 @@ class Identification:
         else:
             names, values, unit = tuple(result.best_params), np.array(list(result.best_params.values())), None
         prov = Provenance(method=str(result.optimizer), settings=dict(result.settings or {}), dataset=result.run_name)
-        return cls(names=names, values=values, loss=float(result.best_loss), provenance=prov, unit=unit,
-                   notes=notes, n_evals=int(result.n_evals))
+        return cls(
+            names=names,
+            values=values,
+            loss=float(result.best_loss),
+            provenance=prov,
+            unit=unit,
+            notes=notes,
+            n_evals=int(result.n_evals),
+        )
 
 
 class Method(ABC):
@@ -136,6 +144,9 @@ class Method(ABC):
         return {}
 
     def provenance(self, dataset: Dataset | None) -> Provenance:
-        return Provenance(method=self.name, settings=self.describe(),
-                          dataset=dataset.fingerprint() if dataset is not None else None,
-                          n_samples=len(dataset) if dataset is not None else None)
+        return Provenance(
+            method=self.name,
+            settings=self.describe(),
+            dataset=dataset.fingerprint() if dataset is not None else None,
+            n_samples=len(dataset) if dataset is not None else None,
+        )

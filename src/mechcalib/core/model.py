@@ -24,8 +24,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .data import Curve
 from ..errors import ConfigurationError
+from .data import Curve
 from .parameters import ParameterSpace
 
 Response = Mapping[str, Curve]
@@ -130,7 +130,9 @@ class Model(ABC):
     default_conditions: Mapping[str, Any] = {}
 
     @abstractmethod
-    def simulate(self, theta: np.ndarray, conditions: Mapping[str, Any] | None = None) -> list[Response | SimulationFailure]:
+    def simulate(
+        self, theta: np.ndarray, conditions: Mapping[str, Any] | None = None
+    ) -> list[Response | SimulationFailure]:
         """Simulate ``theta`` of shape ``(n, len(self.space))`` (physical units, model order)."""
 
     # -- helpers shared by all models -----------------------------------------------------
@@ -142,14 +144,18 @@ class Model(ABC):
         try:
             return dict(self.presets[name])
         except KeyError:
-            raise ConfigurationError(f"model {self.name!r} has no preset {name!r}; presets are {sorted(self.presets)}") from None
+            raise ConfigurationError(
+                f"model {self.name!r} has no preset {name!r}; presets are {sorted(self.presets)}"
+            ) from None
 
     def full_vector(self, values: Mapping[str, float] | None = None, preset: str = "default") -> np.ndarray:
         """A full parameter vector from a preset, overridden by ``values``."""
         p = self.preset(preset)
         for k, v in (values or {}).items():
             if k not in self.space.names:
-                raise ConfigurationError(f"model {self.name!r} has no parameter {k!r}; parameters are {list(self.space.names)}")
+                raise ConfigurationError(
+                    f"model {self.name!r} has no parameter {k!r}; parameters are {list(self.space.names)}"
+                )
             p[k] = float(v)
         missing = [n for n in self.space.names if n not in p]
         if missing:
@@ -175,7 +181,7 @@ class Model(ABC):
         extend it (``super().validate_conditions(...)`` first) and call it at the start of ``simulate``."""
         return self.conditions(conditions)
 
-    def prepare_shared(self, conditions: Mapping[str, Any] | None = None) -> None:
+    def prepare_shared(self, conditions: Mapping[str, Any] | None = None) -> None:  # noqa: B027 - optional hook
         """Build the state every simulation under ``conditions`` shares (a poured DEM specimen) once, in this
         process, before worker processes start simulating (they then read it from a cache instead of racing
         to build it). The default does nothing."""
@@ -209,8 +215,6 @@ class Model(ABC):
         out = dict(self.default_conditions)
         for k, v in (conditions or {}).items():
             if k not in out:
-                raise ConfigurationError(
-                    f"model {self.name!r} has no condition {k!r}; conditions are {sorted(out)}"
-                )
+                raise ConfigurationError(f"model {self.name!r} has no condition {k!r}; conditions are {sorted(out)}")
             out[k] = v
         return out

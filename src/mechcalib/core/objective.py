@@ -30,8 +30,13 @@ class Objective:
     def __post_init__(self) -> None:
         for k, w in dict(self.weights).items():
             if not np.isfinite(w) or w < 0:
-                raise SettingError("", "weights", "finite weights >= 0", w,
-                                   message=f"channel weight for {k!r} must be finite and >= 0, got {w!r}")
+                raise SettingError(
+                    "",
+                    "weights",
+                    "finite weights >= 0",
+                    w,
+                    message=f"channel weight for {k!r} must be finite and >= 0, got {w!r}",
+                )
 
     def channel_misfit(self, sim: Curve, exp: Curve) -> float:  # pragma: no cover - abstract
         raise NotImplementedError

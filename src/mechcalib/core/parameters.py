@@ -48,9 +48,7 @@ class Parameter:
                 "rename the parameter"
             )
         if self.scale not in ("linear", "log"):
-            raise ConfigurationError(
-                f"parameter {self.name!r}: scale must be 'linear' or 'log', got {self.scale!r}"
-            )
+            raise ConfigurationError(f"parameter {self.name!r}: scale must be 'linear' or 'log', got {self.scale!r}")
         if self.fixed is not None:
             if not math.isfinite(float(self.fixed)):
                 raise ConfigurationError(

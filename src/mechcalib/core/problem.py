@@ -20,8 +20,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .data import Experiment
 from ..errors import ConfigurationError
+from .data import Experiment
 from .model import Model, Response, SimulationFailure
 from .objective import Objective
 from .parameters import ParameterSpace

@@ -31,8 +31,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..errors import ConfigurationError
 from ..core.problem import OK, EvaluationBatch
+from ..errors import ConfigurationError
 
 log = logging.getLogger(__name__)
 

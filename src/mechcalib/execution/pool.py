@@ -15,6 +15,7 @@ script travel too). Scripts that use the pool must guard their entry point with
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import multiprocessing as mp
@@ -129,10 +130,8 @@ class _Worker:
         return f"pool-{self.slot}:{self.proc.pid}"
 
     def kill(self) -> None:
-        try:
+        with contextlib.suppress(OSError):
             self.conn.close()
-        except OSError:
-            pass
         if self.proc.is_alive():
             self.proc.kill()
         self.proc.join(5.0)
@@ -140,10 +139,8 @@ class _Worker:
 
 def _shutdown(workers: list[_Worker]) -> None:
     for w in workers:
-        try:
+        with contextlib.suppress(OSError, ValueError):
             w.conn.send(("stop",))
-        except (OSError, ValueError):
-            pass
     t_end = time.monotonic() + 2.0
     for w in workers:
         w.proc.join(max(0.0, t_end - time.monotonic()))
@@ -324,8 +321,9 @@ class PoolEvaluator(Evaluator):
                         remaining -= 1
                         yield o
 
-    def _lost(self, w: _Worker, task: _Task | None, gen: int, pending: deque[_Task], status: str,
-              msg: str) -> Iterator[Outcome]:
+    def _lost(
+        self, w: _Worker, task: _Task | None, gen: int, pending: deque[_Task], status: str, msg: str
+    ) -> Iterator[Outcome]:
         """Replace worker ``w`` whose ``task`` crashed or timed out. A task of several sets is split and
         retried set by set (only the culprit should fail); a single set becomes a failed outcome."""
         label, started = w.label, time.time() - (time.monotonic() - w.dispatched)

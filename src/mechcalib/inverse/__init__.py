@@ -24,6 +24,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from ..registry import Registry
 from .data import (
     PAPER_LENGTH,
     ParameterScaler,
@@ -37,7 +38,6 @@ from .data import (
     train_val_split,
 )
 from .gdr import cross_correlation, gamma_label, quality_labels
-from ..registry import Registry
 from .metrics import (
     METRIC_NAMES,
     adaptive_difference,

@@ -109,7 +109,8 @@ class SamplingProblem:
         if self.space.names != self.model.space.names:
             raise ConfigurationError(
                 f"the sampled space must list the model's parameters in order {list(self.model.space.names)}, "
-                f"got {list(self.space.names)}")
+                f"got {list(self.space.names)}"
+            )
         self.conditions = dict(self.conditions or {})
         self.model.validate_conditions(self.conditions)  # bad conditions fail here, before any simulation
 
@@ -125,8 +126,16 @@ class SamplingProblem:
 
         h = hashlib.blake2b(digest_size=16)
         h.update(pickle.dumps(self.model, protocol=4))
-        h.update(dumps({"conditions": self.conditions, "space": space_record(self.space),
-                        "failure_loss": self.failure_loss, "version": __version__}).encode())
+        h.update(
+            dumps(
+                {
+                    "conditions": self.conditions,
+                    "space": space_record(self.space),
+                    "failure_loss": self.failure_loss,
+                    "version": __version__,
+                }
+            ).encode()
+        )
         return "dataset:" + h.hexdigest()
 
     def evaluate(self, x_free: np.ndarray) -> Any:
@@ -143,8 +152,9 @@ class SamplingProblem:
         raw = np.where(ok, 0.0, np.nan)
         losses = np.where(ok, 0.0, self.failure_loss)
         responses = [None if e is not None else {SIM_EXPERIMENT: s} for s, e in zip(sims, errors, strict=True)]
-        return EvaluationBatch(losses, raw, status, errors, responses if self.keep_responses else [],
-                               time.perf_counter() - t0)
+        return EvaluationBatch(
+            losses, raw, status, errors, responses if self.keep_responses else [], time.perf_counter() - t0
+        )
 
 
 def _simulate_batch(model: Model, theta: np.ndarray, conditions: Mapping[str, Any]) -> list:
@@ -209,9 +219,19 @@ def resume_dataset(
         opts = cfg.get("model_options") or {}
         model = get_model(cfg["model"], **opts)
         return generate_dataset(
-            model, cfg["n"], st, run_name=info.name, seed=cfg["seed"], workers=workers, budget=budget,
-            timeout=timeout, features=cfg.get("features"), length=cfg.get("length", PAPER_LENGTH),
-            conditions=cfg.get("conditions"), on_evaluation=on_evaluation, model_options=opts,
+            model,
+            cfg["n"],
+            st,
+            run_name=info.name,
+            seed=cfg["seed"],
+            workers=workers,
+            budget=budget,
+            timeout=timeout,
+            features=cfg.get("features"),
+            length=cfg.get("length", PAPER_LENGTH),
+            conditions=cfg.get("conditions"),
+            on_evaluation=on_evaluation,
+            model_options=opts,
         )
     finally:
         if own:
@@ -327,13 +347,23 @@ def generate_dataset(
     if own_ev:
         from ..execution import PoolEvaluator, SerialEvaluator
 
-        evaluator = (PoolEvaluator(n_workers=int(workers), timeout=timeout) if workers and int(workers) > 1
-                     else SerialEvaluator(timeout=timeout, chunk_size=1))
+        evaluator = (
+            PoolEvaluator(n_workers=int(workers), timeout=timeout)
+            if workers and int(workers) > 1
+            else SerialEvaluator(timeout=timeout, chunk_size=1)
+        )
     own_store = not isinstance(store, RunStore)
     st = RunStore(store) if own_store else store
-    config = {"kind": "dataset", "model": model.name, "n": n, "seed": int(seed),
-              "conditions": dict(problem.conditions), "features": list(features) if features else None,
-              "length": int(length), "model_options": dict(model_options or {})}
+    config = {
+        "kind": "dataset",
+        "model": model.name,
+        "n": n,
+        "seed": int(seed),
+        "conditions": dict(problem.conditions),
+        "features": list(features) if features else None,
+        "length": int(length),
+        "model_options": dict(model_options or {}),
+    }
     live = {"n": 0}
 
     def hook(idx: int, batch: int, outcome: Any) -> None:
@@ -343,10 +373,17 @@ def generate_dataset(
             on_evaluation(idx, batch, outcome)
 
     try:
-        res = calibrate(problem, LatinHypercube(batch_size=n, seed=int(seed)),
-                        max_evals=min(n, int(budget)) if budget is not None else n,
-                        evaluator=evaluator, store=st, run_name=name, config=config, on_evaluation=hook,
-                        n_alternatives=0)
+        res = calibrate(
+            problem,
+            LatinHypercube(batch_size=n, seed=int(seed)),
+            max_evals=min(n, int(budget)) if budget is not None else n,
+            evaluator=evaluator,
+            store=st,
+            run_name=name,
+            config=config,
+            on_evaluation=hook,
+            n_alternatives=0,
+        )
         info = st.run(name)
         done = st.n_evaluations(info.id)
         ok = st.n_evaluations(info.id, status="ok")

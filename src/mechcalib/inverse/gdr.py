@@ -136,8 +136,9 @@ def _build_vae(n_in: int, hidden: int, latent: int):
             self.enc = nn.Sequential(nn.Linear(n_in, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU())
             self.mu = nn.Linear(hidden, latent)
             self.logvar = nn.Linear(hidden, latent)
-            self.dec = nn.Sequential(nn.Linear(latent, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
-                                     nn.Linear(hidden, n_in))
+            self.dec = nn.Sequential(
+                nn.Linear(latent, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, n_in)
+            )
             self.head = nn.Sequential(nn.Linear(latent, hidden), nn.ReLU(), nn.Linear(hidden, 1))
 
         def encode(self, x):
@@ -192,7 +193,9 @@ class GDRNet:
         if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
             raise ConfigurationError(f"GDRNet threads must be None or a positive integer, got {threads!r}")
         if not (lr > 0 and recon_sigma > 0):
-            raise ConfigurationError(f"GDRNet lr and recon_sigma must be > 0, got lr={lr!r}, recon_sigma={recon_sigma!r}")
+            raise ConfigurationError(
+                f"GDRNet lr and recon_sigma must be > 0, got lr={lr!r}, recon_sigma={recon_sigma!r}"
+            )
         self.latent_dim, self.hidden, self.epochs, self.lr = latent_dim, hidden, epochs, float(lr)
         self.batch_size, self.recon_sigma, self.seed, self.threads = batch_size, float(recon_sigma), seed, threads
         self.names: tuple[str, ...] = ()
@@ -289,8 +292,9 @@ class GDRNet:
         var = S**2 / max(M.shape[0] - 1, 1)
         self.explained = var / var.sum() if var.sum() > 0 else np.full(var.size, 1.0 / var.size)
         # Jacobian of the latent means: J[n, k, i] = dμ_k/dx_i (rows are independent, so grad of the column sum)
-        J = np.stack([torch.autograd.grad(mu[:, k].sum(), Xt, retain_graph=True)[0].numpy()
-                      for k in range(mu.shape[1])], axis=1)
+        J = np.stack(
+            [torch.autograd.grad(mu[:, k].sum(), Xt, retain_graph=True)[0].numpy() for k in range(mu.shape[1])], axis=1
+        )
         sd = np.sqrt(np.where(var > 0, var, 1.0))
         dS = np.einsum("kj,nki->nji", Vt.T, J) / sd[None, :, None]  # d(unit-variance score j)/dx_i
         w = np.einsum("j,ji->i", self.explained, np.abs(dS).mean(axis=0))

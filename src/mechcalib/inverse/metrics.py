@@ -239,5 +239,7 @@ def standard_error(
         sse += float(np.sum((t - r) ** 2))
         dof += t.size - int(n_params)
     if dof <= 0:
-        raise DataError(f"standard_error needs more samples than parameters, got {dof + len(T) * int(n_params)} samples")
+        raise DataError(
+            f"standard_error needs more samples than parameters, got {dof + len(T) * int(n_params)} samples"
+        )
     return math.sqrt(sse / dof)

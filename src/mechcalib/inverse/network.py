@@ -136,7 +136,9 @@ class MultiHeadAttention(nn.Module):
     def __init__(self, d_model: int, heads: int, *, sparsity: float = 0.0, criterion: str = "value") -> None:
         super().__init__()
         if d_model % heads:
-            raise ConfigurationError(f"the hidden size must be a multiple of the number of heads, got {d_model} and {heads}")
+            raise ConfigurationError(
+                f"the hidden size must be a multiple of the number of heads, got {d_model} and {heads}"
+            )
         n_dropped(2, sparsity)  # validates the range
         self.heads, self.sparsity, self.criterion = int(heads), float(sparsity), criterion
         self.w_q = nn.Linear(d_model, d_model)
@@ -151,8 +153,13 @@ class MultiHeadAttention(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B, L, D = x.shape
-        out, w = attention(self._split(self.w_q(x)), self._split(self.w_k(x)), self._split(self.w_v(x)),
-                           self.sparsity, criterion=self.criterion)
+        out, w = attention(
+            self._split(self.w_q(x)),
+            self._split(self.w_k(x)),
+            self._split(self.w_v(x)),
+            self.sparsity,
+            criterion=self.criterion,
+        )
         self.weights = w.detach()
         return self.w_o(out.transpose(1, 2).reshape(B, L, D))
 
@@ -257,7 +264,9 @@ class SparseEncoderBlock(nn.Module):
         self.norm1 = nn.LayerNorm(hidden)
         self.att = MultiHeadAttention(hidden, heads, sparsity=sparsity, criterion=criterion)
         self.norm2 = nn.LayerNorm(hidden)
-        self.mlp = nn.Sequential(nn.Linear(hidden, mlp_ratio * hidden), nn.ReLU(), nn.Linear(mlp_ratio * hidden, hidden))
+        self.mlp = nn.Sequential(
+            nn.Linear(hidden, mlp_ratio * hidden), nn.ReLU(), nn.Linear(mlp_ratio * hidden, hidden)
+        )
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:
         a = h + self.att(self.norm1(h))
@@ -316,20 +325,35 @@ class NetConfig:
             v = getattr(self, k)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ConfigurationError(f"NetConfig.{k} must be a positive integer, got {v!r}")
-        for k, allowed in (("cell", CELLS), ("attention", ATTENTIONS), ("recurrent_impl", IMPLS), ("pool", POOLS),
-                           ("criterion", CRITERIA)):
+        for k, allowed in (
+            ("cell", CELLS),
+            ("attention", ATTENTIONS),
+            ("recurrent_impl", IMPLS),
+            ("pool", POOLS),
+            ("criterion", CRITERIA),
+        ):
             if getattr(self, k) not in allowed:
                 raise ConfigurationError(f"NetConfig.{k} must be one of {allowed}, got {getattr(self, k)!r}")
         n_dropped(2, float(self.sparsity))
         if self.attention in ("transformer", "sparse") and self.hidden % self.heads:
-            raise ConfigurationError(f"hidden ({self.hidden}) must be a multiple of heads ({self.heads}); "
-                                     "change one of them")
+            raise ConfigurationError(
+                f"hidden ({self.hidden}) must be a multiple of heads ({self.heads}); change one of them"
+            )
 
     @classmethod
     def paper_001(cls, **overrides: Any) -> NetConfig:
         """Table 1: hidden size 72, 4 heads, 1 layer, sparsity 0.49 (PartsNet: GRU + sparse encoder)."""
-        return cls(**{"hidden": 72, "heads": 4, "num_layers": 1, "sparsity": 0.49, "cell": "gru",
-                      "attention": "sparse", **overrides})
+        return cls(
+            **{
+                "hidden": 72,
+                "heads": 4,
+                "num_layers": 1,
+                "sparsity": 0.49,
+                "cell": "gru",
+                "attention": "sparse",
+                **overrides,
+            }
+        )
 
     @classmethod
     def variant(cls, name: str, **overrides: Any) -> NetConfig:
@@ -368,8 +392,11 @@ class InverseNet(nn.Module):
             if c.attention == "dot":
                 blocks.append(DotAttentionBlock(c.hidden))
             elif c.attention == "transformer":
-                blocks.append(nn.TransformerEncoderLayer(c.hidden, c.heads, dim_feedforward=c.mlp_ratio * c.hidden,
-                                                         dropout=0.0, batch_first=True))
+                blocks.append(
+                    nn.TransformerEncoderLayer(
+                        c.hidden, c.heads, dim_feedforward=c.mlp_ratio * c.hidden, dropout=0.0, batch_first=True
+                    )
+                )
             else:
                 blocks.append(SparseEncoderBlock(c.hidden, c.heads, c.sparsity, c.mlp_ratio, c.criterion))
         self.blocks = nn.ModuleList(blocks)
@@ -378,8 +405,9 @@ class InverseNet(nn.Module):
     def encode(self, x: torch.Tensor) -> torch.Tensor:
         """Encoder-Net: ``(B, L, C) -> (B, L, hidden)``."""
         if x.ndim != 3 or x.shape[-1] != self.config.n_features:
-            raise ConfigurationError(f"the network takes (batch, length, {self.config.n_features}) sequences, "
-                                     f"got shape {tuple(x.shape)}")
+            raise ConfigurationError(
+                f"the network takes (batch, length, {self.config.n_features}) sequences, got shape {tuple(x.shape)}"
+            )
         h = self.recurrent(x)
         for b in self.blocks:
             h = b(h)

@@ -74,8 +74,15 @@ class SequenceDataset(Dataset):
         if not (np.all(np.isfinite(X)) and np.all(np.isfinite(Y))):
             raise DataError("the dataset holds NaN or inf values; drop those samples first")
         grid = np.arange(X.shape[1], dtype=float)
-        super().__init__(Y, {f: X[:, :, j] for j, f in enumerate(features)}, names=names,
-                         abscissa={f: grid for f in features}, lower=lower, upper=upper, meta=meta)
+        super().__init__(
+            Y,
+            {f: X[:, :, j] for j, f in enumerate(features)},
+            names=names,
+            abscissa=dict.fromkeys(features, grid),
+            lower=lower,
+            upper=upper,
+            meta=meta,
+        )
         self._X: np.ndarray | None = X
 
     @classmethod
@@ -136,7 +143,11 @@ class SequenceDataset(Dataset):
         with the resampled sequences and a sample-index progress ``t``), readable by :func:`from_npz`."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        arrays: dict[str, np.ndarray] = {"names": np.array(self.names), "X": self.Y, "feature_names": np.array(self.features)}
+        arrays: dict[str, np.ndarray] = {
+            "names": np.array(self.names),
+            "X": self.Y,
+            "feature_names": np.array(self.features),
+        }
         if self.lower is not None and self.upper is not None:
             arrays["lower"], arrays["upper"] = self.lower, self.upper
         L = self.length
@@ -192,7 +203,12 @@ def simulate_sequences(
     feats = expand_features(list(features) if features else default_features(good[0]), curves0)
     X = np.stack([sequence_from_curves({k: (c.x, c.y, c.t) for k, c in s.items()}, feats, length) for s in good])
     ds = SequenceDataset(
-        X, space.from_unit(U[ok]), space.free_names, feats, space.lower, space.upper,
+        X,
+        space.from_unit(U[ok]),
+        space.free_names,
+        feats,
+        space.lower,
+        space.upper,
         {"model": model.name, "conditions": dict(conditions or {}), "failed": int((~ok).sum())},
     )
     return ds, ok
@@ -223,8 +239,9 @@ def from_model(
     space = space or model.space
     if int(n) < 2:
         raise ConfigurationError(f"a dataset needs n >= 2 samples, got {n!r}")
-    ds, _ = simulate_sequences(model, _lhs(n, space.dim, seed), features=features, length=length, space=space,
-                               conditions=conditions)
+    ds, _ = simulate_sequences(
+        model, _lhs(n, space.dim, seed), features=features, length=length, space=space, conditions=conditions
+    )
     return ds
 
 
@@ -261,8 +278,9 @@ def from_arrays(
     """A dataset from the arrays of a dataset export (:meth:`mechcalib.storage.RunStore.dataset`, or the
     contents of a file :func:`from_npz` reads); arguments as :func:`from_npz`."""
     ds = Dataset.from_arrays(data, features=features, length=int(length), source=source)
-    out = SequenceDataset(ds.sequences(), ds.theta, ds.names, ds.keys, data.get("lower"), data.get("upper"),
-                          {"source": str(source)})
+    out = SequenceDataset(
+        ds.sequences(), ds.theta, ds.names, ds.keys, data.get("lower"), data.get("upper"), {"source": str(source)}
+    )
     return out.select(list(targets)) if targets else out
 
 

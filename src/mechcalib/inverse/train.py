@@ -44,10 +44,10 @@ from ..core.data import Curve, Experiment
 from ..core.dataset import Dataset, sequence_from_curves, train_val_split
 from ..core.identification import Identification, Method, Provenance
 from ..errors import ConfigurationError, DataError
-from .scalers import ParameterScaler, SequenceScaler
-from .sequences import PAPER_LENGTH, SequenceDataset
 from .metrics import METRIC_NAMES, r2_per_output, regression_metrics
 from .network import VARIANTS, InverseNet, NetConfig
+from .scalers import ParameterScaler, SequenceScaler
+from .sequences import PAPER_LENGTH, SequenceDataset
 
 FORMAT = "mechcalib.inverse/1"
 
@@ -163,7 +163,9 @@ class InverseCalibrator(Method):
 
     presets = ("paper_001",)
 
-    def __init__(self, net: NetConfig | str = "PartsNet", train: TrainConfig | None = None, **net_overrides: Any) -> None:
+    def __init__(
+        self, net: NetConfig | str = "PartsNet", train: TrainConfig | None = None, **net_overrides: Any
+    ) -> None:
         if isinstance(net, str):
             net = NetConfig.variant(net, **net_overrides)
         elif net_overrides:
@@ -200,8 +202,9 @@ class InverseCalibrator(Method):
         return {"net": self.net_config.to_dict(), "train": self.train_config.to_dict()}
 
     # -- training ------------------------------------------------------------------------------------
-    def fit(self, data: Dataset, val: Dataset | None = None, *, seed: int | np.random.Generator | None = None
-            ) -> InverseCalibrator:
+    def fit(
+        self, data: Dataset, val: Dataset | None = None, *, seed: int | np.random.Generator | None = None
+    ) -> InverseCalibrator:
         """Train on ``data`` (split off ``val_fraction`` for validation unless ``val`` is given). A dataset that is
         not a :class:`SequenceDataset` is read as one (:meth:`SequenceDataset.of`: every response key a feature).
         ``seed`` replaces the training configuration's seed."""
@@ -308,9 +311,11 @@ class InverseCalibrator(Method):
         if one:
             X = X[None]
         if X.ndim != 3 or X.shape[1:] != (self.length, len(self.features)):
-            raise DataError(f"the network takes sequences of shape ({self.length}, {len(self.features)}) "
-                            f"(features {list(self.features)}), got {X.shape[1:] if X.ndim == 3 else X.shape}; "
-                            "resample the measurement to the training length")
+            raise DataError(
+                f"the network takes sequences of shape ({self.length}, {len(self.features)}) "
+                f"(features {list(self.features)}), got {X.shape[1:] if X.ndim == 3 else X.shape}; "
+                "resample the measurement to the training length"
+            )
         if not np.all(np.isfinite(X)):
             raise DataError("the sequence holds NaN or inf values")
         return X, one
@@ -339,15 +344,18 @@ class InverseCalibrator(Method):
             curves = {k: (c.x, c.y, c.t) for k, c in target.items() if isinstance(c, Curve)}
             missing = sorted({f[:-2] for f in self.features} - set(curves))
             if missing:
-                raise DataError(f"the network reads the channels {sorted({f[:-2] for f in self.features})}; the "
-                                f"measurement lacks {missing}")
+                raise DataError(
+                    f"the network reads the channels {sorted({f[:-2] for f in self.features})}; the "
+                    f"measurement lacks {missing}"
+                )
             target = sequence_from_curves(curves, self.features, self.length)
         seq = np.asarray(target, dtype=float)
         if seq.ndim == 1 and len(self.features) == 1:  # one feature: a plain curve of length L
             seq = seq[:, None]
         values = self.predict(seq)
-        prov = Provenance(method=self.name, settings=self.describe(), dataset=self.dataset_fingerprint,
-                          n_samples=self.n_samples)
+        prov = Provenance(
+            method=self.name, settings=self.describe(), dataset=self.dataset_fingerprint, n_samples=self.n_samples
+        )
         return Identification(names=self.names, values=values, loss=None, provenance=prov)
 
     def evaluate(self, data: Dataset) -> dict[str, Any]:
@@ -355,8 +363,10 @@ class InverseCalibrator(Method):
         the training time ``Time`` [s]."""
         data = SequenceDataset.of(data)
         if data.names != self.names or data.features != self.features:
-            raise DataError(f"the dataset has parameters {list(data.names)} and features {list(data.features)}; "
-                            f"the network {list(self.names)} and {list(self.features)}")
+            raise DataError(
+                f"the dataset has parameters {list(data.names)} and features {list(data.features)}; "
+                f"the network {list(self.names)} and {list(self.features)}"
+            )
         T = self.y_scaler.transform(data.Y)
         P = self.predict_scaled(data.X)
         out: dict[str, Any] = regression_metrics(T, P, self.train_config.quantile)

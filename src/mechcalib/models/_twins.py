@@ -18,8 +18,9 @@ import numba as nb
 
 
 def _renamed(body: Callable, suffix: str) -> Callable:
-    fn = types.FunctionType(body.__code__, body.__globals__, body.__name__ + suffix, body.__defaults__,
-                            body.__closure__)
+    fn = types.FunctionType(
+        body.__code__, body.__globals__, body.__name__ + suffix, body.__defaults__, body.__closure__
+    )
     fn.__qualname__ = body.__qualname__ + suffix
     fn.__doc__ = body.__doc__
     fn.__kwdefaults__ = body.__kwdefaults__
@@ -29,5 +30,7 @@ def _renamed(body: Callable, suffix: str) -> Callable:
 def twin_kernels(body: Callable) -> tuple[Callable, Callable]:
     """``(parallel, serial)``: ``body`` compiled with ``njit(parallel=True, cache=True)`` and with
     ``njit(cache=True)``, named ``<body>_parallel`` and ``<body>_serial``."""
-    return (nb.njit(parallel=True, cache=True)(_renamed(body, "_parallel")),
-            nb.njit(cache=True)(_renamed(body, "_serial")))
+    return (
+        nb.njit(parallel=True, cache=True)(_renamed(body, "_parallel")),
+        nb.njit(cache=True)(_renamed(body, "_serial")),
+    )

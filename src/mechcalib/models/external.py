@@ -49,9 +49,9 @@ from typing import Any, Literal
 import numpy as np
 
 from ..core.data import Curve, read_table
-from ..errors import ConfigurationError, DataError
-from ..core.parameters import ParameterSpace
 from ..core.model import Channel, Model, Response, SimulationFailure
+from ..core.parameters import ParameterSpace
+from ..errors import ConfigurationError, DataError
 
 Keep = Literal["all", "failed", "none"]
 Parser = Callable[[Path], Mapping[str, Curve]]
@@ -127,8 +127,7 @@ def fill_template(text: str, values: Mapping[str, Any], *, where: str = "templat
         name = m.group(1).strip()
         if name not in values:
             raise ConfigurationError(
-                f"{where}: placeholder {m.group(0)!r} names no parameter or condition; valid names are "
-                f"{sorted(values)}"
+                f"{where}: placeholder {m.group(0)!r} names no parameter or condition; valid names are {sorted(values)}"
             )
         if name not in formatted:
             formatted[name] = format_number(values[name], f"{where}: value of {name!r}")
@@ -256,14 +255,16 @@ class ExternalModel(Model):
             for p in placeholders(arg):
                 if p not in known:
                     raise ExternalSetupError(
-                        ("command", i), f"placeholders naming parameters or conditions {sorted(known)}",
+                        ("command", i),
+                        f"placeholders naming parameters or conditions {sorted(known)}",
                         f"{{{{{p}}}}} in {arg!r}",
                     )
             stripped = PLACEHOLDER_RE.sub("", arg)
             for tok in _SINGLE_TOKEN_RE.findall(stripped):
                 if not (arg == PYTHON_TOKEN and tok == "python"):
                     raise ExternalSetupError(
-                        ("command", i), "no other token than a whole argument '{python}' and {{ name }} placeholders",
+                        ("command", i),
+                        "no other token than a whole argument '{python}' and {{ name }} placeholders",
                         repr(arg),
                     )
             cmd.append(arg)
@@ -285,7 +286,8 @@ class ExternalModel(Model):
             unknown = sorted({p for p in placeholders(text) if p not in known})
             if unknown:
                 raise ExternalSetupError(
-                    field, f"placeholders naming parameters or conditions {sorted(known)}",
+                    field,
+                    f"placeholders naming parameters or conditions {sorted(known)}",
                     f"{', '.join('{{' + u + '}}' for u in unknown)} in {str(path)!r}",
                 )
             self.templates[target] = str(path)
@@ -318,8 +320,11 @@ class ExternalModel(Model):
             try:
                 self._parser = load_callable(self.parser_spec)
             except ConfigurationError as exc:
-                raise ExternalSetupError("parser", "an importable function 'module:function' or 'file.py:function'",
-                                         f"{self.parser_spec!r} ({exc})") from None
+                raise ExternalSetupError(
+                    "parser",
+                    "an importable function 'module:function' or 'file.py:function'",
+                    f"{self.parser_spec!r} ({exc})",
+                ) from None
         if parser is not None and self._parser is not None and not callable(self._parser):
             raise ExternalSetupError("parser", "a callable parse(workdir) -> {channel: Curve}", repr(parser))
         if channels is None:
@@ -327,7 +332,9 @@ class ExternalModel(Model):
                 raise ExternalSetupError("channels", "the channel names the parser returns", "nothing")
             channels = list(self.outputs)
         elif self.outputs and list(channels) != list(self.outputs):
-            raise ExternalSetupError("channels", f"the output channels {list(self.outputs)} or nothing", repr(list(channels)))
+            raise ExternalSetupError(
+                "channels", f"the output channels {list(self.outputs)} or nothing", repr(list(channels))
+            )
         if not channels or len(set(channels)) != len(channels):
             raise ExternalSetupError("channels", "a non-empty list of distinct channel names", repr(list(channels)))
         self.channels = tuple(
@@ -365,7 +372,9 @@ class ExternalModel(Model):
         for pname, vals in (presets or {}).items():
             unknown = sorted(set(vals) - set(space.names))
             if unknown:
-                raise ExternalSetupError(("presets", pname), f"values for parameters {list(space.names)}", f"unknown {unknown}")
+                raise ExternalSetupError(
+                    ("presets", pname), f"values for parameters {list(space.names)}", f"unknown {unknown}"
+                )
             self.presets[pname] = {k: float(v) for k, v in vals.items()}
         centre = {p.name: p.fixed if p.is_fixed else float(p.from_unit(0.5)) for p in space}
         for pname in list(self.presets):
@@ -397,7 +406,9 @@ class ExternalModel(Model):
             format_number(v, f"model {self.name!r}: condition {k!r}")
         return out
 
-    def simulate(self, theta: np.ndarray, conditions: Mapping[str, Any] | None = None) -> list[Response | SimulationFailure]:
+    def simulate(
+        self, theta: np.ndarray, conditions: Mapping[str, Any] | None = None
+    ) -> list[Response | SimulationFailure]:
         """Run the program once per row of ``theta`` ``(n, len(space))``; up to ``max_workers`` at a time."""
         theta = self.check_theta(theta)
         cond = self.validate_conditions(conditions, n_sets=theta.shape[0])
@@ -420,7 +431,10 @@ class ExternalModel(Model):
             )
         # Numbers only: a string, a boolean or a non-finite value is refused here, before any file is written.
         subst = {**cond, **{k: float(format_number(v, f"parameter {k!r}")) for k, v in values.items()}}
-        filled = {t: fill_template(txt, subst, where=f"template {self.templates[t]!r}") for t, txt in self._template_text.items()}
+        filled = {
+            t: fill_template(txt, subst, where=f"template {self.templates[t]!r}")
+            for t, txt in self._template_text.items()
+        }
         args = self.arguments(subst)
         root = Path(self.workdir_root)
         root.mkdir(parents=True, exist_ok=True)
@@ -441,22 +455,31 @@ class ExternalModel(Model):
 
     def arguments(self, values: Mapping[str, float]) -> list[str]:
         """The argument list of one run: ``{python}`` and ``{{ name }}`` replaced by numbers."""
-        return [sys.executable if a == PYTHON_TOKEN else fill_template(a, values, where="command argument") for a in self.command]
+        return [
+            sys.executable if a == PYTHON_TOKEN else fill_template(a, values, where="command argument")
+            for a in self.command
+        ]
 
-    def run_one(self, values: Mapping[str, float], conditions: Mapping[str, Any] | None = None) -> Response | SimulationFailure:
+    def run_one(
+        self, values: Mapping[str, float], conditions: Mapping[str, Any] | None = None
+    ) -> Response | SimulationFailure:
         """Prepare, run and parse one parameter set; failures come back as :class:`SimulationFailure`."""
         try:
             wd = self.make_workdir(values, conditions)
         except ConfigurationError as exc:
             return SimulationFailure(f"{self.name}: {exc}")
         except OSError as exc:
-            return SimulationFailure(f"{self.name}: cannot prepare a working directory under {self.workdir_root!r}: {exc}")
+            return SimulationFailure(
+                f"{self.name}: cannot prepare a working directory under {self.workdir_root!r}: {exc}"
+            )
         result = self._execute(wd, {**self.conditions(conditions), **{k: float(v) for k, v in values.items()}})
         failed = isinstance(result, SimulationFailure)
         if self.keep == "none" or (self.keep == "failed" and not failed):
             shutil.rmtree(wd, ignore_errors=True)
             if failed:
-                result = SimulationFailure(result.message + " (working directory deleted; set keep='failed' to keep its logs)")
+                result = SimulationFailure(
+                    result.message + " (working directory deleted; set keep='failed' to keep its logs)"
+                )
         return result
 
     def _execute(self, wd: Path, subst: Mapping[str, float]) -> Response | SimulationFailure:
@@ -515,8 +538,11 @@ class ExternalModel(Model):
                 if col is not None and col not in cols:
                     raise DataError(f"{str(path)!r}: channel {ch!r} needs column {col!r}, the columns are {list(cols)}")
             out[ch] = Curve(
-                cols[spec.x], cols[spec.y], None if spec.t is None else cols[spec.t],
-                x_name=spec.x, y_name=spec.y,
+                cols[spec.x],
+                cols[spec.y],
+                None if spec.t is None else cols[spec.t],
+                x_name=spec.x,
+                y_name=spec.y,
                 x_unit=spec.x_unit if spec.x_unit is not None else units[spec.x],
                 y_unit=spec.y_unit if spec.y_unit is not None else units[spec.y],
             )
@@ -532,8 +558,9 @@ def _run(args: list[str], cwd: Path, fo, fe, timeout: float | None, env: Mapping
     posix = os.name == "posix"
     # Popen from several threads at once can leak pipe handles into the wrong child on some platforms.
     with _POPEN_LOCK:
-        proc = subprocess.Popen(args, cwd=cwd, stdout=fo, stderr=fe, stdin=subprocess.DEVNULL, shell=False,
-                                env=env, start_new_session=posix)
+        proc = subprocess.Popen(
+            args, cwd=cwd, stdout=fo, stderr=fe, stdin=subprocess.DEVNULL, shell=False, env=env, start_new_session=posix
+        )
     try:
         return proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:

@@ -15,8 +15,8 @@ import numba as nb
 import numpy as np
 
 from ..core.data import Curve
-from ..core.parameters import Parameter, ParameterSpace
 from ..core.model import Channel, Model, Response, SimulationFailure, check_condition
+from ..core.parameters import Parameter, ParameterSpace
 from ..errors import ConfigurationError
 
 
@@ -88,11 +88,16 @@ class Duffing(Model):
                 f"fs={cond['fs']!r}; lengthen t_end or raise fs"
             )
         # the kernel's output, the restoring force and the curves' copies: about four arrays per set
-        self.check_memory(8.0 * n_out * (4 * max(n_sets, 1) + 1), f"a batch of {n_sets} set(s) of {n_out} samples",
-                          "lower fs or t_end, or simulate fewer parameter sets per batch")
+        self.check_memory(
+            8.0 * n_out * (4 * max(n_sets, 1) + 1),
+            f"a batch of {n_sets} set(s) of {n_out} samples",
+            "lower fs or t_end, or simulate fewer parameter sets per batch",
+        )
         return cond
 
-    def simulate(self, theta: np.ndarray, conditions: Mapping[str, Any] | None = None) -> list[Response | SimulationFailure]:
+    def simulate(
+        self, theta: np.ndarray, conditions: Mapping[str, Any] | None = None
+    ) -> list[Response | SimulationFailure]:
         theta = self.check_theta(theta)
         cond = self.validate_conditions(conditions, n_sets=theta.shape[0])
         fs, sub = float(cond["fs"]), int(cond["substeps"])

@@ -24,6 +24,18 @@ from .curves import (
 )
 
 __all__ = [
-    "F1", "F2", "L2", "OBJECTIVES", "Objective", "ObjectiveRegistry", "OverlapRSS", "make_objective",
-    "overlap_bounds", "overlap_rss", "progress_rss", "sim_at_data", "sum_abs", "sum_squares",
+    "F1",
+    "F2",
+    "L2",
+    "OBJECTIVES",
+    "Objective",
+    "ObjectiveRegistry",
+    "OverlapRSS",
+    "make_objective",
+    "overlap_bounds",
+    "overlap_rss",
+    "progress_rss",
+    "sim_at_data",
+    "sum_abs",
+    "sum_squares",
 ]

@@ -24,13 +24,12 @@ the displacement error is counted in force units and the two channels stay summa
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 
-from ..core.data import Curve, Experiment
+from ..core.data import Curve
 from ..core.objective import Objective
 from ..errors import DataError, SettingError
 from ..registry import Registry
@@ -142,8 +141,13 @@ class OverlapRSS(Objective):
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.n_points < 2:
-            raise SettingError("", "n_points", "an integer >= 2", self.n_points,
-                               message=f"n_points must be >= 2, got {self.n_points!r}")
+            raise SettingError(
+                "",
+                "n_points",
+                "an integer >= 2",
+                self.n_points,
+                message=f"n_points must be >= 2, got {self.n_points!r}",
+            )
         if self.pairing not in ("auto", "abscissa", "progress"):
             raise SettingError("", "pairing", "'auto', 'abscissa' or 'progress'", self.pairing)
 

@@ -167,8 +167,15 @@ def backward(
 
 
 def adam_update(
-    theta: np.ndarray, grad: np.ndarray, m: np.ndarray, v: np.ndarray, step: int, lr: float,
-    beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8,
+    theta: np.ndarray,
+    grad: np.ndarray,
+    m: np.ndarray,
+    v: np.ndarray,
+    step: int,
+    lr: float,
+    beta1: float = 0.9,
+    beta2: float = 0.999,
+    eps: float = 1e-8,
 ) -> None:
     """One Adam step in place (Kingma and Ba; the update as PyTorch writes it, so both backends agree):
     ``m += (1 - b1)(g - m)``, ``v = b2 v + (1 - b2) g^2``,
@@ -203,8 +210,17 @@ def fit_reference(
 
 
 def fit_numpy(
-    s: np.ndarray, Y: np.ndarray, mask: np.ndarray, theta0: np.ndarray, sizes: Sequence[int], steps: int, lr: float,
-    dtype: str = "float64", beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8,
+    s: np.ndarray,
+    Y: np.ndarray,
+    mask: np.ndarray,
+    theta0: np.ndarray,
+    sizes: Sequence[int],
+    steps: int,
+    lr: float,
+    dtype: str = "float64",
+    beta1: float = 0.9,
+    beta2: float = 0.999,
+    eps: float = 1e-8,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Train ``B`` independent networks at once, one per target ``Y[b]`` ``(N, n_out)``, all from ``theta0``
     ``(P,)`` (layout of :func:`init_params`), by full-batch Adam on the masked mean absolute error; the
@@ -232,8 +248,10 @@ def fit_numpy(
     grad = np.zeros_like(theta)
 
     def views(buf: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-        return [(buf[:, o : o + a * b].reshape(B, b, a), buf[:, o + a * b : o + a * b + b].reshape(B, b, 1))
-                for (a, b), o in zip(pairs, offs[:-1], strict=True)]
+        return [
+            (buf[:, o : o + a * b].reshape(B, b, a), buf[:, o + a * b : o + a * b + b].reshape(B, b, 1))
+            for (a, b), o in zip(pairs, offs[:-1], strict=True)
+        ]
 
     lay, glay = views(theta), views(grad)
     for (WT, bT), (W, b) in zip(lay, unpack(np.asarray(theta0, float)[None, :], sizes), strict=True):
@@ -306,8 +324,15 @@ def fit_numpy(
 
 
 def fit_torch(
-    s: np.ndarray, Y: np.ndarray, mask: np.ndarray, theta0: np.ndarray, sizes: Sequence[int], steps: int, lr: float,
-    threads: int | None = 1, dtype: str = "float64",
+    s: np.ndarray,
+    Y: np.ndarray,
+    mask: np.ndarray,
+    theta0: np.ndarray,
+    sizes: Sequence[int],
+    steps: int,
+    lr: float,
+    threads: int | None = 1,
+    dtype: str = "float64",
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`fit_numpy` through PyTorch autograd and ``torch.optim.Adam`` (CPU); same arguments and returns.
     ``threads`` caps torch's intra-op threads during the fit (restored afterwards)."""
@@ -322,8 +347,11 @@ def fit_torch(
         B = Y.shape[0]
         theta = np.repeat(theta0[None, :], B, axis=0)
         # One leaf tensor per weight and bias, from the same initial draw as the numpy fit.
-        params = [torch.tensor(np.ascontiguousarray(a), dtype=tdt, requires_grad=True)
-                  for layer in unpack(theta, sizes) for a in layer]
+        params = [
+            torch.tensor(np.ascontiguousarray(a), dtype=tdt, requires_grad=True)
+            for layer in unpack(theta, sizes)
+            for a in layer
+        ]
         st = torch.tensor(s, dtype=tdt)[None, :, None]
         Yt = torch.tensor(Y, dtype=tdt)
         mk = torch.tensor(mask, dtype=tdt)
@@ -366,7 +394,9 @@ def _monotonic(x: np.ndarray) -> bool:
     return bool(np.ptp(x) > 0 and (np.all(d >= 0) or np.all(d <= 0)))
 
 
-def discretise(curve: Curve, n_points: int, mode: SmoothMode = "auto") -> tuple[str, np.ndarray, np.ndarray, np.ndarray | None]:
+def discretise(
+    curve: Curve, n_points: int, mode: SmoothMode = "auto"
+) -> tuple[str, np.ndarray, np.ndarray, np.ndarray | None]:
     """A curve at ``n_points`` points for the smoother: ``(mode, x, y, t)``, each ``(n_points,)`` (``t``:
     ``None`` when the curve has none). ``"abscissa"``: uniform in ``x`` from its first to its last value;
     ``"progress"``: uniform in the progress coordinate. ``"auto"``: ``"abscissa"`` when ``x`` is monotonic."""
@@ -426,12 +456,19 @@ class NeuralSmoother:
         dtype: Dtype = "float32",
         batch: int = 24,
     ) -> None:
-        for k, val, lo in (("n_layers", n_layers, 1), ("width", width, 1), ("n_points", n_points, 2), ("steps", steps, 0),
-                           ("batch", batch, 1)):
+        for k, val, lo in (
+            ("n_layers", n_layers, 1),
+            ("width", width, 1),
+            ("n_points", n_points, 2),
+            ("steps", steps, 0),
+            ("batch", batch, 1),
+        ):
             if isinstance(val, bool) or not isinstance(val, int | np.integer) or val < lo:
                 raise SettingError("", k, f"an integer >= {lo}", val)
-        if isinstance(learning_rate, bool) or not isinstance(learning_rate, int | float) or not (
-            np.isfinite(learning_rate) and learning_rate > 0
+        if (
+            isinstance(learning_rate, bool)
+            or not isinstance(learning_rate, int | float)
+            or not (np.isfinite(learning_rate) and learning_rate > 0)
         ):
             raise SettingError("", "learning_rate", "a finite number > 0", learning_rate)
         if mode not in ("auto", "abscissa", "progress"):
@@ -445,7 +482,13 @@ class NeuralSmoother:
         if backend == "torch":
             require("torch", "deep")
         self.n_layers, self.width, self.n_points, self.steps = int(n_layers), int(width), int(n_points), int(steps)
-        self.learning_rate, self.mode, self.backend, self.threads, self.seed = float(learning_rate), mode, backend, threads, int(seed)
+        self.learning_rate, self.mode, self.backend, self.threads, self.seed = (
+            float(learning_rate),
+            mode,
+            backend,
+            threads,
+            int(seed),
+        )
         self.dtype, self.batch = dtype, int(batch)
         self.sizes = layer_sizes(self.n_layers, self.width)
         self.last_losses: np.ndarray | None = None  # final training MAE (standardised units) of the last fit
@@ -458,9 +501,17 @@ class NeuralSmoother:
         return self.backend
 
     def settings(self) -> dict:
-        return {"n_layers": self.n_layers, "width": self.width, "n_points": self.n_points, "steps": self.steps,
-                "learning_rate": self.learning_rate, "mode": self.mode, "backend": self.backend, "seed": self.seed,
-                "dtype": self.dtype}
+        return {
+            "n_layers": self.n_layers,
+            "width": self.width,
+            "n_points": self.n_points,
+            "steps": self.steps,
+            "learning_rate": self.learning_rate,
+            "mode": self.mode,
+            "backend": self.backend,
+            "seed": self.seed,
+            "dtype": self.dtype,
+        }
 
     def fit(self, Y: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """Fit one network per target ``Y[b]`` ``(n_points, 2)`` (standardised) at inputs uniform in [-1, 1];
@@ -473,8 +524,17 @@ class NeuralSmoother:
         Y, mask = np.asarray(Y, float), np.asarray(mask, float)
         outs, losses = [], []
         for i in range(0, Y.shape[0], self.batch):
-            o, loss = fit(s, Y[i : i + self.batch], mask[i : i + self.batch], theta0, self.sizes, self.steps,
-                          self.learning_rate, dtype=self.dtype, **kw)
+            o, loss = fit(
+                s,
+                Y[i : i + self.batch],
+                mask[i : i + self.batch],
+                theta0,
+                self.sizes,
+                self.steps,
+                self.learning_rate,
+                dtype=self.dtype,
+                **kw,
+            )
             outs.append(o)
             losses.append(loss)
         self.last_losses = np.concatenate(losses) if losses else np.zeros(0)
@@ -515,8 +575,12 @@ class NeuralSmoother:
         """A copy of ``experiment`` with every channel smoothed."""
         names = list(experiment.channels)
         sm = self.smooth_many([experiment[k] for k in names])
-        return Experiment(dict(zip(names, sm, strict=True)), conditions=experiment.conditions,
-                          name=f"{experiment.name} (smoothed)", weight=experiment.weight)
+        return Experiment(
+            dict(zip(names, sm, strict=True)),
+            conditions=experiment.conditions,
+            name=f"{experiment.name} (smoothed)",
+            weight=experiment.weight,
+        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -561,9 +625,17 @@ class SmoothedOverlapRSS(OverlapRSS):
     @property
     def smoother(self) -> NeuralSmoother:
         # Built on demand, not stored: the objective's pickle (a run's fingerprint) must not change with use.
-        return NeuralSmoother(n_layers=self.smooth_layers, width=self.smooth_width, n_points=self.smooth_points,
-                              steps=self.smooth_steps, learning_rate=self.smooth_learning_rate, mode=self.smooth_mode,
-                              backend=self.smooth_backend, seed=self.smooth_seed, dtype=self.smooth_dtype)
+        return NeuralSmoother(
+            n_layers=self.smooth_layers,
+            width=self.smooth_width,
+            n_points=self.smooth_points,
+            steps=self.smooth_steps,
+            learning_rate=self.smooth_learning_rate,
+            mode=self.smooth_mode,
+            backend=self.smooth_backend,
+            seed=self.smooth_seed,
+            dtype=self.smooth_dtype,
+        )
 
     def smoothed_reference(self, curves: Sequence[Curve]) -> list[Curve]:
         """``curves`` smoothed, from the cache where possible (meant for the experiment's curves)."""
@@ -627,8 +699,9 @@ class SmoothedOverlapRSS(OverlapRSS):
         smoothed = self.smoother.smooth_many(curves)
         for j, i in enumerate(ok):
             try:
-                parts = [OverlapRSS.channel_misfit(self, smoothed[j * len(names) + c], exp_s[c])
-                         for c in range(len(names))]
+                parts = [
+                    OverlapRSS.channel_misfit(self, smoothed[j * len(names) + c], exp_s[c]) for c in range(len(names))
+                ]
                 out[i] = float(sum(self.weights.get(ch, 1.0) * v for ch, v in zip(names, parts, strict=True)))
             except Exception as exc:  # noqa: BLE001 - as above
                 out[i] = exc
@@ -636,6 +709,19 @@ class SmoothedOverlapRSS(OverlapRSS):
 
 
 __all__ = [
-    "NeuralSmoother", "SmoothedOverlapRSS", "adam_update", "backward", "discretise", "fit_numpy", "fit_reference",
-    "fit_torch", "forward", "init_params", "layer_sizes", "mae_grad", "n_params", "torch_available", "unpack",
+    "NeuralSmoother",
+    "SmoothedOverlapRSS",
+    "adam_update",
+    "backward",
+    "discretise",
+    "fit_numpy",
+    "fit_reference",
+    "fit_torch",
+    "forward",
+    "init_params",
+    "layer_sizes",
+    "mae_grad",
+    "n_params",
+    "torch_available",
+    "unpack",
 ]

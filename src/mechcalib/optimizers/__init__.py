@@ -47,8 +47,16 @@ OPTIMIZERS: Registry[type[Optimizer]] = Registry(
     },
 )
 _BY_CLASS = {
-    "GA": "ga", "PSO": "pso", "TBPSO": "tbpso", "ABC": "abc", "IABC": "iabc", "TSA": "tsa", "DE": "de",
-    "GRADE": "grade", "RandomSearch": "random", "LatinHypercube": "lhs",
+    "GA": "ga",
+    "PSO": "pso",
+    "TBPSO": "tbpso",
+    "ABC": "abc",
+    "IABC": "iabc",
+    "TSA": "tsa",
+    "DE": "de",
+    "GRADE": "grade",
+    "RandomSearch": "random",
+    "LatinHypercube": "lhs",
 }
 
 __all__ = ["Optimizer", "OPTIMIZERS", "get_optimizer", "make_optimizer", *_BY_CLASS]

@@ -20,7 +20,6 @@ from __future__ import annotations
 import copy
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from dataclasses import fields, is_dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -143,7 +142,7 @@ class Optimizer(ABC):
 
     def state_dict(self) -> dict[str, Any]:
         """A deep copy of the full state (settings, RNG, population), for checkpoints."""
-        return copy.deepcopy({k: v for k, v in vars(self).items()})
+        return copy.deepcopy(dict(vars(self).items()))
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         self.__dict__.update(copy.deepcopy(dict(state)))
@@ -167,8 +166,13 @@ def check_range(owner: str, name: str, value: Any, lo: float, hi: float, *, lo_o
     if not ok or not np.isfinite(v) and hi != np.inf:
         lb = "(" if lo_open else "["
         ub = ")" if hi_open else "]"
-        raise SettingError(owner, name, f"a value in {lb}{lo}, {hi}{ub}", value,
-                           message=f"{owner}: {name} must lie in {lb}{lo}, {hi}{ub}, got {value!r}")
+        raise SettingError(
+            owner,
+            name,
+            f"a value in {lb}{lo}, {hi}{ub}",
+            value,
+            message=f"{owner}: {name} must lie in {lb}{lo}, {hi}{ub}, got {value!r}",
+        )
     return v
 
 

@@ -259,7 +259,10 @@ class ABC(Optimizer):
         self.group_size = check_positive_int(self.name, "group_size", group_size, minimum=4)
         if self.group_size % 2:
             raise SettingError(
-                self.name, "group_size", "an even integer (SN = group_size / 2 food sources)", group_size,
+                self.name,
+                "group_size",
+                "an even integer (SN = group_size / 2 food sources)",
+                group_size,
                 message=f"{self.name}: group_size must be even (SN = group_size / 2 food sources), got {group_size!r}; "
                 f"use {self.group_size + 1}",
             )
@@ -422,8 +425,7 @@ class IABC(ABC):
     def paper_002(cls, **overrides: Any) -> IABC:
         """Ding et al.'s (2021) settings: group size 50 (SN = 25), 500 cycles, F = 0.5, CR = 0.4, tournament, eq. 29
         as printed (``local_step="vector"``)."""
-        return cls(**{"group_size": 50, "max_cycles": 500, "F": 0.5, "CR": 0.4, "local_step": "vector",
-                      **overrides})
+        return cls(**{"group_size": 50, "max_cycles": 500, "F": 0.5, "CR": 0.4, "local_step": "vector", **overrides})
 
     @classmethod
     def small_group(cls, **overrides: Any) -> IABC:

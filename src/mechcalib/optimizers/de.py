@@ -151,8 +151,13 @@ class DE(Optimizer):
             check_range(self.name, "dither[0]", lo, 0.0, 2.0, lo_open=True)
             check_range(self.name, "dither[1]", hi, 0.0, 2.0, lo_open=True)
             if hi < lo:
-                raise SettingError(self.name, "dither", "a pair with F_min <= F_max", dither,
-                                   message=f"{self.name}: dither must satisfy F_min <= F_max, got {dither!r}")
+                raise SettingError(
+                    self.name,
+                    "dither",
+                    "a pair with F_min <= F_max",
+                    dither,
+                    message=f"{self.name}: dither must satisfy F_min <= F_max, got {dither!r}",
+                )
             dither = (lo, hi)
         self.dither = dither
 

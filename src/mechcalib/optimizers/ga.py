@@ -107,8 +107,9 @@ def uniform_crossover(p1: np.ndarray, p2: np.ndarray, swap: np.ndarray) -> tuple
     return c1, c2
 
 
-def random_reset(x: np.ndarray, mask: np.ndarray, lo: np.ndarray | float, hi: np.ndarray | float,
-                 u: np.ndarray) -> np.ndarray:
+def random_reset(
+    x: np.ndarray, mask: np.ndarray, lo: np.ndarray | float, hi: np.ndarray | float, u: np.ndarray
+) -> np.ndarray:
     """Random mutation (Kibriya et al. (2023) section 3.1): genes under ``mask`` are replaced by ``lo + u * (hi - lo)``.
 
     Args:

@@ -203,9 +203,7 @@ class GRADE(Optimizer):
         ia = self.rng.integers(0, N, size=m)
         ib = self.rng.integers(0, N - 1, size=m)
         ib = ib + (ib >= ia)
-        children = cross(
-            self._X[ia], self._f[ia], self._X[ib], self._f[ib], draw_coefficients(self.rng, m, cr_max)
-        )
+        children = cross(self._X[ia], self._f[ia], self._X[ib], self._f[ib], draw_coefficients(self.rng, m, cr_max))
         return np.clip(np.vstack([mutants, children]), 0.0, 1.0)
 
     def _tell(self, X: np.ndarray, f: np.ndarray) -> None:

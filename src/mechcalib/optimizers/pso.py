@@ -221,8 +221,15 @@ class SwarmOptimizer(Optimizer):
 
     def weight(self, k: int) -> float:
         """The inertia weight of velocity update ``k`` under this configuration."""
-        return inertia_weight(k, self.max_iter, self.inertia, w_max=self.w_max, w_min=self.w_min,
-                              w_const=self.w_const, exponent=self.w_exponent)
+        return inertia_weight(
+            k,
+            self.max_iter,
+            self.inertia,
+            w_max=self.w_max,
+            w_min=self.w_min,
+            w_const=self.w_const,
+            exponent=self.w_exponent,
+        )
 
     # -- protocol -------------------------------------------------------------------------------------
     def _init_state(self) -> None:
@@ -319,9 +326,20 @@ class PSO(SwarmOptimizer):
         seed: SeedLike = None,
     ) -> None:
         super().__init__(
-            swarm_size=swarm_size, phi1=phi1, phi2=phi2, inertia=inertia, w_max=w_max, w_min=w_min,
-            w_const=w_const, w_exponent=w_exponent, constriction=constriction, max_iter=max_iter,
-            init_velocity=init_velocity, v_max=v_max, boundary=boundary, seed=seed,
+            swarm_size=swarm_size,
+            phi1=phi1,
+            phi2=phi2,
+            inertia=inertia,
+            w_max=w_max,
+            w_min=w_min,
+            w_const=w_const,
+            w_exponent=w_exponent,
+            constriction=constriction,
+            max_iter=max_iter,
+            init_velocity=init_velocity,
+            v_max=v_max,
+            boundary=boundary,
+            seed=seed,
         )
         self._check_constriction()
 
@@ -330,8 +348,9 @@ class PSO(SwarmOptimizer):
     def paper_000(cls, *, seed: SeedLike = None, **overrides: Any) -> PSO:
         """Kibriya et al. (2023) section 4: 10 particles, phi1 = phi2 = 2, linear inertia 0.8 -> 0.4, 50 iterations
         (budget ``10 * 51`` evaluations with the initial swarm)."""
-        s: dict[str, Any] = dict(swarm_size=10, phi1=2.0, phi2=2.0, inertia="linear", w_max=0.8, w_min=0.4,
-                                 constriction=False, max_iter=50)
+        s: dict[str, Any] = dict(
+            swarm_size=10, phi1=2.0, phi2=2.0, inertia="linear", w_max=0.8, w_min=0.4, constriction=False, max_iter=50
+        )
         s.update(overrides)
         return cls(**s, seed=seed)
 
@@ -359,5 +378,6 @@ class PSO(SwarmOptimizer):
         (unused here, TBPSO's trust needs them). Personal and global bests are already updated."""
         R1 = self.rng.random(self._X.shape)
         R2 = self.rng.random(self._X.shape)
-        return pso_velocity(self._V, self._X, self._P, self._P[self._g], R1, R2, self.phi1, self.phi2,
-                            self.weight(self._k), self.K)
+        return pso_velocity(
+            self._V, self._X, self._P, self._P[self._g], R1, R2, self.phi1, self.phi2, self.weight(self._k), self.K
+        )

@@ -159,15 +159,27 @@ class TBPSO(SwarmOptimizer):
         seed: SeedLike = None,
     ) -> None:
         super().__init__(
-            swarm_size=swarm_size, phi1=phi1, phi2=phi2, inertia=inertia, w_max=w_max, w_min=w_min,
-            w_const=w_const, w_exponent=w_exponent, constriction=constriction, max_iter=max_iter,
-            init_velocity=init_velocity, v_max=v_max, boundary=boundary, seed=seed,
+            swarm_size=swarm_size,
+            phi1=phi1,
+            phi2=phi2,
+            inertia=inertia,
+            w_max=w_max,
+            w_min=w_min,
+            w_const=w_const,
+            w_exponent=w_exponent,
+            constriction=constriction,
+            max_iter=max_iter,
+            init_velocity=init_velocity,
+            v_max=v_max,
+            boundary=boundary,
+            seed=seed,
         )
         self.phi3 = check_range(self.name, "phi3", phi3, 0.0, np.inf)
         self.trust_direction = check_choice(self.name, "trust_direction", trust_direction, TRUST_DIRECTIONS)
         self.trust_limit = (
-            None if trust_limit is None else check_range(self.name, "trust_limit", trust_limit, 0.0, np.inf,
-                                                         lo_open=True)
+            None
+            if trust_limit is None
+            else check_range(self.name, "trust_limit", trust_limit, 0.0, np.inf, lo_open=True)
         )
         self._check_constriction()
 
@@ -178,9 +190,19 @@ class TBPSO(SwarmOptimizer):
         printed, unbounded trust rule and ``trust_direction="away"`` (eq. 13 as printed), the better
         direction on the project's optimiser benchmark (``docs/optimizers.md``); pass
         ``trust_direction="toward"`` for the other reading. For longer runs add ``trust_limit=1``."""
-        s: dict[str, Any] = dict(swarm_size=10, phi1=1.0, phi2=1.0, phi3=2.0, inertia="linear", w_max=0.8,
-                                 w_min=0.4, constriction=True, max_iter=20, trust_direction="away",
-                                 trust_limit=None)
+        s: dict[str, Any] = dict(
+            swarm_size=10,
+            phi1=1.0,
+            phi2=1.0,
+            phi3=2.0,
+            inertia="linear",
+            w_max=0.8,
+            w_min=0.4,
+            constriction=True,
+            max_iter=20,
+            trust_direction="away",
+            trust_limit=None,
+        )
         s.update(overrides)
         return cls(**s, seed=seed)
 
@@ -193,10 +215,22 @@ class TBPSO(SwarmOptimizer):
 
     def _velocity(self, f: np.ndarray) -> np.ndarray:
         self._C = update_trust(self._C, self._fP, f, self.trust_limit)
-        T = trust_component(relative_distances(self._X), self._C,
-                            position_differences(self._X, self.trust_direction))
+        T = trust_component(relative_distances(self._X), self._C, position_differences(self._X, self.trust_direction))
         R1 = self.rng.random(self._X.shape)
         R2 = self.rng.random(self._X.shape)
         R3 = self.rng.random(self._X.shape)
-        return tbpso_velocity(self._V, self._X, self._P, self._P[self._g], T, R1, R2, R3, self.phi1, self.phi2,
-                              self.phi3, self.weight(self._k), self.K)
+        return tbpso_velocity(
+            self._V,
+            self._X,
+            self._P,
+            self._P[self._g],
+            T,
+            R1,
+            R2,
+            R3,
+            self.phi1,
+            self.phi2,
+            self.phi3,
+            self.weight(self._k),
+            self.K,
+        )

@@ -69,8 +69,9 @@ def draw_other_trees(owner: np.ndarray, u: np.ndarray, n_trees: int) -> np.ndarr
     return (np.asarray(owner) + 1 + k) % n_trees
 
 
-def tsa_seeds(T: np.ndarray, best: np.ndarray, owner: np.ndarray, other: np.ndarray, alpha: np.ndarray,
-              use_best: np.ndarray) -> np.ndarray:
+def tsa_seeds(
+    T: np.ndarray, best: np.ndarray, owner: np.ndarray, other: np.ndarray, alpha: np.ndarray, use_best: np.ndarray
+) -> np.ndarray:
     """Seed positions (Kiran 2015, eqs. 3 and 4), before the bound rule.
 
     ``S_sj = T_ij + alpha_sj (B_j - T_rj)`` where ``use_best_sj`` (drawn as ``rand < ST``), else
@@ -92,8 +93,9 @@ def tsa_seeds(T: np.ndarray, best: np.ndarray, owner: np.ndarray, other: np.ndar
     return Ti + alpha * (ref - T[other])
 
 
-def replace_by_best_seed(T: np.ndarray, fT: np.ndarray, S: np.ndarray, fS: np.ndarray,
-                         owner: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def replace_by_best_seed(
+    T: np.ndarray, fT: np.ndarray, S: np.ndarray, fS: np.ndarray, owner: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Each tree is replaced by its best seed when that seed's loss is strictly lower.
 
     Ties among a tree's seeds go to the first seed (as ``min`` in Kiran's code).
@@ -147,12 +149,12 @@ class TSA(Optimizer):
         self.n_trees = check_positive_int(self.name, "n_trees", n_trees, minimum=2)
         self.search_tendency = check_range(self.name, "search_tendency", search_tendency, 0.0, 1.0)
         self.seed_min_fraction = check_range(self.name, "seed_min_fraction", seed_min_fraction, 0.0, 1.0)
-        self.seed_max_fraction = check_range(
-            self.name, "seed_max_fraction", seed_max_fraction, 0.0, 1.0, lo_open=True
-        )
+        self.seed_max_fraction = check_range(self.name, "seed_max_fraction", seed_max_fraction, 0.0, 1.0, lo_open=True)
         if self.seed_max_fraction < self.seed_min_fraction:
             raise SettingError(
-                self.name, "seed_max_fraction", f"a value >= seed_min_fraction ({seed_min_fraction!r})",
+                self.name,
+                "seed_max_fraction",
+                f"a value >= seed_min_fraction ({seed_min_fraction!r})",
                 seed_max_fraction,
                 message=f"{self.name}: seed_max_fraction must be >= seed_min_fraction, got {seed_max_fraction!r} < "
                 f"{seed_min_fraction!r}",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
@@ -162,10 +163,8 @@ def versions() -> dict[str, str]:
 
     out = {"python": platform.python_version(), "sqlite": sqlite3.sqlite_version}
     for pkg in ("mechcalib", "numpy", "scipy", "numba"):
-        try:
+        with contextlib.suppress(metadata.PackageNotFoundError):
             out[pkg] = metadata.version(pkg)
-        except metadata.PackageNotFoundError:
-            pass
     return out
 
 

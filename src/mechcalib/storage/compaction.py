@@ -45,8 +45,13 @@ def keep_mask(loss: np.ndarray, ok: np.ndarray) -> np.ndarray:
 def timing_of(started: np.ndarray, finished: np.ndarray, source: np.ndarray) -> dict[str, float | int]:
     """Totals of :meth:`RunStore.timing` from a run's full rows in evaluation order."""
     if started.size == 0:
-        return {"seconds": 0.0, "first_started": math.nan, "last_finished": math.nan, "active_seconds": 0.0,
-                "n_live": 0}
+        return {
+            "seconds": 0.0,
+            "first_started": math.nan,
+            "last_finished": math.nan,
+            "active_seconds": 0.0,
+            "n_live": 0,
+        }
     d = finished - started
     timed = np.isfinite(d)
     # wall time computing: the steps between consecutive ends (from the first start), long pauses left out
@@ -82,8 +87,7 @@ def check_keep_checkpoints(keep_checkpoints: object) -> int:
 
 def _not_finished(name: str, path: object, status: str) -> ConfigurationError:
     return ConfigurationError(
-        f"run {name!r} in {path} is {status}; only a finished or failed run can be compacted: "
-        "finish or resume it first"
+        f"run {name!r} in {path} is {status}; only a finished or failed run can be compacted: finish or resume it first"
     )
 
 

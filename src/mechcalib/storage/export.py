@@ -19,8 +19,21 @@ if TYPE_CHECKING:
 
 def _table_header(names: list[str]) -> list[str]:
     return [
-        "idx", "batch", "pos", *names, *(f"u_{n}" for n in names), "loss", "raw_loss", "status", "error",
-        "started", "finished", "seconds", "worker", "source", "cached_from",
+        "idx",
+        "batch",
+        "pos",
+        *names,
+        *(f"u_{n}" for n in names),
+        "loss",
+        "raw_loss",
+        "status",
+        "error",
+        "started",
+        "finished",
+        "seconds",
+        "worker",
+        "source",
+        "cached_from",
     ]
 
 
@@ -65,7 +78,9 @@ def evaluation_columns(store: Store, run: str | int) -> dict[str, list]:
     names = info.free_names
     recs = store.evaluations(info.id)
     cols: dict[str, list] = {
-        "idx": [r.idx for r in recs], "batch": [r.batch for r in recs], "pos": [r.pos for r in recs]
+        "idx": [r.idx for r in recs],
+        "batch": [r.batch for r in recs],
+        "pos": [r.pos for r in recs],
     }
     for n in names:
         cols[n] = [float(r.params[n]) for r in recs]

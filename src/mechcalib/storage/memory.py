@@ -28,13 +28,46 @@ log = logging.getLogger(__name__)
 
 # Column order of a stored run (that of the SQLite ``runs`` table, which :func:`run_info` reads).
 _RUN_FIELDS = (
-    "id", "name", "status", "stop_reason", "error", "optimizer", "settings", "seed", "termination", "evaluator",
-    "space", "fingerprint", "config", "versions", "host", "pid", "n_batches", "created", "updated",
+    "id",
+    "name",
+    "status",
+    "stop_reason",
+    "error",
+    "optimizer",
+    "settings",
+    "seed",
+    "termination",
+    "evaluator",
+    "space",
+    "fingerprint",
+    "config",
+    "versions",
+    "host",
+    "pid",
+    "n_batches",
+    "created",
+    "updated",
 )
 # Column order of a stored evaluation (:data:`mechcalib.storage.schema.EVAL_COLS`, then the response).
 _EVAL_FIELDS = (
-    "id", "run_id", "idx", "batch", "pos", "key", "params", "u", "loss", "raw_loss", "status", "error", "started",
-    "finished", "worker", "source", "cached_from", "response",
+    "id",
+    "run_id",
+    "idx",
+    "batch",
+    "pos",
+    "key",
+    "params",
+    "u",
+    "loss",
+    "raw_loss",
+    "status",
+    "error",
+    "started",
+    "finished",
+    "worker",
+    "source",
+    "cached_from",
+    "response",
 )
 
 
@@ -122,11 +155,25 @@ class MemoryStore(Store):
         rid, self._next_run = self._next_run, self._next_run + 1
         t = now()
         self._runs[rid] = {
-            "id": rid, "name": name, "status": "running", "stop_reason": None, "error": None, "optimizer": optimizer,
-            "settings": dumps(settings), "seed": dumps(seed), "termination": dumps(termination),
-            "evaluator": dumps(evaluator), "space": dumps(space), "fingerprint": dumps(fingerprint),
-            "config": dumps(config) if config is not None else None, "versions": dumps(versions),
-            "host": socket.gethostname(), "pid": os.getpid(), "n_batches": 0, "created": t, "updated": t,
+            "id": rid,
+            "name": name,
+            "status": "running",
+            "stop_reason": None,
+            "error": None,
+            "optimizer": optimizer,
+            "settings": dumps(settings),
+            "seed": dumps(seed),
+            "termination": dumps(termination),
+            "evaluator": dumps(evaluator),
+            "space": dumps(space),
+            "fingerprint": dumps(fingerprint),
+            "config": dumps(config) if config is not None else None,
+            "versions": dumps(versions),
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "n_batches": 0,
+            "created": t,
+            "updated": t,
         }
         return rid
 
@@ -151,11 +198,18 @@ class MemoryStore(Store):
                     "resume under another run name"
                 )
             if writer_alive is None:
-                log.warning("run %s was marked running by process %s on host %s; taking it over",
-                            run_id, r["pid"], r["host"])
+                log.warning(
+                    "run %s was marked running by process %s on host %s; taking it over", run_id, r["pid"], r["host"]
+                )
         r |= {
-            "status": "running", "error": None, "termination": dumps(termination), "evaluator": dumps(evaluator),
-            "versions": dumps(versions), "host": socket.gethostname(), "pid": os.getpid(), "updated": now(),
+            "status": "running",
+            "error": None,
+            "termination": dumps(termination),
+            "evaluator": dumps(evaluator),
+            "versions": dumps(versions),
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "updated": now(),
         }
         if config is not None:
             r["config"] = dumps(config)
@@ -165,7 +219,11 @@ class MemoryStore(Store):
     ) -> None:
         if run_id in self._runs:  # as an SQL UPDATE, an unknown id changes nothing
             self._runs[run_id] |= {
-                "status": status, "stop_reason": stop_reason, "error": error, "n_batches": n_batches, "updated": now()
+                "status": status,
+                "stop_reason": stop_reason,
+                "error": error,
+                "n_batches": n_batches,
+                "updated": now(),
             }
 
     # -- evaluations --------------------------------------------------------------------------------
@@ -200,10 +258,23 @@ class MemoryStore(Store):
             )
         eid, self._next_eval = self._next_eval, self._next_eval + 1
         self._evals[eid] = {
-            "id": eid, "run_id": run_id, "idx": int(idx), "batch": int(batch), "pos": int(pos), "key": key,
-            "params": params, "u": u, "loss": _real(loss), "raw_loss": _real(raw_loss), "status": status,
-            "error": error, "started": _real(started), "finished": _real(finished), "worker": worker,
-            "source": source, "cached_from": None if cached_from is None else int(cached_from),
+            "id": eid,
+            "run_id": run_id,
+            "idx": int(idx),
+            "batch": int(batch),
+            "pos": int(pos),
+            "key": key,
+            "params": params,
+            "u": u,
+            "loss": _real(loss),
+            "raw_loss": _real(raw_loss),
+            "status": status,
+            "error": error,
+            "started": _real(started),
+            "finished": _real(finished),
+            "worker": worker,
+            "source": source,
+            "cached_from": None if cached_from is None else int(cached_from),
             "response": response,
         }
         by_idx[int(idx)] = eid

@@ -117,8 +117,17 @@ EVAL_COLS = (
 
 #: The columns of a ``compactions`` row, as :meth:`RunStore._compaction` returns them.
 COMPACTION_COLS = (
-    "n_evals", "n_ok", "n_failed", "n_live", "last_idx", "seconds", "first_started", "last_finished",
-    "active_seconds", "n_dropped", "created",
+    "n_evals",
+    "n_ok",
+    "n_failed",
+    "n_live",
+    "last_idx",
+    "seconds",
+    "first_started",
+    "last_finished",
+    "active_seconds",
+    "n_dropped",
+    "created",
 )
 
 # A run's record with its totals, in the order :func:`~mechcalib.storage.records.run_info` reads. A

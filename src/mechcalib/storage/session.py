@@ -112,12 +112,12 @@ class RunSession:
             info = store.run(run_name)
             self._check_same(info, optimizer, settings, space)
             stored_seed = _seed_from_record(info.seed)
-            if optimizer.seed is not None and not isinstance(optimizer.seed, np.random.Generator):
-                if optimizer.seed != info.seed:
-                    raise ResumeError(
-                        f"run {run_name!r} was stored with seed {info.seed!r}, the optimiser has seed {optimizer.seed!r}; "
-                        "pass seed=None (or the stored seed) to resume it, or choose another run_name"
-                    )
+            explicit_seed = optimizer.seed is not None and not isinstance(optimizer.seed, np.random.Generator)
+            if explicit_seed and optimizer.seed != info.seed:
+                raise ResumeError(
+                    f"run {run_name!r} was stored with seed {info.seed!r}, the optimiser has seed {optimizer.seed!r}; "
+                    "pass seed=None (or the stored seed) to resume it, or choose another run_name"
+                )
             optimizer.seed = stored_seed
             store.reopen_run(info.id, termination=term, evaluator=evaluator, config=config, versions=versions())
             self.run_id, self.run_name, self.resumed = info.id, info.name, True

@@ -138,9 +138,7 @@ class RunStore(Store):
         """Whether the file has the ``compactions`` table (a store written by an older version and opened
         read-only has not; asked again until it has, as a writer may add it)."""
         if not self._compactions:
-            self._compactions = bool(
-                self._q("SELECT 1 FROM sqlite_master WHERE type='table' AND name='compactions'")
-            )
+            self._compactions = bool(self._q("SELECT 1 FROM sqlite_master WHERE type='table' AND name='compactions'"))
         return self._compactions
 
     def _compaction(self, rid: int) -> dict[str, Any] | None:
@@ -188,9 +186,22 @@ class RunStore(Store):
                 "INSERT INTO runs (name, status, optimizer, settings, seed, termination, evaluator, space, "
                 "fingerprint, config, versions, host, pid, created, updated) "
                 "VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (name, optimizer, dumps(settings), dumps(seed), dumps(termination), dumps(evaluator), dumps(space),
-                 dumps(fingerprint), dumps(config) if config is not None else None, dumps(versions),
-                 socket.gethostname(), os.getpid(), t, t),
+                (
+                    name,
+                    optimizer,
+                    dumps(settings),
+                    dumps(seed),
+                    dumps(termination),
+                    dumps(evaluator),
+                    dumps(space),
+                    dumps(fingerprint),
+                    dumps(config) if config is not None else None,
+                    dumps(versions),
+                    socket.gethostname(),
+                    os.getpid(),
+                    t,
+                    t,
+                ),
             )
             return int(cur.lastrowid)  # type: ignore[arg-type]
 
@@ -230,7 +241,12 @@ class RunStore(Store):
                     log.warning("run %s was marked running by process %s on host %s; taking it over", run_id, pid, host)
             sets = "status='running', error=NULL, termination=?, evaluator=?, versions=?, host=?, pid=?, updated=?"
             args: list[Any] = [
-                dumps(termination), dumps(evaluator), dumps(versions), socket.gethostname(), os.getpid(), now()
+                dumps(termination),
+                dumps(evaluator),
+                dumps(versions),
+                socket.gethostname(),
+                os.getpid(),
+                now(),
             ]
             if config is not None:
                 sets += ", config=?"
@@ -304,8 +320,25 @@ class RunStore(Store):
             cur = self._con.execute(
                 "INSERT INTO evaluations (run_id, idx, batch, pos, key, params, u, loss, raw_loss, status, error, "
                 "started, finished, worker, source, cached_from, response) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (run_id, idx, batch, pos, key, params, u, loss, raw_loss, status, error, started, finished, worker,
-                 source, cached_from, response),
+                (
+                    run_id,
+                    idx,
+                    batch,
+                    pos,
+                    key,
+                    params,
+                    u,
+                    loss,
+                    raw_loss,
+                    status,
+                    error,
+                    started,
+                    finished,
+                    worker,
+                    source,
+                    cached_from,
+                    response,
+                ),
             )
             return int(cur.lastrowid)  # type: ignore[arg-type]
 
@@ -488,4 +521,3 @@ class RunStore(Store):
     ) -> Path:
         """Write :meth:`dataset` to a ``.npz`` file (``numpy.load(path)`` reads it back)."""
         return export.export_dataset(self, run, path, include_failed=include_failed, unique=unique)
-

@@ -40,18 +40,33 @@ class CVSettings:
         if self.V < 2:
             raise ConfigurationError(f"CVSettings.V must be >= 2 folds, got {self.V!r}")
         if self.h_max < self.h_min:
-            raise ConfigurationError(f"CVSettings: h_max >= h_min must hold, got h_min={self.h_min}, h_max={self.h_max}")
+            raise ConfigurationError(
+                f"CVSettings: h_max >= h_min must hold, got h_min={self.h_min}, h_max={self.h_max}"
+            )
 
     @classmethod
     def paper_003(cls, **overrides) -> CVSettings:
         """Table 3: V = 10, J = 100, K = 5000, r^PE_max = 0.999, h_min = 1, r^CVE_max = 0.99, W = 3."""
-        return cls(**{"V": 10, "J": 100, "K": 5000, "r_pe_max": 0.999, "h_min": 1, "r_cve_max": 0.99, "W": 3, **overrides})
+        return cls(
+            **{"V": 10, "J": 100, "K": 5000, "r_pe_max": 0.999, "h_min": 1, "r_cve_max": 0.99, "W": 3, **overrides}
+        )
 
     @classmethod
     def quick(cls, **overrides) -> CVSettings:
         """A reduced profile for tests and ``--quick`` benchmarks (V = 5, J = 25, K = 600)."""
-        return cls(**{"V": 5, "J": 25, "K": 600, "r_pe_max": 0.999, "h_min": 1, "r_cve_max": 0.99, "W": 2, "h_max": 10,
-                      **overrides})
+        return cls(
+            **{
+                "V": 5,
+                "J": 25,
+                "K": 600,
+                "r_pe_max": 0.999,
+                "h_min": 1,
+                "r_cve_max": 0.99,
+                "W": 2,
+                "h_max": 10,
+                **overrides,
+            }
+        )
 
 
 def folds(n: int, V: int, rng: np.random.Generator) -> np.ndarray:
@@ -96,7 +111,9 @@ def _train_round(
         Th = np.ascontiguousarray(Theta[order])
         it = np.zeros_like(iters)
         with nb.parallel_chunksize(1):
-            _train_many(Th, hs[order], outs[order], np.ascontiguousarray(M[order]), Xa, Xb, Ys, s.K, s.J, s.r_pe_max, it)
+            _train_many(
+                Th, hs[order], outs[order], np.ascontiguousarray(M[order]), Xa, Xb, Ys, s.K, s.J, s.r_pe_max, it
+            )
         Theta[order], iters[order] = Th, it
         out = {}
         for j, (o, h) in enumerate(jobs):
@@ -113,8 +130,9 @@ def _train_round(
         js = [j for j, (_, hh) in enumerate(jobs) if hh == h]
         Yb = np.concatenate([np.repeat(Ys[jobs[j][0], :, 0][None], V, axis=0) for j in js])
         Mb = np.concatenate([M[j * V : (j + 1) * V] for j in js])
-        W1, w2, it = train_batch(X1, Yb, Mb, h, K=s.K, J=s.J, r_pe_max=s.r_pe_max,
-                                 rng=np.random.default_rng([*words, h]), trainer=s.trainer)
+        W1, w2, it = train_batch(
+            X1, Yb, Mb, h, K=s.K, J=s.J, r_pe_max=s.r_pe_max, rng=np.random.default_rng([*words, h]), trainer=s.trainer
+        )
         for n, j in enumerate(js):
             sl = slice(n * V, (n + 1) * V)
             out[jobs[j]] = (W1[sl], w2[sl], it[sl])
@@ -257,7 +275,9 @@ def fit_mlp(X: np.ndarray, y: np.ndarray, settings: CVSettings | None = None, *,
     return fit_mlps(X, np.asarray(y, dtype=float).reshape(-1, 1), settings, seed=seed)[0]
 
 
-def train_single(X: np.ndarray, y: np.ndarray, h: int, settings: CVSettings | None = None, *, seed: SeedLike = None) -> MLP:
+def train_single(
+    X: np.ndarray, y: np.ndarray, h: int, settings: CVSettings | None = None, *, seed: SeedLike = None
+) -> MLP:
     """One network with a given ``h`` trained on all of ``(X, y)`` (no cross-validation)."""
     s = settings or CVSettings.paper_003()
     rng = np.random.default_rng(seed)
@@ -267,8 +287,9 @@ def train_single(X: np.ndarray, y: np.ndarray, h: int, settings: CVSettings | No
     y_lo, y_hi = float(y.min()), float(y.max())
     X1 = _with_bias(_scale(X, x_lo, x_hi))
     ys = (y - y_lo) / (y_hi - y_lo if y_hi > y_lo else 1.0)
-    W1, w2, it = train_batch(X1, ys[None], np.ones((1, y.size)), h, K=s.K, J=s.J, r_pe_max=s.r_pe_max, rng=rng,
-                             trainer=s.trainer)
+    W1, w2, it = train_batch(
+        X1, ys[None], np.ones((1, y.size)), h, K=s.K, J=s.J, r_pe_max=s.r_pe_max, rng=rng, trainer=s.trainer
+    )
     net = MLP(W1[0], w2[0], x_lo, x_hi, y_lo, y_hi, iterations=int(it[0]))
     net.train_error = net.error(X, y)
     return net

@@ -20,9 +20,9 @@ import numpy as np
 from scipy.stats import qmc
 
 from ..core.dataset import Dataset
-from ..errors import ConfigurationError
 from ..core.model import Model, SimulationFailure
 from ..core.parameters import ParameterSpace
+from ..errors import ConfigurationError
 
 SeedLike = int | np.random.Generator | None
 
@@ -134,8 +134,15 @@ def as_curves(data: Dataset, channel: str | None = None) -> CurveDataset:
     if isinstance(data, CurveDataset) and (channel is None or channel == data.meta.get("channel")):
         return data
     ch = data._key(channel)
-    return CurveDataset(data.unit(), data.curves(ch), data.grid(ch), data.names, data.space,
-                        {**data.meta, "channel": ch}, theta=data.theta)
+    return CurveDataset(
+        data.unit(),
+        data.curves(ch),
+        data.grid(ch),
+        data.names,
+        data.space,
+        {**data.meta, "channel": ch},
+        theta=data.theta,
+    )
 
 
 def simulate_dataset(
@@ -157,5 +164,11 @@ def simulate_dataset(
             raise ConfigurationError(f"design point {i} ({space.as_dict(theta[i])}) failed: {s.message}")
         rows.append(s[channel].y)
     t = sims[0][channel].x
-    return CurveDataset(np.asarray(U, dtype=float), np.vstack(rows), t, space.free_names, space,
-                   {"model": model.name, "channel": channel, "conditions": dict(conditions or {})})
+    return CurveDataset(
+        np.asarray(U, dtype=float),
+        np.vstack(rows),
+        t,
+        space.free_names,
+        space,
+        {"model": model.name, "channel": channel, "conditions": dict(conditions or {})},
+    )

@@ -19,7 +19,9 @@ def sigmoid(u: np.ndarray) -> np.ndarray:
     return 0.5 * (1.0 + np.tanh(0.5 * np.asarray(u, dtype=float)))
 
 
-def mrp_error(O: np.ndarray, T: np.ndarray, t_min: float | np.ndarray, t_max: float | np.ndarray, axis: int = -1) -> np.ndarray:
+def mrp_error(
+    O: np.ndarray, T: np.ndarray, t_min: float | np.ndarray, t_max: float | np.ndarray, axis: int = -1
+) -> np.ndarray:
     """Eq. 10: ``Σ |O_i - T_i| / (|D| (T_max - T_min))`` with the training targets' range ``[T_min, T_max]``.
 
     ``O``, ``T``: outputs and targets (broadcast); the mean is taken along ``axis``; ``t_min``/``t_max``
@@ -124,15 +126,31 @@ class MLP:
 
     def to_dict(self) -> dict:
         """Plain lists and numbers (JSON, a run store's config) that :meth:`from_dict` restores exactly."""
-        return {"W1": self.W1.tolist(), "w2": self.w2.tolist(), "x_lo": self.x_lo.tolist(), "x_hi": self.x_hi.tolist(),
-                "y_lo": self.y_lo, "y_hi": self.y_hi, "cv_errors": [[h, e] for h, e in self.cv_errors.items()],
-                "train_error": self.train_error, "iterations": self.iterations}
+        return {
+            "W1": self.W1.tolist(),
+            "w2": self.w2.tolist(),
+            "x_lo": self.x_lo.tolist(),
+            "x_hi": self.x_hi.tolist(),
+            "y_lo": self.y_lo,
+            "y_hi": self.y_hi,
+            "cv_errors": [[h, e] for h, e in self.cv_errors.items()],
+            "train_error": self.train_error,
+            "iterations": self.iterations,
+        }
 
     @classmethod
     def from_dict(cls, d: dict) -> MLP:
-        return cls(np.asarray(d["W1"], dtype=float), np.asarray(d["w2"], dtype=float), np.asarray(d["x_lo"], dtype=float),
-                   np.asarray(d["x_hi"], dtype=float), float(d["y_lo"]), float(d["y_hi"]),
-                   {int(h): float(e) for h, e in d["cv_errors"]}, float(d["train_error"]), int(d["iterations"]))
+        return cls(
+            np.asarray(d["W1"], dtype=float),
+            np.asarray(d["w2"], dtype=float),
+            np.asarray(d["x_lo"], dtype=float),
+            np.asarray(d["x_hi"], dtype=float),
+            float(d["y_lo"]),
+            float(d["y_hi"]),
+            {int(h): float(e) for h, e in d["cv_errors"]},
+            float(d["train_error"]),
+            int(d["iterations"]),
+        )
 
 
 def _scale(X: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -163,5 +181,3 @@ def _pack(W1: np.ndarray, w2: np.ndarray) -> np.ndarray:
 
 def _split(T: np.ndarray, d1: int, h: int) -> tuple[np.ndarray, np.ndarray]:
     return T[:, : d1 * h].reshape(-1, d1, h), T[:, d1 * h :]
-
-

@@ -38,13 +38,13 @@ from ..calibrate import Termination, calibrate, minimize
 from ..core.data import Curve, Experiment
 from ..core.dataset import Dataset
 from ..core.identification import Identification, Method, Provenance
-from ..errors import ConfigurationError
 from ..core.model import Model
+from ..core.parameters import ParameterSpace
+from ..core.problem import FunctionProblem, Problem
+from ..errors import ConfigurationError
 from ..objectives import F1, F2
 from ..optimizers._base import Optimizer
 from ..optimizers.grade import GRADE
-from ..core.parameters import ParameterSpace
-from ..core.problem import FunctionProblem, Problem
 from .doe import CurveDataset, as_curves
 from .measures import curve_on_grid, relative_errors, response_error  # noqa: F401 - importable from here too
 from .mlp import MLP, CVSettings, fit_mlp_product, fit_mlps
@@ -61,9 +61,7 @@ def _steps(*parts: Sequence[int]) -> tuple[int, ...]:
 PAPER_STEPS: dict[str, tuple[int, ...]] = {
     "forward_split": tuple(range(300, 1101, 100)),
     "forward_split_2": tuple(range(100, 1151, 50)),
-    "forward_split_3": _steps(
-        [h + o for h in range(100, 1001, 100) for o in (0, 30, 50, 70)], [1100, 1130, 1150]
-    ),
+    "forward_split_3": _steps([h + o for h in range(100, 1001, 100) for o in (0, 30, 50, 70)], [1100, 1130, 1150]),
     "inverse_expert": tuple(range(300, 1101, 100)),
     "inverse_expert_2": tuple(range(200, 1101, 100)),
 }
@@ -82,8 +80,12 @@ def polish_box(
         return x, f, n
     from scipy.optimize import minimize as local_minimize
 
-    res = local_minimize(lambda u: float(fn(np.clip(u, 0.0, 1.0)[None, :])[0]), x, method="Nelder-Mead",
-                         options={"maxfev": int(max_evals), "xatol": 1e-9, "fatol": 1e-16})
+    res = local_minimize(
+        lambda u: float(fn(np.clip(u, 0.0, 1.0)[None, :])[0]),
+        x,
+        method="Nelder-Mead",
+        options={"maxfev": int(max_evals), "xatol": 1e-9, "fatol": 1e-16},
+    )
     xp = np.clip(res.x, 0.0, 1.0)
     if res.fun < f:
         return xp, float(res.fun), n + int(res.nfev)
@@ -95,8 +97,10 @@ def _given(networks: Sequence[MLP] | None, n: int, name: str) -> list[MLP] | Non
     if networks is None:
         return None
     if len(networks) != n:
-        raise ConfigurationError(f"strategy {name!r} needs {n} networks, got {len(networks)}; pass the networks of "
-                                 "a fit of the same strategy or None to train")
+        raise ConfigurationError(
+            f"strategy {name!r} needs {n} networks, got {len(networks)}; pass the networks of "
+            "a fit of the same strategy or None to train"
+        )
     return list(networks)
 
 
@@ -179,8 +183,16 @@ class Strategy(Method):
         if self._fingerprint is None:
             self._fingerprint = data.fingerprint()
         prov = Provenance(method=self.name, settings=self.describe(), dataset=self._fingerprint, n_samples=len(data))
-        return Identification(names=data.names, values=data.from_unit(p[None])[0], loss=loss, provenance=prov,
-                              unit=p, outside=bool(notes), notes=notes, n_evals=n_evals)
+        return Identification(
+            names=data.names,
+            values=data.from_unit(p[None])[0],
+            loss=loss,
+            provenance=prov,
+            unit=p,
+            outside=bool(notes),
+            notes=notes,
+            n_evals=n_evals,
+        )
 
     def _check_curve(self, y: np.ndarray | Curve | Experiment) -> np.ndarray:
         data = self._need_fit()
@@ -219,7 +231,9 @@ class _OptimisingStrategy(Strategy):
         self.optimizer = optimizer
         self.polish = int(polish)
 
-    def _optimise(self, fn: Callable[[np.ndarray], np.ndarray], d: int, seed: SeedLike) -> tuple[np.ndarray, float, int]:
+    def _optimise(
+        self, fn: Callable[[np.ndarray], np.ndarray], d: int, seed: SeedLike
+    ) -> tuple[np.ndarray, float, int]:
         rng = np.random.default_rng(seed)
         opt = self.optimizer(rng) if self.optimizer is not None else GRADE.paper_003(seed=rng)
         res = minimize(fn, np.zeros(d), np.ones(d), opt, Termination(max_evals=self.max_evals), n_alternatives=1)
@@ -253,7 +267,8 @@ class ForwardSplit(_OptimisingStrategy):
             raise ConfigurationError(f"steps must lie in 1..{data.t.size}, got {min(self.steps)}..{max(self.steps)}")
         data = self._use(data)
         self.networks = _given(networks, len(self.steps), self.name) or fit_mlps(
-            data.P, data.Y[:, self.idx], self.settings, seed=seed)
+            data.P, data.Y[:, self.idx], self.settings, seed=seed
+        )
         self._lo, self._hi = data.Y[:, self.idx].min(axis=0), data.Y[:, self.idx].max(axis=0)
         return self
 
@@ -265,7 +280,9 @@ class ForwardSplit(_OptimisingStrategy):
     def identify(self, y: np.ndarray, *, seed: SeedLike = None) -> Identification:
         data = self._need_fit()
         a = self._check_curve(y)[self.idx]
-        p, loss, n = self._optimise(lambda P: np.sum((self.predict(P) - a) ** 2, axis=1), data.P.shape[1], seed)  # eq. 14
+        p, loss, n = self._optimise(
+            lambda P: np.sum((self.predict(P) - a) ** 2, axis=1), data.P.shape[1], seed
+        )  # eq. 14
         notes = _outside_notes(a, self._lo, self._hi, [f"y_{k}" for k in self.steps], self.domain_tol)
         notes += _boundary_notes(p, data.names)
         return self._result(p, notes, loss, n)
@@ -275,11 +292,15 @@ class ForwardSplit(_OptimisingStrategy):
         test = as_curves(test) if test is not None else None
         rows = []
         for k, i, net in zip(self.steps, self.idx, self.networks, strict=True):
-            rows.append({
-                "inputs": ", ".join(data.names), "h": net.h, "output": f"y_{k}",
-                "train": net.error(data.P, data.Y[:, i]),
-                "test": net.error(test.P, test.Y[:, i]) if test is not None else float("nan"),
-            })
+            rows.append(
+                {
+                    "inputs": ", ".join(data.names),
+                    "h": net.h,
+                    "output": f"y_{k}",
+                    "train": net.error(data.P, data.Y[:, i]),
+                    "test": net.error(test.P, test.Y[:, i]) if test is not None else float("nan"),
+                }
+            )
         return rows
 
 
@@ -309,7 +330,8 @@ class ForwardComplex(_OptimisingStrategy):
         # the samples are the product (simulation i, step k): trained on that structure (fit_mlp_product)
         lt = np.log(data.t[self.idx])[:, None]
         self.networks = _given(networks, 1, self.name) or [
-            fit_mlp_product(data.P, lt, data.Y[:, self.idx], self.settings, seed=seed)]
+            fit_mlp_product(data.P, lt, data.Y[:, self.idx], self.settings, seed=seed)
+        ]
         self._lo, self._hi = data.Y[:, self.idx].min(axis=0), data.Y[:, self.idx].max(axis=0)
         return self
 
@@ -333,8 +355,15 @@ class ForwardComplex(_OptimisingStrategy):
         def err(ds: Dataset) -> float:
             return net.error(self._inputs(ds.P), ds.Y[:, self.idx].ravel())
 
-        return [{"inputs": ", ".join(data.names) + ", t_k", "h": net.h, "output": "y_k", "train": err(data),
-                 "test": err(test) if test is not None else float("nan")}]
+        return [
+            {
+                "inputs": ", ".join(data.names) + ", t_k",
+                "h": net.h,
+                "output": "y_k",
+                "train": err(data),
+                "test": err(test) if test is not None else float("nan"),
+            }
+        ]
 
 
 class ErrorF(_OptimisingStrategy):
@@ -422,9 +451,16 @@ class _InverseStrategy(Strategy):
         X = self.features(data.Y)
         Xt = self.features(test.Y) if test is not None else None
         label = f"{len(self.input_labels)} values: " + ", ".join(self.input_labels[:3]) + ", ..."
-        return [{"inputs": label, "h": net.h, "output": name, "train": net.error(X, data.P[:, j]),
-                 "test": net.error(Xt, test.P[:, j]) if test is not None else float("nan")}
-                for j, (name, net) in enumerate(zip(data.names, self.networks, strict=True))]
+        return [
+            {
+                "inputs": label,
+                "h": net.h,
+                "output": name,
+                "train": net.error(X, data.P[:, j]),
+                "test": net.error(Xt, test.P[:, j]) if test is not None else float("nan"),
+            }
+            for j, (name, net) in enumerate(zip(data.names, self.networks, strict=True))
+        ]
 
 
 class InverseExpert(_InverseStrategy):
@@ -508,7 +544,9 @@ class Direct(Strategy):
         self._use(data)  # only the grid is used
         return self
 
-    def identify_curve(self, curve: Curve, *, seed: SeedLike = None, conditions: dict[str, Any] | None = None) -> Identification:
+    def identify_curve(
+        self, curve: Curve, *, seed: SeedLike = None, conditions: dict[str, Any] | None = None
+    ) -> Identification:
         """Calibrate against a measured curve at its own abscissae (the model's grid must cover them).
 
         A model whose :meth:`~mechcalib.core.model.Model.channel_array` computes the channel (an ``(n, m)`` array
@@ -549,11 +587,22 @@ class Direct(Strategy):
 
     def _result(self, p: np.ndarray, notes: list[str], loss: float | None = None, n_evals: int = 0) -> Identification:
         """Through the searched space (``fit`` is optional: :meth:`identify_curve` needs no dataset)."""
-        prov = Provenance(method=self.name, settings=self.describe(),
-                          dataset=self.data.fingerprint() if self.data is not None else None,
-                          n_samples=len(self.data) if self.data is not None else None)
-        return Identification(names=self.space.free_names, values=self.space.from_unit(p[None])[0], loss=loss,
-                              provenance=prov, unit=p, outside=bool(notes), notes=notes, n_evals=n_evals)
+        prov = Provenance(
+            method=self.name,
+            settings=self.describe(),
+            dataset=self.data.fingerprint() if self.data is not None else None,
+            n_samples=len(self.data) if self.data is not None else None,
+        )
+        return Identification(
+            names=self.space.free_names,
+            values=self.space.from_unit(p[None])[0],
+            loss=loss,
+            provenance=prov,
+            unit=p,
+            outside=bool(notes),
+            notes=notes,
+            n_evals=n_evals,
+        )
 
     def identify(self, y: np.ndarray, *, seed: SeedLike = None) -> Identification:
         data = self._need_fit()
@@ -567,7 +616,11 @@ PAPER_STRATEGIES: dict[str, Callable[..., Strategy]] = {
     "Forward Split": lambda **kw: ForwardSplit(PAPER_STEPS["forward_split"], **kw),
     "Forward Split II": lambda **kw: ForwardSplit(PAPER_STEPS["forward_split_2"], **kw),
     "Forward Split III": lambda **kw: ForwardSplit(PAPER_STEPS["forward_split_3"], **kw),
-    "Inverse Expert": lambda **kw: InverseExpert(PAPER_STEPS["inverse_expert"], **{k: v for k, v in kw.items() if k in ("settings", "domain_tol")}),
-    "Inverse Expert II": lambda **kw: InverseExpert(PAPER_STEPS["inverse_expert_2"], **{k: v for k, v in kw.items() if k in ("settings", "domain_tol")}),
+    "Inverse Expert": lambda **kw: InverseExpert(
+        PAPER_STEPS["inverse_expert"], **{k: v for k, v in kw.items() if k in ("settings", "domain_tol")}
+    ),
+    "Inverse Expert II": lambda **kw: InverseExpert(
+        PAPER_STEPS["inverse_expert_2"], **{k: v for k, v in kw.items() if k in ("settings", "domain_tol")}
+    ),
     "Inverse PCA": lambda **kw: InversePCA(9, **{k: v for k, v in kw.items() if k in ("settings", "domain_tol")}),
 }

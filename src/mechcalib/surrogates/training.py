@@ -48,9 +48,19 @@ def train_batch(
         theta = _pack(W1, w2)
         Mb = np.asarray(M, dtype=bool)
         iters = np.zeros(B, dtype=np.int64)
-        _train_many(theta, np.full(B, h, dtype=np.int64), np.arange(B, dtype=np.int64), np.ascontiguousarray(Mb),
-                    np.ascontiguousarray(X1[:, :-1], dtype=float), np.zeros((1, 0)),
-                    np.ascontiguousarray(np.asarray(Y, dtype=float)[:, :, None]), int(K), int(J), float(r_pe_max), iters)
+        _train_many(
+            theta,
+            np.full(B, h, dtype=np.int64),
+            np.arange(B, dtype=np.int64),
+            np.ascontiguousarray(Mb),
+            np.ascontiguousarray(X1[:, :-1], dtype=float),
+            np.zeros((1, 0)),
+            np.ascontiguousarray(np.asarray(Y, dtype=float)[:, :, None]),
+            int(K),
+            int(J),
+            float(r_pe_max),
+            iters,
+        )
         W1, w2 = _split(theta, d1, h)
         return W1, w2, iters
     Mf = M.astype(float)
@@ -137,8 +147,9 @@ def _train_batch_scipy(
                 done = True
                 raise StopIteration
 
-        res = minimize(fun, theta, jac=True, method="CG", callback=callback,
-                       options={"maxiter": K - (len(hist) - 1), "gtol": 0.0})
+        res = minimize(
+            fun, theta, jac=True, method="CG", callback=callback, options={"maxiter": K - (len(hist) - 1), "gtol": 0.0}
+        )
         progressed = not np.array_equal(res.x, theta)
         theta = res.x
         if not done and not progressed:  # line search cannot move: converged to precision

@@ -208,9 +208,11 @@ def bohachevsky3(X):
 
 def branin01(X):
     x, y = _xy(X)
-    return (y - 5.1 / (4.0 * _PI**2) * x**2 + 5.0 * x / _PI - 6.0) ** 2 + 10.0 * (1.0 - 1.0 / (8.0 * _PI)) * np.cos(
-        x
-    ) + 10.0
+    return (
+        (y - 5.1 / (4.0 * _PI**2) * x**2 + 5.0 * x / _PI - 6.0) ** 2
+        + 10.0 * (1.0 - 1.0 / (8.0 * _PI)) * np.cos(x)
+        + 10.0
+    )
 
 
 def colville(X):
@@ -626,8 +628,14 @@ def _build(name: str, dim: int | None) -> TestFunction:
         )
     x_opt, fglob = _OPTIMA[name](dim)
     return TestFunction(
-        name, fn, dim, _frozen(np.full(dim, row.lower[0])), _frozen(np.full(dim, row.upper[0])), float(fglob),
-        _frozen(x_opt), True,
+        name,
+        fn,
+        dim,
+        _frozen(np.full(dim, row.lower[0])),
+        _frozen(np.full(dim, row.upper[0])),
+        float(fglob),
+        _frozen(x_opt),
+        True,
     )
 
 

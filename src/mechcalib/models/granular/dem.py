@@ -85,14 +85,13 @@ from .fields import (
     I_N,
     I_ZETA,
     LIST_OVERFLOW,
-    NOT_SETTLED,
     N_HIST,
     N_IFIELDS,
     N_INFO,
     N_PHASE,
     N_SAMPLE_COLS,
+    NOT_SETTLED,
     OK,
-    PRELOAD_NOT_STEADY,
     P_PC_HOLD,
     P_PC_TAU,
     P_PC_TMAX,
@@ -109,6 +108,7 @@ from .fields import (
     P_T_LOAD,
     P_V_LOAD,
     P_V_UNLOAD,
+    PRELOAD_NOT_STEADY,
     ROLL_DAMPING,
     S_DISP,
     S_FBOTTOM,
@@ -135,18 +135,99 @@ from .motion import integrate, kinetic_energy
 from .neighbours import build_neighbours, transfer_history
 
 __all__ = [
-    "clump_mass_properties", "Particles", "Material", "Interaction", "interaction_row", "interaction_table",
-    "time_step", "Phases", "Result", "run", "build_neighbours", "transfer_history", "contact_force",
-    "compute_forces", "integrate", "kinetic_energy", "run_one", "run_batch", "ROLL_DAMPING", "I_ESTAR",
-    "I_GSTAR", "I_BETA", "I_MU", "I_MUR", "I_LAM", "I_F0", "I_FMINC", "I_KADH", "I_N", "I_CHI", "I_ZETA",
-    "I_K1C", "I_LAMROOT", "I_KTC", "I_CTR", "N_IFIELDS", "W_CYL", "W_BOTTOM", "W_PISTON", "H_DP", "H_FT",
-    "H_MR", "N_HIST", "P_SETTLE_TMAX", "P_SETTLE_TMIN", "P_SETTLE_KE", "P_PRELOAD", "P_PC_VMAX", "P_PC_TMAX",
-    "P_PC_TOL", "P_PC_HOLD", "P_PC_TAU", "P_PISTON", "P_PISTON_Z", "P_V_LOAD", "P_T_LOAD", "P_V_UNLOAD",
-    "P_T_END", "P_SETTLE_DAMP", "N_PHASE", "S_TIME", "S_DISP", "S_FPISTON", "S_FBOTTOM", "S_FCYL", "S_KE",
-    "S_Z0", "S_VZ0", "S_ZPISTON", "N_SAMPLE_COLS", "F_STATUS", "F_STEPS", "F_SETTLE_T", "F_PC_T",
-    "F_PC_FORCE", "F_Z_REF", "F_REBUILDS", "F_MAX_OVERLAP", "F_KE_END", "F_SETTLE_KE", "N_INFO", "OK",
-    "NOT_SETTLED", "PRELOAD_NOT_STEADY", "DIVERGED", "LIST_OVERFLOW", "Bodies", "BodyState", "Loads",
-    "NeighbourList", "Outputs", "Settings", "Spheres",
+    "clump_mass_properties",
+    "Particles",
+    "Material",
+    "Interaction",
+    "interaction_row",
+    "interaction_table",
+    "time_step",
+    "Phases",
+    "Result",
+    "run",
+    "build_neighbours",
+    "transfer_history",
+    "contact_force",
+    "compute_forces",
+    "integrate",
+    "kinetic_energy",
+    "run_one",
+    "run_batch",
+    "ROLL_DAMPING",
+    "I_ESTAR",
+    "I_GSTAR",
+    "I_BETA",
+    "I_MU",
+    "I_MUR",
+    "I_LAM",
+    "I_F0",
+    "I_FMINC",
+    "I_KADH",
+    "I_N",
+    "I_CHI",
+    "I_ZETA",
+    "I_K1C",
+    "I_LAMROOT",
+    "I_KTC",
+    "I_CTR",
+    "N_IFIELDS",
+    "W_CYL",
+    "W_BOTTOM",
+    "W_PISTON",
+    "H_DP",
+    "H_FT",
+    "H_MR",
+    "N_HIST",
+    "P_SETTLE_TMAX",
+    "P_SETTLE_TMIN",
+    "P_SETTLE_KE",
+    "P_PRELOAD",
+    "P_PC_VMAX",
+    "P_PC_TMAX",
+    "P_PC_TOL",
+    "P_PC_HOLD",
+    "P_PC_TAU",
+    "P_PISTON",
+    "P_PISTON_Z",
+    "P_V_LOAD",
+    "P_T_LOAD",
+    "P_V_UNLOAD",
+    "P_T_END",
+    "P_SETTLE_DAMP",
+    "N_PHASE",
+    "S_TIME",
+    "S_DISP",
+    "S_FPISTON",
+    "S_FBOTTOM",
+    "S_FCYL",
+    "S_KE",
+    "S_Z0",
+    "S_VZ0",
+    "S_ZPISTON",
+    "N_SAMPLE_COLS",
+    "F_STATUS",
+    "F_STEPS",
+    "F_SETTLE_T",
+    "F_PC_T",
+    "F_PC_FORCE",
+    "F_Z_REF",
+    "F_REBUILDS",
+    "F_MAX_OVERLAP",
+    "F_KE_END",
+    "F_SETTLE_KE",
+    "N_INFO",
+    "OK",
+    "NOT_SETTLED",
+    "PRELOAD_NOT_STEADY",
+    "DIVERGED",
+    "LIST_OVERFLOW",
+    "Bodies",
+    "BodyState",
+    "Loads",
+    "NeighbourList",
+    "Outputs",
+    "Settings",
+    "Spheres",
 ]
 
 
@@ -206,8 +287,9 @@ class Particles:
         else:
             local = np.tile(np.array([[-half_spacing, 0, 0], [half_spacing, 0, 0]], float), (n, 1))
             body = np.repeat(np.arange(n, dtype=np.int64), 2)
-        return cls(np.full(n, m), np.tile([ia, ip, ip], (n, 1)).astype(float), body, local,
-                   np.full(body.size, float(radius)))
+        return cls(
+            np.full(n, m), np.tile([ia, ip, ip], (n, 1)).astype(float), body, local, np.full(body.size, float(radius))
+        )
 
     def subset(self, bodies: np.ndarray) -> Particles:
         """The particles of the listed ``bodies`` (renumbered in that order)."""
@@ -217,8 +299,13 @@ class Particles:
         keep = remap[self.sphere_body] >= 0
         order = np.argsort(remap[self.sphere_body[keep]], kind="stable")
         idx = np.flatnonzero(keep)[order]
-        return Particles(self.mass[bodies].copy(), self.inertia[bodies].copy(), remap[self.sphere_body[idx]],
-                         self.sphere_local[idx].copy(), self.sphere_radius[idx].copy())
+        return Particles(
+            self.mass[bodies].copy(),
+            self.inertia[bodies].copy(),
+            remap[self.sphere_body[idx]],
+            self.sphere_local[idx].copy(),
+            self.sphere_radius[idx].copy(),
+        )
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -292,8 +379,15 @@ def interaction_table(rows: list[np.ndarray]) -> np.ndarray:
     return np.ascontiguousarray(np.array(rows, dtype=float).reshape(-1, N_IFIELDS))
 
 
-def time_step(radius: float, particle: Material, walls: list[Material | None], lambda_p: float, *,
-              safety: float = 0.2, E_scale: float = 1.0) -> float:
+def time_step(
+    radius: float,
+    particle: Material,
+    walls: list[Material | None],
+    lambda_p: float,
+    *,
+    safety: float = 0.2,
+    E_scale: float = 1.0,
+) -> float:
     """``safety * dt_R * sqrt(1 - lambda_p)`` (module docstring): the Rayleigh step of the particle material
     (scaled modulus), reduced by ``sqrt(E_p / E*_max)`` relative to the stiffest particle-wall pair."""
     if not 0 < safety <= 1:
@@ -306,8 +400,6 @@ def time_step(radius: float, particle: Material, walls: list[Material | None], l
         e2 = math.inf if w is None else w.E * E_scale
         e_max = max(e_max, effective_moduli(particle.E * E_scale, particle.nu, e2, 0.0 if w is None else w.nu)[0])
     return float(safety * dt * math.sqrt(1.0 - lambda_p) * math.sqrt(e_pp / e_max))
-
-
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -376,10 +468,23 @@ class Result:
         return self.info[:, F_STATUS].astype(int)
 
 
-def run(particles: Particles, pos: np.ndarray, quat: np.ndarray, itabs: np.ndarray, dt: float | np.ndarray,
-        phases: Phases, *, wall_types: tuple[int, int, int] = (1, 1, 2), r_cyl: float = 0.0,
-        z_bottom: float = 0.0, gravity: float = -9.81, skin: float | None = None, vel: np.ndarray | None = None,
-        angmom: np.ndarray | None = None, list_factor: float = 16.0) -> Result:
+def run(
+    particles: Particles,
+    pos: np.ndarray,
+    quat: np.ndarray,
+    itabs: np.ndarray,
+    dt: float | np.ndarray,
+    phases: Phases,
+    *,
+    wall_types: tuple[int, int, int] = (1, 1, 2),
+    r_cyl: float = 0.0,
+    z_bottom: float = 0.0,
+    gravity: float = -9.81,
+    skin: float | None = None,
+    vel: np.ndarray | None = None,
+    angmom: np.ndarray | None = None,
+    list_factor: float = 16.0,
+) -> Result:
     """Simulate ``n`` copies of one packing, each with its interaction table ``itabs[i]`` ``(n_types, N_IFIELDS)``
     (row 0: particle-particle; ``wall_types`` name the rows of the cylinder, bottom and piston) and time step
     ``dt[i]``, in parallel over the copies. ``r_cyl = 0``: no cylinder. ``skin`` defaults to 0.2 r_max."""
@@ -404,12 +509,22 @@ def run(particles: Particles, pos: np.ndarray, quat: np.ndarray, itabs: np.ndarr
     vel_out = np.zeros((n, nb_, 3))
     angmom_out = np.zeros((n, nb_, 3))
     info = np.zeros((n, N_INFO))
-    bodies = Bodies(np.ascontiguousarray(particles.mass, float), np.ascontiguousarray(particles.inertia, float),
-                    np.ascontiguousarray(particles.sphere_body, np.int64),
-                    np.ascontiguousarray(particles.sphere_local, float),
-                    np.ascontiguousarray(particles.sphere_radius, float))
-    settings = Settings(np.array(wall_types, dtype=np.int64), float(r_cyl), float(z_bottom), float(gravity),
-                        float(skin), float(list_factor), phases.array())
+    bodies = Bodies(
+        np.ascontiguousarray(particles.mass, float),
+        np.ascontiguousarray(particles.inertia, float),
+        np.ascontiguousarray(particles.sphere_body, np.int64),
+        np.ascontiguousarray(particles.sphere_local, float),
+        np.ascontiguousarray(particles.sphere_radius, float),
+    )
+    settings = Settings(
+        np.array(wall_types, dtype=np.int64),
+        float(r_cyl),
+        float(z_bottom),
+        float(gravity),
+        float(skin),
+        float(list_factor),
+        phases.array(),
+    )
     out = Outputs(samples, pos_out, quat_out, vel_out, angmom_out, info)
     run_batch(bodies, BodyState(pos, quat, vel, angmom), itabs, dt_arr, settings, out)
     return Result(samples, pos_out, quat_out, vel_out, angmom_out, info)

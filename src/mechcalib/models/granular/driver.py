@@ -194,8 +194,20 @@ def run_one(bodies, state0, itab, dt, settings, out):
                 nlist_a, nlist_b = nlist_b, nlist_a
                 sx_build[:, :] = sx
                 rebuilds += 1
-            ov = compute_forces(bodies, iroll, state, omega, spheres, nlist_a, whist, itab, settings,
-                                (z_piston, v_piston, piston_on), dts, loads)
+            ov = compute_forces(
+                bodies,
+                iroll,
+                state,
+                omega,
+                spheres,
+                nlist_a,
+                whist,
+                itab,
+                settings,
+                (z_piston, v_piston, piston_on),
+                dts,
+                loads,
+            )
             max_ov = max(max_ov, ov)
             fp = wallf[W_PISTON, 2]
             # stage bookkeeping on the state at time t
@@ -257,7 +269,7 @@ def run_one(bodies, state0, itab, dt, settings, out):
             if it % check_every == 0 and not _finite(pos):
                 status = DIVERGED
                 break
-        if status == DIVERGED or status == LIST_OVERFLOW:
+        if status in (DIVERGED, LIST_OVERFLOW):
             break
         if stage == 1:
             info[F_Z_REF] = z_piston
@@ -282,5 +294,11 @@ def run_batch(bodies, state0, itabs, dt, settings, out):
     :class:`~.fields.Outputs` of the batch (leading axis ``n``)."""
     samples, pos_out, quat_out, vel_out, angmom_out, info = out  # arrays: parfors cannot pass this tuple in
     for i in nb.prange(itabs.shape[0]):
-        run_one(bodies, state0, itabs[i], dt[i], settings,
-                Outputs(samples[i], pos_out[i], quat_out[i], vel_out[i], angmom_out[i], info[i]))
+        run_one(
+            bodies,
+            state0,
+            itabs[i],
+            dt[i],
+            settings,
+            Outputs(samples[i], pos_out[i], quat_out[i], vel_out[i], angmom_out[i], info[i]),
+        )

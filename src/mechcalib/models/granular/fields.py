@@ -11,8 +11,24 @@ import numpy as np
 
 ROLL_DAMPING = 0.3  # eta_r of the rolling damper (Ai et al. 2011)
 # fields of a row of the interaction table
-(I_ESTAR, I_GSTAR, I_BETA, I_MU, I_MUR, I_LAM, I_F0, I_FMINC, I_KADH, I_N, I_CHI, I_ZETA, I_K1C,
- I_LAMROOT, I_KTC, I_CTR) = range(16)
+(
+    I_ESTAR,
+    I_GSTAR,
+    I_BETA,
+    I_MU,
+    I_MUR,
+    I_LAM,
+    I_F0,
+    I_FMINC,
+    I_KADH,
+    I_N,
+    I_CHI,
+    I_ZETA,
+    I_K1C,
+    I_LAMROOT,
+    I_KTC,
+    I_CTR,
+) = range(16)
 N_IFIELDS = 16
 # walls
 W_CYL, W_BOTTOM, W_PISTON = 0, 1, 2
@@ -20,18 +36,36 @@ W_CYL, W_BOTTOM, W_PISTON = 0, 1, 2
 H_DP, H_FT, H_MR = 0, 1, 4
 N_HIST = 7
 # phase settings (the ``phase`` array of run_one)
-(P_SETTLE_TMAX, P_SETTLE_TMIN, P_SETTLE_KE, P_PRELOAD, P_PC_VMAX, P_PC_TMAX, P_PC_TOL, P_PC_HOLD, P_PC_TAU,
- P_PISTON, P_PISTON_Z, P_V_LOAD, P_T_LOAD, P_V_UNLOAD, P_T_END, P_SETTLE_DAMP) = range(16)
+(
+    P_SETTLE_TMAX,
+    P_SETTLE_TMIN,
+    P_SETTLE_KE,
+    P_PRELOAD,
+    P_PC_VMAX,
+    P_PC_TMAX,
+    P_PC_TOL,
+    P_PC_HOLD,
+    P_PC_TAU,
+    P_PISTON,
+    P_PISTON_Z,
+    P_V_LOAD,
+    P_T_LOAD,
+    P_V_UNLOAD,
+    P_T_END,
+    P_SETTLE_DAMP,
+) = range(16)
 N_PHASE = 16
 # sample columns
 (S_TIME, S_DISP, S_FPISTON, S_FBOTTOM, S_FCYL, S_KE, S_Z0, S_VZ0, S_ZPISTON) = range(9)
 N_SAMPLE_COLS = 9
 # info fields
-(F_STATUS, F_STEPS, F_SETTLE_T, F_PC_T, F_PC_FORCE, F_Z_REF, F_REBUILDS, F_MAX_OVERLAP, F_KE_END,
- F_SETTLE_KE) = range(10)
+(F_STATUS, F_STEPS, F_SETTLE_T, F_PC_T, F_PC_FORCE, F_Z_REF, F_REBUILDS, F_MAX_OVERLAP, F_KE_END, F_SETTLE_KE) = range(
+    10
+)
 N_INFO = 10
 # status codes
 OK, NOT_SETTLED, PRELOAD_NOT_STEADY, DIVERGED, LIST_OVERFLOW = 0, 1, 2, 3, 4
+
 
 class Bodies(NamedTuple):
     """The rigid bodies of a :class:`~.dem.Particles` (SI units): ``mass`` ``(nb,)`` [kg], ``inertia`` ``(nb, 3)``

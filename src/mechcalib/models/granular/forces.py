@@ -56,8 +56,9 @@ def contact_force(hist, k, delta, nx, ny, nz, vx, vy, vz, wx, wy, wz, rstar, mst
     k1 = row[I_K1C] * sr
     k2 = k1 / (1.0 - row[I_LAM])
     f0 = row[I_F0]
-    fh, dp, nc, _ = eepa_normal(delta, hist[k, H_DP], k1, k2, row[I_KADH], f0, row[I_FMINC] * rstar, 1.5,
-                                row[I_CHI], row[I_LAMROOT])
+    fh, dp, nc, _ = eepa_normal(
+        delta, hist[k, H_DP], k1, k2, row[I_KADH], f0, row[I_FMINC] * rstar, 1.5, row[I_CHI], row[I_LAMROOT]
+    )
     hist[k, H_DP] = dp
     kn = 1.5 * k1 * sd
     cn = -2.0 * SQRT_5_6 * row[I_BETA] * math.sqrt(kn * mstar)  # eq. 18
@@ -65,16 +66,41 @@ def contact_force(hist, k, delta, nx, ny, nz, vx, vy, vz, wx, wy, wz, rstar, mst
     fn = fh + cn * vn
     tvx, tvy, tvz = vx - vn * nx, vy - vn * ny, vz - vn * nz
     kt = row[I_KTC] * sr * sd
-    sx, sy, sz, tx, ty, tz, _ = tangential_force(hist[k, H_FT], hist[k, H_FT + 1], hist[k, H_FT + 2], nx, ny, nz,
-                                                 tvx, tvy, tvz, kt, cn * row[I_CTR], dt, row[I_MU] * nc)
+    sx, sy, sz, tx, ty, tz, _ = tangential_force(
+        hist[k, H_FT],
+        hist[k, H_FT + 1],
+        hist[k, H_FT + 2],
+        nx,
+        ny,
+        nz,
+        tvx,
+        tvy,
+        tvz,
+        kt,
+        cn * row[I_CTR],
+        dt,
+        row[I_MU] * nc,
+    )
     hist[k, H_FT], hist[k, H_FT + 1], hist[k, H_FT + 2] = sx, sy, sz
     mx, my, mz = 0.0, 0.0, 0.0
     mur = row[I_MUR]
     if mur > 0.0:
         kr = rolling_stiffness(kn, mur, rroll)
-        sx, sy, sz, mx, my, mz, _ = rolling_torque(hist[k, H_MR], hist[k, H_MR + 1], hist[k, H_MR + 2], nx, ny, nz,
-                                                   wx, wy, wz, kr, rolling_damping(kr, iroll, ROLL_DAMPING),
-                                                   mur * rroll * nc, dt)
+        sx, sy, sz, mx, my, mz, _ = rolling_torque(
+            hist[k, H_MR],
+            hist[k, H_MR + 1],
+            hist[k, H_MR + 2],
+            nx,
+            ny,
+            nz,
+            wx,
+            wy,
+            wz,
+            kr,
+            rolling_damping(kr, iroll, ROLL_DAMPING),
+            mur * rroll * nc,
+            dt,
+        )
         hist[k, H_MR], hist[k, H_MR + 1], hist[k, H_MR + 2] = sx, sy, sz
     return -fn * nx + tx, -fn * ny + ty, -fn * nz + tz, mx, my, mz, fn
 
@@ -141,15 +167,38 @@ def compute_forces(bodies, iroll, state, omega, spheres, nlist, whist, itab, set
             cx, cy, cz = sx[i, 0] + h * nx, sx[i, 1] + h * ny, sx[i, 2] + h * nz
             aix, aiy, aiz = cx - pos[bi, 0], cy - pos[bi, 1], cz - pos[bi, 2]
             ajx, ajy, ajz = cx - pos[bj, 0], cy - pos[bj, 1], cz - pos[bj, 2]
-            vx = (vel[bi, 0] + omega[bi, 1] * aiz - omega[bi, 2] * aiy) - (vel[bj, 0] + omega[bj, 1] * ajz - omega[bj, 2] * ajy)
-            vy = (vel[bi, 1] + omega[bi, 2] * aix - omega[bi, 0] * aiz) - (vel[bj, 1] + omega[bj, 2] * ajx - omega[bj, 0] * ajz)
-            vz = (vel[bi, 2] + omega[bi, 0] * aiy - omega[bi, 1] * aix) - (vel[bj, 2] + omega[bj, 0] * ajy - omega[bj, 1] * ajx)
+            vx = (vel[bi, 0] + omega[bi, 1] * aiz - omega[bi, 2] * aiy) - (
+                vel[bj, 0] + omega[bj, 1] * ajz - omega[bj, 2] * ajy
+            )
+            vy = (vel[bi, 1] + omega[bi, 2] * aix - omega[bi, 0] * aiz) - (
+                vel[bj, 1] + omega[bj, 2] * ajx - omega[bj, 0] * ajz
+            )
+            vz = (vel[bi, 2] + omega[bi, 0] * aiy - omega[bi, 1] * aix) - (
+                vel[bj, 2] + omega[bj, 0] * ajy - omega[bj, 1] * ajx
+            )
             rstar = ri * rj / rs
             mstar = mass[bi] * mass[bj] / (mass[bi] + mass[bj])
             ir = iroll[bi] * iroll[bj] / (iroll[bi] + iroll[bj])
             fx, fy, fz, mx, my, mz, _ = contact_force(
-                hist, k, delta, nx, ny, nz, vx, vy, vz, omega[bi, 0] - omega[bj, 0], omega[bi, 1] - omega[bj, 1],
-                omega[bi, 2] - omega[bj, 2], rstar, mstar, 2.0 * rstar, ir, row, dt)
+                hist,
+                k,
+                delta,
+                nx,
+                ny,
+                nz,
+                vx,
+                vy,
+                vz,
+                omega[bi, 0] - omega[bj, 0],
+                omega[bi, 1] - omega[bj, 1],
+                omega[bi, 2] - omega[bj, 2],
+                rstar,
+                mstar,
+                2.0 * rstar,
+                ir,
+                row,
+                dt,
+            )
             F[bi, 0] += fx
             F[bi, 1] += fy
             F[bi, 2] += fz
@@ -196,8 +245,26 @@ def compute_forces(bodies, iroll, state, omega, spheres, nlist, whist, itab, set
             vx = vel[b, 0] + omega[b, 1] * az - omega[b, 2] * ay
             vy = vel[b, 1] + omega[b, 2] * ax - omega[b, 0] * az
             vz = vel[b, 2] + omega[b, 0] * ay - omega[b, 1] * ax - wv
-            fx, fy, fz, mx, my, mz, _ = contact_force(whist, kk, delta, nx, ny, nz, vx, vy, vz, omega[b, 0], omega[b, 1],
-                                                      omega[b, 2], r, mass[b], r, iroll[b], itab[wtype[w]], dt)
+            fx, fy, fz, mx, my, mz, _ = contact_force(
+                whist,
+                kk,
+                delta,
+                nx,
+                ny,
+                nz,
+                vx,
+                vy,
+                vz,
+                omega[b, 0],
+                omega[b, 1],
+                omega[b, 2],
+                r,
+                mass[b],
+                r,
+                iroll[b],
+                itab[wtype[w]],
+                dt,
+            )
             F[b, 0] += fx
             F[b, 1] += fy
             F[b, 2] += fz
@@ -209,4 +276,3 @@ def compute_forces(bodies, iroll, state, omega, spheres, nlist, whist, itab, set
             wallf[w, 2] -= fz
             ov = max(ov, delta / r)
     return ov
-

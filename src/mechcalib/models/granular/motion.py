@@ -113,4 +113,3 @@ def _finite(pos):
         if not (math.isfinite(pos[b, 0]) and math.isfinite(pos[b, 1]) and math.isfinite(pos[b, 2])):
             return False
     return True
-

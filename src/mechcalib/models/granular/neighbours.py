@@ -106,4 +106,3 @@ def transfer_history(start_o, nbr_o, hist_o, start_n, nbr_n, hist_n):
             else:
                 for c in range(N_HIST):
                     hist_n[k, c] = 0.0
-

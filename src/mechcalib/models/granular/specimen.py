@@ -146,16 +146,24 @@ class SpecimenSpec:
 
 SPECIMENS: dict[str, SpecimenSpec] = {
     "paper": SpecimenSpec(
-        "paper", pour_friction=1.0,
+        "paper",
+        pour_friction=1.0,
         description="Hu et al. (2024) section 3.2: dual spheres of radius 1 mm, 0.81 mm apart, 35 mm cylinder filled to "
-        "60 mm; poured with friction 1.0 to the fast specimen's density (solid fraction about 0.525)"),
+        "60 mm; poured with friction 1.0 to the fast specimen's density (solid fraction about 0.525)",
+    ),
     "fast": SpecimenSpec(
-        "fast", radius=1.5, half_spacing=0.6075,
+        "fast",
+        radius=1.5,
+        half_spacing=0.6075,
         description="the paper's clump scaled by 1.5 (radius 1.5 mm, 1.215 mm apart) in the same cylinder and "
-        "fill: about 3.4 times fewer particles and a 1.5 times larger time step"),
+        "fill: about 3.4 times fewer particles and a 1.5 times larger time step",
+    ),
     "tiny": SpecimenSpec(
-        "tiny", diameter=12.0, height=12.0,
-        description="the paper's clump in a 12 mm cylinder filled to 12 mm: about a hundred particles, for tests"),
+        "tiny",
+        diameter=12.0,
+        height=12.0,
+        description="the paper's clump in a 12 mm cylinder filled to 12 mm: about a hundred particles, for tests",
+    ),
 }
 
 
@@ -198,11 +206,14 @@ def default_cache_dir() -> Path:
 def sphere_positions(particles: dem.Particles, pos: np.ndarray, quat: np.ndarray) -> np.ndarray:
     """World positions ``(ns, 3)`` of the spheres."""
     w, x, y, z = (quat[:, i] for i in range(4))
-    R = np.stack([
-        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
-        np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
-        np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1),
-    ], -2)
+    R = np.stack(
+        [
+            np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
+            np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
+            np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1),
+        ],
+        -2,
+    )
     b = particles.sphere_body
     return pos[b] + np.einsum("sij,sj->si", R[b], particles.sphere_local)
 
@@ -244,17 +255,36 @@ def _lattice(spec: SpecimenSpec, n: int, rng: np.random.Generator) -> tuple[np.n
 
 def _key(spec: SpecimenSpec, seed: int, tables: list[np.ndarray], E_scale: float, preload: float) -> str:
     h = hashlib.sha256()
-    h.update(json.dumps({"spec": dataclasses.asdict(spec), "seed": int(seed), "E_scale": float(E_scale),
-                         "preload": float(preload), "version": VERSION}, sort_keys=True).encode())
+    h.update(
+        json.dumps(
+            {
+                "spec": dataclasses.asdict(spec),
+                "seed": int(seed),
+                "E_scale": float(E_scale),
+                "preload": float(preload),
+                "version": VERSION,
+            },
+            sort_keys=True,
+        ).encode()
+    )
     for t in tables:
         h.update(np.ascontiguousarray(t, dtype=float).tobytes())
     return h.hexdigest()[:16]
 
 
-def generate(spec: SpecimenSpec, seed: int, pour_table: Callable[[float], np.ndarray],
-             time_step: Callable[[float], float], *, E_scale: float = 1.0, preload: float = 0.0,
-             preload_table: Callable[[float], np.ndarray] | None = None, pc_vmax: float = 0.05,
-             cache_dir: str | Path | None = None, use_cache: bool = True) -> Specimen:
+def generate(
+    spec: SpecimenSpec,
+    seed: int,
+    pour_table: Callable[[float], np.ndarray],
+    time_step: Callable[[float], float],
+    *,
+    E_scale: float = 1.0,
+    preload: float = 0.0,
+    preload_table: Callable[[float], np.ndarray] | None = None,
+    pc_vmax: float = 0.05,
+    cache_dir: str | Path | None = None,
+    use_cache: bool = True,
+) -> Specimen:
     """The settled specimen of ``spec`` and ``seed``: loaded from the cache, or generated and cached.
 
     Args:
@@ -275,8 +305,9 @@ def generate(spec: SpecimenSpec, seed: int, pour_table: Callable[[float], np.nda
         d = np.load(path, allow_pickle=False)
         n = int(d["pos"].shape[0])
         particles = dem.Particles.clumps(n, r, a, spec.density)
-        return Specimen(spec, int(seed), particles, d["pos"], d["quat"], float(d["piston_z"]),
-                        json.loads(str(d["info"])), path)
+        return Specimen(
+            spec, int(seed), particles, d["pos"], d["quat"], float(d["piston_z"]), json.loads(str(d["info"])), path
+        )
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
     n = int(spec.n_insert) if spec.n_insert else math.ceil(1.3 * spec.estimated_count(0.6))
@@ -287,14 +318,29 @@ def generate(spec: SpecimenSpec, seed: int, pour_table: Callable[[float], np.nda
     ke = 1e-4 * m1 * G * r
     fall = math.sqrt(2 * max(pos[:, 2].max(), r) / G)
     dt_pour = time_step(spec.pour_E_scale)
-    res = dem.run(particles, pos, quat, pour_table(spec.pour_E_scale), dt_pour,
-                  dem.Phases(settle_tmax=max(spec.pour_tmax, 2 * fall), settle_tmin=1.2 * fall + 0.05, settle_ke=ke,
-                             settle_damping=POUR_DAMPING), r_cyl=rc)
+    res = dem.run(
+        particles,
+        pos,
+        quat,
+        pour_table(spec.pour_E_scale),
+        dt_pour,
+        dem.Phases(
+            settle_tmax=max(spec.pour_tmax, 2 * fall),
+            settle_tmin=1.2 * fall + 0.05,
+            settle_ke=ke,
+            settle_damping=POUR_DAMPING,
+        ),
+        r_cyl=rc,
+    )
     if res.status[0] in (dem.DIVERGED, dem.LIST_OVERFLOW):
         raise SpecimenError(f"pouring specimen {spec.name!r} failed (DEM status {int(res.status[0])})")
-    info = {"n_inserted": n, "pour_time": float(res.info[0, dem.F_SETTLE_T]),
-            "pour_ke_per_body": float(res.info[0, dem.F_SETTLE_KE]), "pour_settled": bool(res.status[0] == dem.OK),
-            "pour_steps": int(res.info[0, dem.F_STEPS])}
+    info = {
+        "n_inserted": n,
+        "pour_time": float(res.info[0, dem.F_SETTLE_T]),
+        "pour_ke_per_body": float(res.info[0, dem.F_SETTLE_KE]),
+        "pour_settled": bool(res.status[0] == dem.OK),
+        "pour_steps": int(res.info[0, dem.F_STEPS]),
+    }
     pos, quat = res.pos[0], res.quat[0]
     poured_top = top_height(particles, pos, quat)
     info["poured_height_mm"] = poured_top * 1e3
@@ -312,9 +358,17 @@ def generate(spec: SpecimenSpec, seed: int, pour_table: Callable[[float], np.nda
     pos, quat = pos[keep], quat[keep]
     relax_t, relax_steps = 0.0, 0
     for es in (0.1 * E_scale, E_scale):  # two stages: the modulus x10 each, less energy released at once
-        res = dem.run(particles, pos, quat, pour_table(es), time_step(es),
-                      dem.Phases(settle_tmax=spec.relax_tmax, settle_tmin=spec.relax_tmin, settle_ke=ke,
-                                 settle_damping=RELAX_DAMPING), r_cyl=rc)
+        res = dem.run(
+            particles,
+            pos,
+            quat,
+            pour_table(es),
+            time_step(es),
+            dem.Phases(
+                settle_tmax=spec.relax_tmax, settle_tmin=spec.relax_tmin, settle_ke=ke, settle_damping=RELAX_DAMPING
+            ),
+            r_cyl=rc,
+        )
         if res.status[0] in (dem.DIVERGED, dem.LIST_OVERFLOW):
             raise SpecimenError(f"relaxing specimen {spec.name!r} failed (DEM status {int(res.status[0])})")
         pos, quat = res.pos[0], res.quat[0]
@@ -324,25 +378,47 @@ def generate(spec: SpecimenSpec, seed: int, pour_table: Callable[[float], np.nda
     top = fill_top = top_height(particles, pos, quat)
     piston_z = math.nan
     if preload > 0:
-        res = dem.run(particles, pos, quat, preload_table(E_scale), time_step(E_scale),
-                      dem.Phases(preload=preload, pc_vmax=pc_vmax, pc_tmax=0.3, piston=True), r_cyl=rc)
+        res = dem.run(
+            particles,
+            pos,
+            quat,
+            preload_table(E_scale),
+            time_step(E_scale),
+            dem.Phases(preload=preload, pc_vmax=pc_vmax, pc_tmax=0.3, piston=True),
+            r_cyl=rc,
+        )
         if res.status[0] in (dem.DIVERGED, dem.LIST_OVERFLOW):
             raise SpecimenError(f"pre-compressing specimen {spec.name!r} failed (DEM status {int(res.status[0])})")
         pos, quat = res.pos[0], res.quat[0]
         piston_z = float(res.info[0, dem.F_Z_REF])
-        info.update({"preload_N": float(preload), "preload_time": float(res.info[0, dem.F_PC_T]),
-                     "preload_force": float(res.info[0, dem.F_PC_FORCE]),
-                     "preload_steady": bool(res.status[0] == dem.OK), "preload_travel_mm": (top - piston_z) * 1e3,
-                     "preload_steps": int(res.info[0, dem.F_STEPS])})
+        info.update(
+            {
+                "preload_N": float(preload),
+                "preload_time": float(res.info[0, dem.F_PC_T]),
+                "preload_force": float(res.info[0, dem.F_PC_FORCE]),
+                "preload_steady": bool(res.status[0] == dem.OK),
+                "preload_travel_mm": (top - piston_z) * 1e3,
+                "preload_steps": int(res.info[0, dem.F_STEPS]),
+            }
+        )
         top = piston_z
     vol_cyl = math.pi * rc**2 * top
-    info.update({
-        "n_particles": particles.n_bodies, "mass_g": float(particles.mass.sum() * 1e3), "height_mm": top * 1e3,
-        "fill_height_mm": fill_top * 1e3,
-        "solid_fraction": float(particles.mass.sum() / spec.density / vol_cyl),
-        "relax_time": relax_t, "relax_ke_per_body": relax_ke, "relax_settled": relax_ok, "relax_steps": relax_steps,
-        "E_scale": float(E_scale), "generation_seconds": time.perf_counter() - t0, "version": VERSION,
-    })
+    info.update(
+        {
+            "n_particles": particles.n_bodies,
+            "mass_g": float(particles.mass.sum() * 1e3),
+            "height_mm": top * 1e3,
+            "fill_height_mm": fill_top * 1e3,
+            "solid_fraction": float(particles.mass.sum() / spec.density / vol_cyl),
+            "relax_time": relax_t,
+            "relax_ke_per_body": relax_ke,
+            "relax_settled": relax_ok,
+            "relax_steps": relax_steps,
+            "E_scale": float(E_scale),
+            "generation_seconds": time.perf_counter() - t0,
+            "version": VERSION,
+        }
+    )
     spec_out = Specimen(spec, int(seed), particles, pos, quat, piston_z, info, path if use_cache else None)
     if use_cache:
         folder.mkdir(parents=True, exist_ok=True)

@@ -48,9 +48,9 @@ from typing import Any
 import numpy as np
 
 from ...core.data import Curve
-from ...errors import ConfigurationError
-from ...core.parameters import Parameter, ParameterSpace
 from ...core.model import Channel, Model, Response, SimulationFailure, check_condition
+from ...core.parameters import Parameter, ParameterSpace
+from ...errors import ConfigurationError
 from . import dem
 from .specimen import SPECIMENS, Specimen, SpecimenSpec, generate
 
@@ -64,8 +64,14 @@ PRELOAD = 1.82  # N, section 3.2.2
 CALIBRATED = {"lambda_p": 0.575, "f_ss": 0.520, "f_sa": 0.347}
 TABLE2 = {"dgamma": 1.64, "f0": -0.002, "e_ss": 0.25, "e_sa": 0.3, "mur_ss": 0.23, "mur_sa": 0.22}
 TABLE3 = [  # true lambda_p, f_ss, f_sa of the nine verification cases
-    (0.660, 0.471, 0.501), (0.730, 0.544, 0.385), (0.658, 0.515, 0.405), (0.614, 0.463, 0.378),
-    (0.647, 0.542, 0.416), (0.592, 0.523, 0.396), (0.585, 0.483, 0.397), (0.675, 0.491, 0.325),
+    (0.660, 0.471, 0.501),
+    (0.730, 0.544, 0.385),
+    (0.658, 0.515, 0.405),
+    (0.614, 0.463, 0.378),
+    (0.647, 0.542, 0.416),
+    (0.592, 0.523, 0.396),
+    (0.585, 0.483, 0.397),
+    (0.675, 0.491, 0.325),
     (0.680, 0.509, 0.457),
 ]
 EXTRA_NAMES = tuple(TABLE2)
@@ -92,8 +98,12 @@ def interaction_tables(theta: np.ndarray, E_scale: float = 1.0, *, cohesive: boo
         p = dict(zip(NAMES, map(float, row), strict=True))
         f0, dg = (p["f0"], p["dgamma"]) if cohesive else (0.0, 0.0)
         common = {"lambda_p": p["lambda_p"], "f0": f0, "dgamma": dg, "n": N_EXP, "chi": CHI, "zeta": ZETA}
-        out[i, 0] = dem.interaction_row(SAND, SAND, dem.Interaction(e=p["e_ss"], mu=p["f_ss"], mu_r=p["mur_ss"], **common), E_scale)
-        out[i, 1] = dem.interaction_row(SAND, ACRYLIC, dem.Interaction(e=p["e_sa"], mu=p["f_sa"], mu_r=p["mur_sa"], **common), E_scale)
+        out[i, 0] = dem.interaction_row(
+            SAND, SAND, dem.Interaction(e=p["e_ss"], mu=p["f_ss"], mu_r=p["mur_ss"], **common), E_scale
+        )
+        out[i, 1] = dem.interaction_row(
+            SAND, ACRYLIC, dem.Interaction(e=p["e_sa"], mu=p["f_sa"], mu_r=p["mur_sa"], **common), E_scale
+        )
         out[i, 2] = dem.interaction_row(SAND, STEEL, dem.Interaction(**SAND_STEEL, **common), E_scale)
     return out
 
@@ -132,42 +142,69 @@ class EEPATriaxial(Model):
     """
 
     name = "eepa_triaxial"
-    description = "confined triaxial test of wet sand, 3D DEM of dual-sphere clumps with the EEPA law (Hu et al. (2024))"
+    description = (
+        "confined triaxial test of wet sand, 3D DEM of dual-sphere clumps with the EEPA law (Hu et al. (2024))"
+    )
 
-    def __init__(self, *, specimen: str | SpecimenSpec = "fast", seed: int = 0, cache_dir: str | Path | None = None,
-                 free: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        *,
+        specimen: str | SpecimenSpec = "fast",
+        seed: int = 0,
+        cache_dir: str | Path | None = None,
+        free: Sequence[str] = (),
+    ) -> None:
         if isinstance(specimen, str):
             if specimen not in SPECIMENS:
-                raise ConfigurationError(f"specimen must be one of {sorted(SPECIMENS)} or a SpecimenSpec, got {specimen!r}")
+                raise ConfigurationError(
+                    f"specimen must be one of {sorted(SPECIMENS)} or a SpecimenSpec, got {specimen!r}"
+                )
             specimen = SPECIMENS[specimen]
         if not isinstance(specimen, SpecimenSpec):
             raise ConfigurationError(f"specimen must be a name or a SpecimenSpec, got {specimen!r}")
         free = tuple(free)
         bad = [f for f in free if f not in EXTRA_NAMES]
         if bad:
-            raise ConfigurationError(f"free may name {list(EXTRA_NAMES)}, got {bad}; lambda_p, f_ss, f_sa are always searched")
+            raise ConfigurationError(
+                f"free may name {list(EXTRA_NAMES)}, got {bad}; lambda_p, f_ss, f_sa are always searched"
+            )
         self.spec = specimen
         self.seed = int(seed)
         self.cache_dir = cache_dir
         self.free = free
         self._specimens: dict[float, Specimen] = {}
         self.space = ParameterSpace(
-            Parameter(nm, lo, hi, unit=u, description=d,
-                      fixed=None if (nm in CALIBRATED or nm in free) else TABLE2[nm])
+            Parameter(nm, lo, hi, unit=u, description=d, fixed=None if (nm in CALIBRATED or nm in free) else TABLE2[nm])
             for nm, lo, hi, u, d in _PARAMS
         )
         self.channels = (
-            Channel("force_displacement", "piston displacement", "piston force", "mm", "N",
-                    "load-displacement sequence of the piston (t = time in s)"),
+            Channel(
+                "force_displacement",
+                "piston displacement",
+                "piston force",
+                "mm",
+                "N",
+                "load-displacement sequence of the piston (t = time in s)",
+            ),
             Channel("force_time", "time", "piston force", "s", "N", "piston force history"),
         )
         self.presets = {"default": {**CALIBRATED, **TABLE2}}
         for k, (lam, fss, fsa) in enumerate(TABLE3, start=1):
             self.presets[f"case{k}"] = {"lambda_p": lam, "f_ss": fss, "f_sa": fsa, **TABLE2}
         self.default_conditions = {
-            "v_load": 50.0, "t_load": 0.04, "v_unload": 20.0, "t_end": 0.06, "fs": 2000.0, "n_out": 99,
-            "preload": PRELOAD, "pc_vmax": 20.0, "pc_tmax": 0.1, "pc_tol": 0.05, "pc_hold": 0.002,
-            "E_scale": 1.0, "dt_safety": 0.35,
+            "v_load": 50.0,
+            "t_load": 0.04,
+            "v_unload": 20.0,
+            "t_end": 0.06,
+            "fs": 2000.0,
+            "n_out": 99,
+            "preload": PRELOAD,
+            "pc_vmax": 20.0,
+            "pc_tmax": 0.1,
+            "pc_tol": 0.05,
+            "pc_hold": 0.002,
+            "E_scale": 1.0,
+            "dt_safety": 0.35,
         }
 
     # ----------------------------------------------------------------------------------------
@@ -175,7 +212,11 @@ class EEPATriaxial(Model):
         """Contacts of the pour and the relaxation: elastic (lambda_p = 0), so that a simulation restarting
         from the cached overlaps on the virgin branch finds the forces the packing settled with."""
         mu = self.spec.pour_friction
-        v = self.full_vector() if mu is None else self.full_vector({"f_ss": mu, "f_sa": mu, "mur_ss": 0.0, "mur_sa": 0.0})
+        v = (
+            self.full_vector()
+            if mu is None
+            else self.full_vector({"f_ss": mu, "f_sa": mu, "mur_ss": 0.0, "mur_sa": 0.0})
+        )
         tab = interaction_tables(v[None], E_scale, cohesive=self.spec.cohesive_fill)[0]
         if mu is not None:
             tab[:, dem.I_MU], tab[:, dem.I_MUR] = mu, 0.0
@@ -186,16 +227,23 @@ class EEPATriaxial(Model):
         return interaction_tables(self.full_vector()[None], E_scale)[0]
 
     def _fill_dt(self, E_scale: float) -> float:
-        return dem.time_step(self.spec.radius * 1e-3, SAND, [ACRYLIC, STEEL], CALIBRATED["lambda_p"],
-                             E_scale=E_scale)
+        return dem.time_step(self.spec.radius * 1e-3, SAND, [ACRYLIC, STEEL], CALIBRATED["lambda_p"], E_scale=E_scale)
 
     def specimen(self, E_scale: float = 1.0) -> Specimen:
         """The settled specimen (generated on first use, then read from the cache)."""
         E_scale = float(E_scale)
         if E_scale not in self._specimens:
             self._specimens[E_scale] = generate(
-                self.spec, self.seed, self._pour_table, self._fill_dt, E_scale=E_scale, preload=PRELOAD,
-                preload_table=self._preload_table, pc_vmax=0.05, cache_dir=self.cache_dir)
+                self.spec,
+                self.seed,
+                self._pour_table,
+                self._fill_dt,
+                E_scale=E_scale,
+                preload=PRELOAD,
+                preload_table=self._preload_table,
+                pc_vmax=0.05,
+                cache_dir=self.cache_dir,
+            )
         return self._specimens[E_scale]
 
     def prepare_shared(self, conditions: Mapping[str, Any] | None = None) -> None:
@@ -229,37 +277,65 @@ class EEPATriaxial(Model):
         check_condition(self.name, "n_out", c["n_out"], low=2, integer=True)
         # the sampled record (nine columns) and the resampled curves, per set
         n_rec = round(float(c["t_end"]) * float(c["fs"])) + 1
-        self.check_memory(8.0 * (12 * n_rec + 4 * int(c["n_out"])) * max(n_sets, 1),
-                          f"a batch of {n_sets} set(s) of {n_rec} samples ({c['t_end']!r} s at {c['fs']!r} Hz)",
-                          "lower fs or t_end, or simulate fewer parameter sets per batch")
+        self.check_memory(
+            8.0 * (12 * n_rec + 4 * int(c["n_out"])) * max(n_sets, 1),
+            f"a batch of {n_sets} set(s) of {n_rec} samples ({c['t_end']!r} s at {c['fs']!r} Hz)",
+            "lower fs or t_end, or simulate fewer parameter sets per batch",
+        )
         return c
 
-    def run(self, theta: np.ndarray, conditions: Mapping[str, Any] | None = None) -> list[TriaxialRun | SimulationFailure]:
+    def run(
+        self, theta: np.ndarray, conditions: Mapping[str, Any] | None = None
+    ) -> list[TriaxialRun | SimulationFailure]:
         """Simulate ``theta`` ``(n, 9)`` in one batched DEM call; full results per set."""
         theta = self.check_theta(theta)
         c = self.validate_conditions(conditions, n_sets=theta.shape[0])
         es = float(c["E_scale"])
         lam = theta[:, 0]
-        ok = (np.all(np.isfinite(theta), axis=1) & (lam >= 0) & (lam < 1) & np.all(theta[:, 1:3] >= 0, axis=1)
-              & (theta[:, 3] >= 0) & np.all((theta[:, 5:7] >= 0) & (theta[:, 5:7] <= 1), axis=1)
-              & np.all(theta[:, 7:9] >= 0, axis=1))
+        ok = (
+            np.all(np.isfinite(theta), axis=1)
+            & (lam >= 0)
+            & (lam < 1)
+            & np.all(theta[:, 1:3] >= 0, axis=1)
+            & (theta[:, 3] >= 0)
+            & np.all((theta[:, 5:7] >= 0) & (theta[:, 5:7] <= 1), axis=1)
+            & np.all(theta[:, 7:9] >= 0, axis=1)
+        )
         out: list[TriaxialRun | SimulationFailure] = [
-            SimulationFailure(f"invalid parameters {theta[i].tolist()!r} (need 0 <= lambda_p < 1, frictions, "
-                              "dgamma >= 0, 0 <= e <= 1)") for i in range(theta.shape[0])]
+            SimulationFailure(
+                f"invalid parameters {theta[i].tolist()!r} (need 0 <= lambda_p < 1, frictions, "
+                "dgamma >= 0, 0 <= e <= 1)"
+            )
+            for i in range(theta.shape[0])
+        ]
         idx = np.flatnonzero(ok)
         if idx.size == 0:
             return out
         spec = self.specimen(es)
         tabs = interaction_tables(theta[idx], es)
         r = self.spec.radius * 1e-3
-        dts = np.array([dem.time_step(r, SAND, [ACRYLIC, STEEL], float(theta[i, 0]), safety=float(c["dt_safety"]),
-                                      E_scale=es) for i in idx])
+        dts = np.array(
+            [
+                dem.time_step(r, SAND, [ACRYLIC, STEEL], float(theta[i, 0]), safety=float(c["dt_safety"]), E_scale=es)
+                for i in idx
+            ]
+        )
         t_end, fs = float(c["t_end"]), float(c["fs"])
         n_rec = round(t_end * fs) + 1
-        ph = dem.Phases(preload=float(c["preload"]), pc_vmax=float(c["pc_vmax"]) * 1e-3, pc_tmax=float(c["pc_tmax"]),
-                        pc_tol=float(c["pc_tol"]), pc_hold=float(c["pc_hold"]), piston=True, piston_z=spec.piston_z,
-                        v_load=float(c["v_load"]) * 1e-3, t_load=float(c["t_load"]),
-                        v_unload=float(c["v_unload"]) * 1e-3, t_end=t_end, n_samples=n_rec)
+        ph = dem.Phases(
+            preload=float(c["preload"]),
+            pc_vmax=float(c["pc_vmax"]) * 1e-3,
+            pc_tmax=float(c["pc_tmax"]),
+            pc_tol=float(c["pc_tol"]),
+            pc_hold=float(c["pc_hold"]),
+            piston=True,
+            piston_z=spec.piston_z,
+            v_load=float(c["v_load"]) * 1e-3,
+            t_load=float(c["t_load"]),
+            v_unload=float(c["v_unload"]) * 1e-3,
+            t_end=t_end,
+            n_samples=n_rec,
+        )
         res = dem.run(spec.particles, spec.pos, spec.quat, tabs, dts, ph, r_cyl=self.spec.diameter * 5e-4)
         n_out = int(c["n_out"])
         t_out = np.linspace(0.0, t_end, n_out)
@@ -270,20 +346,35 @@ class EEPATriaxial(Model):
                 out[i] = SimulationFailure(f"the DEM {why}")
                 continue
             s = res.samples[k]
-            if not np.all(np.isfinite(s[:, :dem.S_FCYL + 1])):
+            if not np.all(np.isfinite(s[:, : dem.S_FCYL + 1])):
                 out[i] = SimulationFailure("the DEM record is incomplete (non-finite samples)")
                 continue
             t, u, f = s[:, dem.S_TIME], s[:, dem.S_DISP] * 1e3, s[:, dem.S_FPISTON]
             uo, fo = np.interp(t_out, t, u), np.interp(t_out, t, f)
             resp = {
-                "force_displacement": Curve(uo, fo, t=t_out, x_name="piston displacement", y_name="piston force",
-                                            x_unit="mm", y_unit="N"),
+                "force_displacement": Curve(
+                    uo, fo, t=t_out, x_name="piston displacement", y_name="piston force", x_unit="mm", y_unit="N"
+                ),
                 "force_time": Curve(t_out, fo, t=t_out, x_name="time", y_name="piston force", x_unit="s", y_unit="N"),
             }
-            out[i] = TriaxialRun(resp, t, u, f, s[:, dem.S_FBOTTOM], s[:, dem.S_FCYL], float(f.max()),
-                                 float(res.info[k, dem.F_PC_T]), float(res.info[k, dem.F_PC_FORCE]),
-                                 st != dem.PRELOAD_NOT_STEADY, float(dts[k]), int(res.info[k, dem.F_STEPS]), st)
+            out[i] = TriaxialRun(
+                resp,
+                t,
+                u,
+                f,
+                s[:, dem.S_FBOTTOM],
+                s[:, dem.S_FCYL],
+                float(f.max()),
+                float(res.info[k, dem.F_PC_T]),
+                float(res.info[k, dem.F_PC_FORCE]),
+                st != dem.PRELOAD_NOT_STEADY,
+                float(dts[k]),
+                int(res.info[k, dem.F_STEPS]),
+                st,
+            )
         return out
 
-    def simulate(self, theta: np.ndarray, conditions: Mapping[str, Any] | None = None) -> list[Response | SimulationFailure]:
+    def simulate(
+        self, theta: np.ndarray, conditions: Mapping[str, Any] | None = None
+    ) -> list[Response | SimulationFailure]:
         return [r if isinstance(r, SimulationFailure) else r.response for r in self.run(theta, conditions)]

@@ -15,6 +15,12 @@ from .model import (
 )
 
 __all__ = [
-    "EA_DEFAULT", "R_GAS", "T_REF", "Hydration", "affinity_rate", "arrhenius_factor", "integrate_alpha",
+    "EA_DEFAULT",
+    "R_GAS",
+    "T_REF",
+    "Hydration",
+    "affinity_rate",
+    "arrhenius_factor",
+    "integrate_alpha",
     "log_time_grid",
 ]

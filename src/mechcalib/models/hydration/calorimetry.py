@@ -15,6 +15,7 @@ against time [h], with the isothermal temperature in ``conditions["T"]`` [°C].
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
@@ -67,7 +68,9 @@ def load_cost_tu1404(path: str | Path) -> dict[float, Experiment]:
         m = re.fullmatch(r"\s*(-?\d+(?:\.\d+)?)_grad\s*", cell)
         if m:
             if j + 1 >= len(sub) or sub[j].strip().upper() != "X" or sub[j + 1].strip().upper() != "Y":
-                raise DataError(f"{path}: column {j + 1} ({cell!r}) must head an X,Y pair in row 2, got {sub[j:j + 2]}")
+                raise DataError(
+                    f"{path}: column {j + 1} ({cell!r}) must head an X,Y pair in row 2, got {sub[j : j + 2]}"
+                )
             cols.append((float(m.group(1)), j))
         elif cell.strip():
             raise DataError(f"{path}: row 1, column {j + 1}: expected '<T>_grad' or an empty cell, got {cell!r}")
@@ -121,8 +124,10 @@ def load_tam_air(path: str | Path, *, name: str | None = None) -> Experiment:
     for r, ln in data_lines:
         cells = ln.split(";")
         if len(cells) != 6:
-            raise DataError(f"{path}: row {r} has {len(cells)} ';'-separated cells, expected 6 "
-                            "(time; temperature; heat flow; heat; normalised heat flow; normalised heat)")
+            raise DataError(
+                f"{path}: row {r} has {len(cells)} ';'-separated cells, expected 6 "
+                "(time; temperature; heat flow; heat; normalised heat flow; normalised heat)"
+            )
         try:
             rows.append([_number(c) for c in cells])
         except ValueError:
@@ -142,10 +147,8 @@ def load_tam_air(path: str | Path, *, name: str | None = None) -> Experiment:
     meta = path.with_suffix(".json")
     exp_name = name or path.stem
     if meta.exists() and name is None:
-        try:
+        with contextlib.suppress(json.JSONDecodeError):
             exp_name = json.loads(meta.read_text()).get("mix_name", exp_name) or exp_name
-        except json.JSONDecodeError:
-            pass
     return Experiment(channels, conditions={"T": T}, name=str(exp_name))
 
 
@@ -248,7 +251,9 @@ def load_gruyaert(path: str | Path, *, paste: str = "CP0", temperature: float = 
         if a is None and b is None:
             continue
         if not isinstance(a, float) or not isinstance(b, float):
-            raise DataError(f"{path}: row {r}: expected two numbers for {paste} at {temperature:g} °C, got {a!r}, {b!r}")
+            raise DataError(
+                f"{path}: row {r}: expected two numbers for {paste} at {temperature:g} °C, got {a!r}, {b!r}"
+            )
         t.append(a)
         q.append(b)
     t_arr, q_arr = np.asarray(t), np.asarray(q)

@@ -44,9 +44,9 @@ import numba as nb
 import numpy as np
 
 from ...core.data import Curve
-from ...errors import ConfigurationError
-from ...core.parameters import Parameter, ParameterSpace
 from ...core.model import Channel, Model, Response, SimulationFailure, check_condition
+from ...core.parameters import Parameter, ParameterSpace
+from ...errors import ConfigurationError
 from .._twins import twin_kernels
 
 R_GAS = 8.314  # J/(mol K), the value section 4 quotes
@@ -70,7 +70,9 @@ def arrhenius_factor(temperature_c: np.ndarray | float, ea: np.ndarray | float) 
 def log_time_grid(t_min: float = T_MIN, t_max: float = T_MAX, n_steps: int = N_STEPS) -> np.ndarray:
     """``(n_steps,)`` times [h] uniform in ``log t`` from ``t_min`` to ``t_max`` (section 5: 1161 steps)."""
     if not (0 < t_min < t_max) or not math.isfinite(t_max):
-        raise ConfigurationError(f"the time grid needs 0 < t_min < t_max (finite), got t_min={t_min!r}, t_max={t_max!r}")
+        raise ConfigurationError(
+            f"the time grid needs 0 < t_min < t_max (finite), got t_min={t_min!r}, t_max={t_max!r}"
+        )
     if int(n_steps) < 2:
         raise ConfigurationError(f"the time grid needs n_steps >= 2, got {n_steps!r}")
     return np.geomspace(float(t_min), float(t_max), int(n_steps))
@@ -188,7 +190,9 @@ class Hydration(Model):
         fit = tuple(fit)
         bad = [f for f in fit if f not in EXTRA_NAMES]
         if bad:
-            raise ConfigurationError(f"fit may name {list(EXTRA_NAMES)}, got {bad}; B1, B2, eta, alpha_inf are always searched")
+            raise ConfigurationError(
+                f"fit may name {list(EXTRA_NAMES)}, got {bad}; B1, B2, eta, alpha_inf are always searched"
+            )
         fixed = {"Q_pot": float(Q_pot), "Ea": float(Ea), "t0": float(t0)}
         self.space = ParameterSpace(
             [
@@ -196,12 +200,30 @@ class Hydration(Model):
                 Parameter("B2", 1e-6, 1e-3, scale="log", description="affinity coefficient (Table 1, log scale)"),
                 Parameter("eta", 2.0, 12.0, description="microdiffusion of free water, η̄ (Table 1)"),
                 Parameter("alpha_inf", 0.7, 1.0, description="ultimate degree of hydration α∞ (Table 1)"),
-                Parameter("Q_pot", 100.0, 700.0, unit="J/g", fixed=None if "Q_pot" in fit else fixed["Q_pot"],
-                          description="potential heat of hydration (eq. 6)"),
-                Parameter("Ea", 20000.0, 70000.0, unit="J/mol", fixed=None if "Ea" in fit else fixed["Ea"],
-                          description="activation energy (eq. 9)"),
-                Parameter("t0", -6.0, 6.0, unit="h", fixed=None if "t0" in fit else fixed["t0"],
-                          description="onset of hydration on the data's clock (section 9 time correction)"),
+                Parameter(
+                    "Q_pot",
+                    100.0,
+                    700.0,
+                    unit="J/g",
+                    fixed=None if "Q_pot" in fit else fixed["Q_pot"],
+                    description="potential heat of hydration (eq. 6)",
+                ),
+                Parameter(
+                    "Ea",
+                    20000.0,
+                    70000.0,
+                    unit="J/mol",
+                    fixed=None if "Ea" in fit else fixed["Ea"],
+                    description="activation energy (eq. 9)",
+                ),
+                Parameter(
+                    "t0",
+                    -6.0,
+                    6.0,
+                    unit="h",
+                    fixed=None if "t0" in fit else fixed["t0"],
+                    description="onset of hydration on the data's clock (section 9 time correction)",
+                ),
             ]
         )
         self.channels = (
@@ -211,10 +233,17 @@ class Hydration(Model):
         )
         self.presets = {
             # the centre of Table 1's standardised box
-            "default": {"B1": 0.55, "B2": 10 ** -4.5, "eta": 7.0, "alpha_inf": 0.85, **fixed},
+            "default": {"B1": 0.55, "B2": 10**-4.5, "eta": 7.0, "alpha_inf": 0.85, **fixed},
             # the central parameters of the COST TU1404 peer study (README of the reference data)
-            "cost_tu1404": {"B1": 2.916e-4 * 3600.0, "B2": 2.4229e-3, "eta": 5.554, "alpha_inf": 0.875,
-                            "Q_pot": 500.0, "Ea": 47002.0, "t0": 0.0},
+            "cost_tu1404": {
+                "B1": 2.916e-4 * 3600.0,
+                "B2": 2.4229e-3,
+                "eta": 5.554,
+                "alpha_inf": 0.875,
+                "Q_pot": 500.0,
+                "Ea": 47002.0,
+                "t0": 0.0,
+            },
         }
         self.default_conditions = {"T": 25.0, "t_min": T_MIN, "t_max": T_MAX, "n_steps": N_STEPS, "dalpha": 2e-3}
 
@@ -241,11 +270,16 @@ class Hydration(Model):
         check_condition(self.name, "dalpha", cond["dalpha"], low=0.0, low_open=True, high=1.0)
         # alpha, the rate and the heat and heat-rate curves: four arrays per set
         m = int(cond["n_steps"])
-        self.check_memory(8.0 * m * (4 * max(n_sets, 1) + 1), f"a batch of {n_sets} set(s) on {m} time steps",
-                          "lower n_steps or simulate fewer parameter sets per batch")
+        self.check_memory(
+            8.0 * m * (4 * max(n_sets, 1) + 1),
+            f"a batch of {n_sets} set(s) on {m} time steps",
+            "lower n_steps or simulate fewer parameter sets per batch",
+        )
         return cond
 
-    def alpha(self, theta: np.ndarray, times: np.ndarray | None = None, conditions: Mapping[str, Any] | None = None) -> np.ndarray:
+    def alpha(
+        self, theta: np.ndarray, times: np.ndarray | None = None, conditions: Mapping[str, Any] | None = None
+    ) -> np.ndarray:
         """``(n, m)`` degree of hydration for ``(n, 7)`` full parameters on ``times`` (default: the grid)."""
         cond = self.validate_conditions(conditions)
         t = self.grid(cond) if times is None else np.asarray(times, dtype=float)
@@ -269,13 +303,17 @@ class Hydration(Model):
             rate = affinity_rate(kp, A)
             rate[t[None, :] <= kp[:, 4:5]] = 0.0
             return q * rate
-        raise ConfigurationError(f"model {self.name!r} has no channel {channel!r}; channels are {list(self.channel_names)}")
+        raise ConfigurationError(
+            f"model {self.name!r} has no channel {channel!r}; channels are {list(self.channel_names)}"
+        )
 
     def grid(self, conditions: Mapping[str, Any] | None = None) -> np.ndarray:
         cond = self.conditions(conditions)
         return log_time_grid(float(cond["t_min"]), float(cond["t_max"]), int(cond["n_steps"]))
 
-    def simulate(self, theta: np.ndarray, conditions: Mapping[str, Any] | None = None) -> list[Response | SimulationFailure]:
+    def simulate(
+        self, theta: np.ndarray, conditions: Mapping[str, Any] | None = None
+    ) -> list[Response | SimulationFailure]:
         theta = self.check_theta(theta)
         cond = self.validate_conditions(conditions, n_sets=theta.shape[0])
         t = self.grid(cond)

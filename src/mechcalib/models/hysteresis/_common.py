@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 
 from ...core.data import Curve, read_table
-from ...errors import ConfigurationError
 from ...core.model import Model, Response, SimulationFailure, check_condition
+from ...errors import ConfigurationError
 from .integrate import OK, integrate_batch, system_rows
 
 SINE, TABLE = 0, 1

@@ -301,8 +301,13 @@ def _integrate_one(laws, a, S, T, Fg, force, h, n_out, substeps, literal, rec):
 @nb.njit(cache=True)
 def _outputs(N, n_out, n, m):
     """A batch's output :class:`Records` (NaN-filled, leading axis ``N``), status and event counts."""
-    rec = Records(np.full((N, n_out, n), np.nan), np.full((N, n_out, n), np.nan), np.full((N, n_out, n), np.nan),
-                  np.full((N, n_out, m), np.nan), np.full((N, n_out, m), np.nan))
+    rec = Records(
+        np.full((N, n_out, n), np.nan),
+        np.full((N, n_out, n), np.nan),
+        np.full((N, n_out, n), np.nan),
+        np.full((N, n_out, m), np.nan),
+        np.full((N, n_out, m), np.nan),
+    )
     return rec, np.zeros(N, dtype=np.int64), np.zeros(N, dtype=np.int64)
 
 
@@ -321,8 +326,9 @@ def _batch(laws, A, S, T, force, dt_out, n_out, substeps, literal):
     out, Fg = _prepare(A.shape[0], n_out, S.shape[1], T.shape[0], force, h, substeps)
     (U, V, Acc, R, Eps), status, events = out  # arrays, not the tuple: parfors cannot pass this one in
     for i in nb.prange(A.shape[0]):
-        st, ne = _integrate_one(laws, A[i], S[i], T, Fg, force, h, n_out, substeps, literal,
-                                Records(U[i], V[i], Acc[i], R[i], Eps[i]))
+        st, ne = _integrate_one(
+            laws, A[i], S[i], T, Fg, force, h, n_out, substeps, literal, Records(U[i], V[i], Acc[i], R[i], Eps[i])
+        )
         status[i] = st
         events[i] = ne
     return U, V, Acc, R, Eps, status, events
@@ -354,8 +360,12 @@ def _rhs1(F, u, v, r, e, law, a, k, c, b, g, tt, s, p, literal):
 def _rk4_1(u, v, r, e, du, dv, dr, de, h, Fm, Fe, law, a, k, c, b, g, tt, s, p, literal):
     """Scalar :func:`_rk4`: the state after a step of ``h`` and its rate."""
     hh = 0.5 * h
-    u2, v2, r2, e2 = _rhs1(Fm, u + hh * du, v + hh * dv, r + hh * dr, e + hh * de, law, a, k, c, b, g, tt, s, p, literal)
-    u3, v3, r3, e3 = _rhs1(Fm, u + hh * u2, v + hh * v2, r + hh * r2, e + hh * e2, law, a, k, c, b, g, tt, s, p, literal)
+    u2, v2, r2, e2 = _rhs1(
+        Fm, u + hh * du, v + hh * dv, r + hh * dr, e + hh * de, law, a, k, c, b, g, tt, s, p, literal
+    )
+    u3, v3, r3, e3 = _rhs1(
+        Fm, u + hh * u2, v + hh * v2, r + hh * r2, e + hh * e2, law, a, k, c, b, g, tt, s, p, literal
+    )
     u4, v4, r4, e4 = _rhs1(Fe, u + h * u3, v + h * v3, r + h * r3, e + h * e3, law, a, k, c, b, g, tt, s, p, literal)
     w = h / 6.0
     u1 = u + w * (du + 2.0 * u2 + 2.0 * u3 + u4)
@@ -466,8 +476,18 @@ def _integrate_sdof(law, a, S, tt, force, dt_out, n_out, substeps, per_step, Fg,
             while nxt < last and nxt < n_out and te > t and nxt * dt_out <= te:
                 ti = nxt * dt_out
                 _emit_inside(
-                    nxt, ti, t, te - t, (u, v, r, e, dv, dr, de), (u1, v1, r1, e1, dv1, dr1, de1),
-                    b, force_at(ti, force), k, c, g, rec,
+                    nxt,
+                    ti,
+                    t,
+                    te - t,
+                    (u, v, r, e, dv, dr, de),
+                    (u1, v1, r1, e1, dv1, dr1, de1),
+                    b,
+                    force_at(ti, force),
+                    k,
+                    c,
+                    g,
+                    rec,
                 )
                 nxt += 1
             if kind < 0:
@@ -510,7 +530,17 @@ def _sdof(laws, A, S, T, force, dt_out, n_out, substeps, per_step, literal):
     (U, V, Acc, R, Eps), status, events = out  # arrays, not the tuple: parfors cannot pass this one in
     for i in nb.prange(A.shape[0]):
         st, ne = _integrate_sdof(
-            laws[0], A[i], S[i], T[0, 0], force, dt_out, n_out, substeps, per_step, Fg, literal,
+            laws[0],
+            A[i],
+            S[i],
+            T[0, 0],
+            force,
+            dt_out,
+            n_out,
+            substeps,
+            per_step,
+            Fg,
+            literal,
             Records(U[i], V[i], Acc[i], R[i], Eps[i]),
         )
         status[i] = st
@@ -576,7 +606,11 @@ def integrate_batch(
             f"and the scalar kernel (got n={S.shape[1]}, m={T.shape[0]}, substeps={substeps}, general={general})"
         )
     force = ForceHistory(
-        int(fmode), float(famp), float(fom), np.ascontiguousarray(ft, dtype=float), np.ascontiguousarray(fv, dtype=float)
+        int(fmode),
+        float(famp),
+        float(fom),
+        np.ascontiguousarray(ft, dtype=float),
+        np.ascontiguousarray(fv, dtype=float),
     )
     args = (
         np.ascontiguousarray(laws, dtype=np.int64),

@@ -77,7 +77,7 @@ def _abs_pow(x: float, n: float) -> float:
 
 @nb.njit(cache=True, inline="always")
 def is_bilinear(law: int) -> bool:
-    return law == BILINEAR_KINEMATIC or law == BILINEAR_EQUAL
+    return law in (BILINEAR_KINEMATIC, BILINEAR_EQUAL)
 
 
 @nb.njit(cache=True, inline="always")
@@ -175,7 +175,9 @@ def rate(law: int, a: np.ndarray, r: float, u: float, udot: float, eps: float) -
 # Displacement-driven loops (quasi-static tests of a law)
 # --------------------------------------------------------------------------------------------
 @nb.njit(cache=True)
-def _drive_one(law: int, a: np.ndarray, c: int, path: np.ndarray, substeps: int, r_out: np.ndarray, e_out: np.ndarray) -> None:
+def _drive_one(
+    law: int, a: np.ndarray, c: int, path: np.ndarray, substeps: int, r_out: np.ndarray, e_out: np.ndarray
+) -> None:
     r, e, p = 0.0, 0.0, 0
     s = 1.0
     r_out[0] = 0.0
@@ -290,20 +292,51 @@ LAWS: dict[str, LawSpec] = {
     spec.key: spec
     for spec in (
         # key, id, title, equations, meanings of a, units of a, the paper's test values of a
-        LawSpec("bilinear_kinematic", BILINEAR_KINEMATIC, "bilinear, kinematic hardening", "Ding et al. (2021) eqs. 2-5",
-                ("(k1 - k2)/2", "k2: hardening stiffness", "F0: intercept of the hardening lines"),
-                ("N/m", "N/m", "N"), (1.0, 2.0, 1.0)),
-        LawSpec("bilinear_equal", BILINEAR_EQUAL, "bilinear, equal yielding force", "Ding et al. (2021) eqs. 5-8",
-                ("(k1 + k2)/2", "(k1 - k2)/2", "Fy: yielding force"), ("N/m", "N/m", "N"), (3.0, 1.0, 1.0)),
-        LawSpec("boucwen", BOUC_WEN, "Bouc-Wen", "Ding et al. (2021) eqs. 9-11",
-                ("A/eta", "nu beta/eta", "nu gamma/eta", "n: exponent"), ("N/m", _BW_UNIT, _BW_UNIT, "-"),
-                (2.0, 1.0, 0.5, 2.0)),
-        LawSpec("degradation", DEGRADATION, "Baber-Wen degradation", "Ding et al. (2021) eqs. 12-18",
-                ("beta", "gamma", "n: exponent", "delta_A", "delta_nu", "delta_eta"),
-                (_BW_UNIT, _BW_UNIT, "-", "1/J", "1/J", "1/J"), (2.0, 1.0, 2.0, 0.02, 0.02, 0.02)),
-        LawSpec("pinching", PINCHING, "Baber-Noori pinching", "Ding et al. (2021) eqs. 19-23",
-                ("A", "beta", "gamma", "n: exponent", "delta_s/sigma", "1/(2 sigma^2)"),
-                ("N/m", _BW_UNIT, _BW_UNIT, "-", "m/(N J)", "1/N^2"), (10.0, 5.0, 5.0, 2.0, 2.0, 2.0)),
+        LawSpec(
+            "bilinear_kinematic",
+            BILINEAR_KINEMATIC,
+            "bilinear, kinematic hardening",
+            "Ding et al. (2021) eqs. 2-5",
+            ("(k1 - k2)/2", "k2: hardening stiffness", "F0: intercept of the hardening lines"),
+            ("N/m", "N/m", "N"),
+            (1.0, 2.0, 1.0),
+        ),
+        LawSpec(
+            "bilinear_equal",
+            BILINEAR_EQUAL,
+            "bilinear, equal yielding force",
+            "Ding et al. (2021) eqs. 5-8",
+            ("(k1 + k2)/2", "(k1 - k2)/2", "Fy: yielding force"),
+            ("N/m", "N/m", "N"),
+            (3.0, 1.0, 1.0),
+        ),
+        LawSpec(
+            "boucwen",
+            BOUC_WEN,
+            "Bouc-Wen",
+            "Ding et al. (2021) eqs. 9-11",
+            ("A/eta", "nu beta/eta", "nu gamma/eta", "n: exponent"),
+            ("N/m", _BW_UNIT, _BW_UNIT, "-"),
+            (2.0, 1.0, 0.5, 2.0),
+        ),
+        LawSpec(
+            "degradation",
+            DEGRADATION,
+            "Baber-Wen degradation",
+            "Ding et al. (2021) eqs. 12-18",
+            ("beta", "gamma", "n: exponent", "delta_A", "delta_nu", "delta_eta"),
+            (_BW_UNIT, _BW_UNIT, "-", "1/J", "1/J", "1/J"),
+            (2.0, 1.0, 2.0, 0.02, 0.02, 0.02),
+        ),
+        LawSpec(
+            "pinching",
+            PINCHING,
+            "Baber-Noori pinching",
+            "Ding et al. (2021) eqs. 19-23",
+            ("A", "beta", "gamma", "n: exponent", "delta_s/sigma", "1/(2 sigma^2)"),
+            ("N/m", _BW_UNIT, _BW_UNIT, "-", "m/(N J)", "1/N^2"),
+            (10.0, 5.0, 5.0, 2.0, 2.0, 2.0),
+        ),
     )
 }
 

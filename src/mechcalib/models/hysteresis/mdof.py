@@ -41,9 +41,9 @@ import numpy as np
 import scipy.linalg
 
 from ...core.data import Curve
-from ...errors import ConfigurationError
-from ...core.parameters import Parameter, ParameterSpace
 from ...core.model import Channel, Response
+from ...core.parameters import Parameter, ParameterSpace
+from ...errors import ConfigurationError
 from . import _common
 from .laws import BILINEAR_KINEMATIC, MAX_PARAMS
 
@@ -241,7 +241,13 @@ class FrameMDOF(_common.BatchedModel):
                 nm = f"a{c}{j}"
                 names.append((nm, v))
                 params.append(
-                    Parameter(nm, 0.5 * v, 2.0 * v, unit=unit, description=f"component {c}: {what} (Ding et al. (2021) eqs. 2-4)")
+                    Parameter(
+                        nm,
+                        0.5 * v,
+                        2.0 * v,
+                        unit=unit,
+                        description=f"component {c}: {what} (Ding et al. (2021) eqs. 2-4)",
+                    )
                 )
         self.space = ParameterSpace(params)
         self.presets = {"default": dict(names)}

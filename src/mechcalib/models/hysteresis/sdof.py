@@ -26,9 +26,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ...core.data import Curve
-from ...errors import ConfigurationError
-from ...core.parameters import Parameter, ParameterSpace
 from ...core.model import Channel, Response
+from ...core.parameters import Parameter, ParameterSpace
+from ...errors import ConfigurationError
 from . import _common
 from .laws import LAWS, law_spec
 

@@ -19,5 +19,14 @@ from .geometry import (
 )
 from .reference import reference_experiment
 
-__all__ = ["ArchGeometry", "Assembly", "Block", "Joint", "LoadPoint", "birhane_arch", "contact_layout", "find_joints",
-           "reference_experiment"]
+__all__ = [
+    "ArchGeometry",
+    "Assembly",
+    "Block",
+    "Joint",
+    "LoadPoint",
+    "birhane_arch",
+    "contact_layout",
+    "find_joints",
+    "reference_experiment",
+]

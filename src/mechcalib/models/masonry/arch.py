@@ -41,9 +41,9 @@ from typing import Any
 import numpy as np
 
 from ...core.data import Curve
-from ...errors import ConfigurationError
-from ...core.parameters import Parameter, ParameterSpace
 from ...core.model import Channel, Model, Response, SimulationFailure, check_condition
+from ...core.parameters import Parameter, ParameterSpace
+from ...errors import ConfigurationError
 from . import dem
 from .failure import FailureMode, failure_mode
 from .geometry import GRANITE_DENSITY, LAYOUTS, ArchGeometry, birhane_arch
@@ -86,7 +86,9 @@ class MasonryArch(Model):
     """Kibriya et al.'s (2023) stone masonry arch on the 2D rigid-block DEM (module docstring)."""
 
     name = "masonry_arch"
-    description = "dry-joint stone masonry arch under a quarter-span load (2D rigid-block DEM, numba; Kibriya et al. (2023))"
+    description = (
+        "dry-joint stone masonry arch under a quarter-span load (2D rigid-block DEM, numba; Kibriya et al. (2023))"
+    )
 
     def __init__(
         self,
@@ -108,28 +110,62 @@ class MasonryArch(Model):
             raise ConfigurationError(f"contacts must be one of {list(LAYOUTS)}, got {contacts!r}")
         if abutment not in ("left", "right"):
             raise ConfigurationError(f"abutment must be 'left' or 'right', got {abutment!r}")
-        self.contacts, self.n_contacts, self.mesh_size, self.n_sub = contacts, int(n_contacts), float(mesh_size), int(n_sub)
+        self.contacts, self.n_contacts, self.mesh_size, self.n_sub = (
+            contacts,
+            int(n_contacts),
+            float(mesh_size),
+            int(n_sub),
+        )
         self.abutment = abutment
-        self.geometry = ArchGeometry(span / 1e3, rise / 1e3, thickness / 1e3, width / 1e3, int(n_blocks), float(density))
+        self.geometry = ArchGeometry(
+            span / 1e3, rise / 1e3, thickness / 1e3, width / 1e3, int(n_blocks), float(density)
+        )
         self.assembly = birhane_arch(self.geometry, load_fraction=load_fraction, n_sub=self.n_sub)
-        self.system = dem.build_system(self.assembly, contacts, self.n_contacts, mesh_size=self.mesh_size / 1e3,
-                                       n_sub=self.n_sub, load_area=0.110 * self.geometry.width)
+        self.system = dem.build_system(
+            self.assembly,
+            contacts,
+            self.n_contacts,
+            mesh_size=self.mesh_size / 1e3,
+            n_sub=self.n_sub,
+            load_area=0.110 * self.geometry.width,
+        )
         self.space = ParameterSpace(
             [
-                Parameter("kn", 1e8, 1e10, scale="log", unit="Pa/m", description="joint normal stiffness per unit area"),
+                Parameter(
+                    "kn", 1e8, 1e10, scale="log", unit="Pa/m", description="joint normal stiffness per unit area"
+                ),
                 Parameter("ks", 1e8, 1e10, scale="log", unit="Pa/m", description="joint shear stiffness per unit area"),
                 Parameter("phi", 25.0, 45.0, unit="deg", description="joint friction angle"),
             ]
         )
         self.channels = (
-            Channel("vertical", "plate displacement", "force", "mm", "kN",
-                    "loading-plate force against the plate's vertical displacement"),
-            Channel("horizontal", f"horizontal displacement ({abutment} abutment block)", "force", "mm", "kN",
-                    f"loading-plate force against the horizontal displacement of the voussoir at the {abutment} abutment"),
+            Channel(
+                "vertical",
+                "plate displacement",
+                "force",
+                "mm",
+                "kN",
+                "loading-plate force against the plate's vertical displacement",
+            ),
+            Channel(
+                "horizontal",
+                f"horizontal displacement ({abutment} abutment block)",
+                "force",
+                "mm",
+                "kN",
+                f"loading-plate force against the horizontal displacement of the voussoir at the {abutment} abutment",
+            ),
         )
         self.presets = {"default": dict(PULATSU), "pso_obj1": {"kn": 3.13e9, "ks": 3.66e9, "phi": 30.31}}
-        self.default_conditions = {"velocity": 10.0, "max_displacement": 12.0, "n_samples": 241, "damping": 0.8,
-                                   "dt_factor": 0.5, "eq_tol": 1e-5, "rounding": 0.02}
+        self.default_conditions = {
+            "velocity": 10.0,
+            "max_displacement": 12.0,
+            "n_samples": 241,
+            "damping": 0.8,
+            "dt_factor": 0.5,
+            "eq_tol": 1e-5,
+            "rounding": 0.02,
+        }
 
     @cached_property
     def centroids(self) -> np.ndarray:
@@ -157,8 +193,11 @@ class MasonryArch(Model):
         # the sampled columns (time, plate, force, energy, two per tracked point) and the two curves
         cols = dem.S_TRACK + 2 * len(self.system.track_names) + 4
         ns = int(c["n_samples"])
-        self.check_memory(8.0 * ns * cols * max(n_sets, 1), f"a batch of {n_sets} set(s) of {ns} samples",
-                          "lower n_samples or simulate fewer parameter sets per batch")
+        self.check_memory(
+            8.0 * ns * cols * max(n_sets, 1),
+            f"a batch of {n_sets} set(s) of {ns} samples",
+            "lower n_samples or simulate fewer parameter sets per batch",
+        )
         return c
 
     def run(self, theta: np.ndarray, conditions: Mapping[str, Any] | None = None) -> list[ArchRun | SimulationFailure]:
@@ -167,15 +206,31 @@ class MasonryArch(Model):
         c = self.validate_conditions(conditions, n_sets=theta.shape[0])
         v, umax, ns = float(c["velocity"]), float(c["max_displacement"]), int(c["n_samples"])
         alpha, f = float(c["damping"]), float(c["dt_factor"])
-        ok = np.all(np.isfinite(theta), axis=1) & np.all(theta[:, :2] > 0, axis=1) & (theta[:, 2] > 0) & (theta[:, 2] < 90)
-        out: list[ArchRun | SimulationFailure] = [SimulationFailure(f"invalid parameters {theta[i].tolist()!r}")
-                                                  for i in range(theta.shape[0])]
+        ok = (
+            np.all(np.isfinite(theta), axis=1)
+            & np.all(theta[:, :2] > 0, axis=1)
+            & (theta[:, 2] > 0)
+            & (theta[:, 2] < 90)
+        )
+        out: list[ArchRun | SimulationFailure] = [
+            SimulationFailure(f"invalid parameters {theta[i].tolist()!r}") for i in range(theta.shape[0])
+        ]
         idx = np.flatnonzero(ok)
         if idx.size == 0:
             return out
-        res = dem.run_batch(self.system, theta[idx, 0], theta[idx, 1], theta[idx, 2], velocity=v / 1e3,
-                            duration=umax / v, n_samples=ns, alpha=alpha, dt_factor=f, eq_tol=float(c["eq_tol"]),
-                            rounding=float(c["rounding"]))
+        res = dem.run_batch(
+            self.system,
+            theta[idx, 0],
+            theta[idx, 1],
+            theta[idx, 2],
+            velocity=v / 1e3,
+            duration=umax / v,
+            n_samples=ns,
+            alpha=alpha,
+            dt_factor=f,
+            eq_tol=float(c["eq_tol"]),
+            rounding=float(c["rounding"]),
+        )
         names = self.system.track_names
         col = dem.S_TRACK + 2 * names.index(f"abutment_{self.abutment}")
         for k, i in enumerate(idx):
@@ -194,19 +249,35 @@ class MasonryArch(Model):
             h = s[:, col] * 1e3
             resp = {
                 "vertical": Curve(u, F, t=u, x_name="plate displacement", y_name="force", x_unit="mm", y_unit="kN"),
-                "horizontal": Curve(h, F, t=u, x_name=f"horizontal displacement ({self.abutment} abutment block)",
-                                    y_name="force", x_unit="mm", y_unit="kN"),
+                "horizontal": Curve(
+                    h,
+                    F,
+                    t=u,
+                    x_name=f"horizontal displacement ({self.abutment} abutment block)",
+                    y_name="force",
+                    x_unit="mm",
+                    y_unit="kN",
+                ),
             }
             j = int(np.argmax(F))
             out[i] = ArchRun(
-                resp, float(F[j]), float(u[j]),
+                resp,
+                float(F[j]),
+                float(u[j]),
                 failure_mode(self.assembly, self.centroids, res.pos_eq[k], res.pos_peak[k]),
                 failure_mode(self.assembly, self.centroids, res.pos_eq[k], res.pos_end[k]),
-                int(res.status[k]), int(res.eq_steps[k]), int(res.load_steps[k]), float(res.dt[k]), res, k,
+                int(res.status[k]),
+                int(res.eq_steps[k]),
+                int(res.load_steps[k]),
+                float(res.dt[k]),
+                res,
+                k,
             )
         return out
 
-    def simulate(self, theta: np.ndarray, conditions: Mapping[str, Any] | None = None) -> list[Response | SimulationFailure]:
+    def simulate(
+        self, theta: np.ndarray, conditions: Mapping[str, Any] | None = None
+    ) -> list[Response | SimulationFailure]:
         return [r if isinstance(r, SimulationFailure) else r.response for r in self.run(theta, conditions)]
 
     def plot(self, run: ArchRun, *, state: str = "end", scale: float = 5.0, path=None, title: str = "", ax=None):
@@ -216,5 +287,15 @@ class MasonryArch(Model):
         mode = run.mode_peak if state == "peak" else run.mode_end
         from ...reporting import plot_deformed  # plotting lives in the reporting layer; imported on use
 
-        return plot_deformed(self.assembly, self.centroids, pos, pos_ref=run.pos_eq, mode=mode, scale=scale,
-                             sub_blocks=self.contacts == "pulatsu", path=path, title=title, ax=ax)
+        return plot_deformed(
+            self.assembly,
+            self.centroids,
+            pos,
+            pos_ref=run.pos_eq,
+            mode=mode,
+            scale=scale,
+            sub_blocks=self.contacts == "pulatsu",
+            path=path,
+            title=title,
+            ax=ax,
+        )

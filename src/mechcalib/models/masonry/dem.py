@@ -69,9 +69,28 @@ from .kernels import (
 )
 
 __all__ = [
-    "DIVERGED", "NOT_EQUILIBRATED", "OK", "S_DISP", "S_FORCE", "S_KE", "S_TIME", "S_TRACK", "BatchResult", "Blocks",
-    "Contacts", "Controls", "DemSystem", "Loading", "Outputs", "build_system", "contact_forces", "integrate",
-    "run_batch", "run_one", "stable_dt", "stiffness_matrix",
+    "DIVERGED",
+    "NOT_EQUILIBRATED",
+    "OK",
+    "S_DISP",
+    "S_FORCE",
+    "S_KE",
+    "S_TIME",
+    "S_TRACK",
+    "BatchResult",
+    "Blocks",
+    "Contacts",
+    "Controls",
+    "DemSystem",
+    "Loading",
+    "Outputs",
+    "build_system",
+    "contact_forces",
+    "integrate",
+    "run_batch",
+    "run_one",
+    "stable_dt",
+    "stiffness_matrix",
 ]
 
 
@@ -119,8 +138,15 @@ class DemSystem:
         return int(self.ca.size)
 
 
-def build_system(assembly: Assembly, layout: str = "uniform", n: int = 15, *, mesh_size: float = 0.012,
-                 n_sub: int = 8, load_area: float = 0.0) -> DemSystem:
+def build_system(
+    assembly: Assembly,
+    layout: str = "uniform",
+    n: int = 15,
+    *,
+    mesh_size: float = 0.012,
+    n_sub: int = 8,
+    load_area: float = 0.0,
+) -> DemSystem:
     """Pack ``assembly`` for the kernels, discretising every joint with :func:`~.geometry.contact_layout`.
 
     ``load_area`` [m^2] is the bearing area of the loading plate; its spring is ``kn * load_area`` (the plate
@@ -163,13 +189,33 @@ def build_system(assembly: Assembly, layout: str = "uniform", n: int = 15, *, me
         lb, lp, ld = -1, np.zeros(2), np.array([0.0, -1.0])
     names = tuple(assembly.tracked)
     tb = np.array([assembly.tracked[k][0] for k in names], dtype=np.int64)
-    tp = np.array([np.asarray(assembly.tracked[k][1], float) - cent[assembly.tracked[k][0]] for k in names]).reshape(-1, 2)
+    tp = np.array([np.asarray(assembly.tracked[k][1], float) - cent[assembly.tracked[k][0]] for k in names]).reshape(
+        -1, 2
+    )
     arr = lambda v, dt=float: np.ascontiguousarray(np.array(v, dtype=dt))
     return DemSystem(
-        assembly, mass, inertia, free, cent,
-        arr(ca, np.int64), arr(cb, np.int64), arr(node).reshape(-1, 2), arr(face0).reshape(-1, 2),
-        arr(tan).reshape(-1, 2), arr(nrm).reshape(-1, 2), arr(flen), arr(area), arr(jid, np.int64), arr(ss),
-        lb, lp, ld, float(load_area), tb, np.ascontiguousarray(tp), names,
+        assembly,
+        mass,
+        inertia,
+        free,
+        cent,
+        arr(ca, np.int64),
+        arr(cb, np.int64),
+        arr(node).reshape(-1, 2),
+        arr(face0).reshape(-1, 2),
+        arr(tan).reshape(-1, 2),
+        arr(nrm).reshape(-1, 2),
+        arr(flen),
+        arr(area),
+        arr(jid, np.int64),
+        arr(ss),
+        lb,
+        lp,
+        ld,
+        float(load_area),
+        tb,
+        np.ascontiguousarray(tp),
+        names,
     )
 
 
@@ -196,7 +242,7 @@ def stiffness_matrix(system: DemSystem, kn: float, ks: float, kp: float = 0.0) -
     if system.load_block >= 0 and kp > 0:
         d, r = system.load_dir, system.load_point
         g = np.zeros(3 * nb_)
-        g[3 * system.load_block: 3 * system.load_block + 3] = (d[0], d[1], r[0] * d[1] - r[1] * d[0])
+        g[3 * system.load_block : 3 * system.load_block + 3] = (d[0], d[1], r[0] * d[1] - r[1] * d[0])
         K += kp * np.outer(g, g)
     return K
 
@@ -288,7 +334,9 @@ def run_batch(
     else:
         kp_arr = np.broadcast_to(np.asarray(kp, float), (n,)).copy()
     if system.load_block >= 0 and duration > 0 and np.any(kp_arr <= 0):
-        raise ConfigurationError("the loading plate needs a spring kp > 0: give kp or build the system with load_area > 0")
+        raise ConfigurationError(
+            "the loading plate needs a spring kp > 0: give kp or build the system with load_area > 0"
+        )
     fmax = 1.0 / math.sqrt(1.0 + alpha)
     if dt is None and not 0 < dt_factor < fmax:
         raise ConfigurationError(
@@ -305,15 +353,48 @@ def run_batch(
     pos_eq, pos_peak, pos_end = (np.zeros((n, nb_, 3)) for _ in range(3))
     fn, fs, slip = (np.zeros((n, nc)) for _ in range(3))
     info = np.zeros((n, 5))
-    _run_batch(Blocks(system.mass, system.inertia, system.free, system.centroid),
-               Contacts(system.ca, system.cb, system.node, system.face0, system.tangent, system.normal,
-                        system.face_len, system.area),
-               kn, ks, mu, kp_arr, dt_arr,
-               Controls(float(alpha), float(gravity[0]), float(gravity[1]), float(rounding), int(eq_max_steps),
-                        float(eq_tol), int(eq_check)),
-               Loading(int(system.load_block), np.ascontiguousarray(system.load_point, float),
-                       np.ascontiguousarray(system.load_dir, float), float(velocity), float(duration), v0,
-                       system.track_block, system.track_point),
-               Outputs(samples, pos_eq, pos_peak, pos_end, fn, fs, slip, info))
-    return BatchResult(samples, pos_eq, pos_peak, pos_end, fn, fs, slip, info[:, 0].astype(int),
-                       info[:, 1].astype(int), info[:, 2], info[:, 3].astype(int), info[:, 4])
+    _run_batch(
+        Blocks(system.mass, system.inertia, system.free, system.centroid),
+        Contacts(
+            system.ca, system.cb, system.node, system.face0, system.tangent, system.normal, system.face_len, system.area
+        ),
+        kn,
+        ks,
+        mu,
+        kp_arr,
+        dt_arr,
+        Controls(
+            float(alpha),
+            float(gravity[0]),
+            float(gravity[1]),
+            float(rounding),
+            int(eq_max_steps),
+            float(eq_tol),
+            int(eq_check),
+        ),
+        Loading(
+            int(system.load_block),
+            np.ascontiguousarray(system.load_point, float),
+            np.ascontiguousarray(system.load_dir, float),
+            float(velocity),
+            float(duration),
+            v0,
+            system.track_block,
+            system.track_point,
+        ),
+        Outputs(samples, pos_eq, pos_peak, pos_end, fn, fs, slip, info),
+    )
+    return BatchResult(
+        samples,
+        pos_eq,
+        pos_peak,
+        pos_end,
+        fn,
+        fs,
+        slip,
+        info[:, 0].astype(int),
+        info[:, 1].astype(int),
+        info[:, 2],
+        info[:, 3].astype(int),
+        info[:, 4],
+    )

@@ -105,8 +105,15 @@ def joint_kinematics(assembly: Assembly, centroids: np.ndarray, pos: np.ndarray)
     return out
 
 
-def failure_mode(assembly: Assembly, centroids: np.ndarray, pos_ref: np.ndarray, pos: np.ndarray,
-                 open_tol: float = 1e-4, slip_tol: float = 5e-4, rel_tol: float = 0.25) -> FailureMode:
+def failure_mode(
+    assembly: Assembly,
+    centroids: np.ndarray,
+    pos_ref: np.ndarray,
+    pos: np.ndarray,
+    open_tol: float = 1e-4,
+    slip_tol: float = 5e-4,
+    rel_tol: float = 0.25,
+) -> FailureMode:
     """Classify every joint between states ``pos_ref`` and ``pos`` (``(nb, 3)``); see the module docstring."""
     k0 = joint_kinematics(assembly, centroids, pos_ref)
     k1 = joint_kinematics(assembly, centroids, pos)
@@ -132,8 +139,14 @@ def failure_mode(assembly: Assembly, centroids: np.ndarray, pos_ref: np.ndarray,
     return FailureMode(tuple(states))
 
 
-def block_polygons(assembly: Assembly, centroids: np.ndarray, pos: np.ndarray, scale: float = 1.0,
-                   pos_ref: np.ndarray | None = None, sub_blocks: bool = False) -> list[list[np.ndarray]]:
+def block_polygons(
+    assembly: Assembly,
+    centroids: np.ndarray,
+    pos: np.ndarray,
+    scale: float = 1.0,
+    pos_ref: np.ndarray | None = None,
+    sub_blocks: bool = False,
+) -> list[list[np.ndarray]]:
     """The pieces (or clumped sub-blocks) of every block in state ``pos``, displacements from ``pos_ref``
     (default: the assembled state) amplified by ``scale``."""
     nb = len(assembly.blocks)

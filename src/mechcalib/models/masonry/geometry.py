@@ -177,7 +177,9 @@ class Assembly:
         nb = len(self.blocks)
         for j in self.joints:
             if not (0 <= j.a < nb and 0 <= j.b < nb) or j.a == j.b:
-                raise ConfigurationError(f"joint {j.name!r} joins blocks {j.a} and {j.b}; valid indices are 0..{nb - 1}")
+                raise ConfigurationError(
+                    f"joint {j.name!r} joins blocks {j.a} and {j.b}; valid indices are 0..{nb - 1}"
+                )
         if not self.width > 0:
             raise ConfigurationError(f"the out-of-plane width must be > 0 m, got {self.width!r}")
 
@@ -192,8 +194,9 @@ def _trapezoid(n_seg: int) -> tuple[np.ndarray, np.ndarray]:
     return s, w
 
 
-def contact_layout(kind: str = "uniform", n: int = 15, *, length: float = 0.16, mesh_size: float = 0.012,
-                   n_sub: int = 8) -> tuple[np.ndarray, np.ndarray]:
+def contact_layout(
+    kind: str = "uniform", n: int = 15, *, length: float = 0.16, mesh_size: float = 0.012, n_sub: int = 8
+) -> tuple[np.ndarray, np.ndarray]:
     """Sub-contact positions ``s`` (fractions of the joint length, ``(m,)``) and tributary weights ``w``
     (``(m,)``, summing to 1) along one joint; see the module docstring for the kinds.
 
@@ -311,16 +314,34 @@ class ArchGeometry:
         """Voussoir ``i`` (0-based from the left) as a quadrilateral with flat (sawn) faces."""
         a = self.joint_angles()
         r0, r1 = self.radius, self.radius + self.thickness
-        return ccw(np.array([self.radial_point(a[i], r0), self.radial_point(a[i + 1], r0),
-                             self.radial_point(a[i + 1], r1), self.radial_point(a[i], r1)]))
+        return ccw(
+            np.array(
+                [
+                    self.radial_point(a[i], r0),
+                    self.radial_point(a[i + 1], r0),
+                    self.radial_point(a[i + 1], r1),
+                    self.radial_point(a[i], r1),
+                ]
+            )
+        )
 
     def sub_blocks(self, i: int, n_sub: int) -> tuple[np.ndarray, ...]:
         """Voussoir ``i`` cut into ``n_sub`` rings through the thickness (Pulatsu's clumped sub-blocks)."""
         a = self.joint_angles()
         rs = self.radius + self.thickness * np.arange(n_sub + 1) / n_sub
-        return tuple(ccw(np.array([self.radial_point(a[i], rs[k]), self.radial_point(a[i + 1], rs[k]),
-                                   self.radial_point(a[i + 1], rs[k + 1]), self.radial_point(a[i], rs[k + 1])]))
-                     for k in range(n_sub))
+        return tuple(
+            ccw(
+                np.array(
+                    [
+                        self.radial_point(a[i], rs[k]),
+                        self.radial_point(a[i + 1], rs[k]),
+                        self.radial_point(a[i + 1], rs[k + 1]),
+                        self.radial_point(a[i], rs[k + 1]),
+                    ]
+                )
+            )
+            for k in range(n_sub)
+        )
 
     def abutment(self, side: str) -> np.ndarray:
         """A fixed abutment block whose inclined face is the springing joint."""
@@ -335,7 +356,10 @@ class ArchGeometry:
     def extrados_y(self, i: int, x: float) -> float:
         """Height of voussoir ``i``'s flat extrados face at abscissa ``x``."""
         a = self.joint_angles()
-        p, q = self.radial_point(a[i], self.radius + self.thickness), self.radial_point(a[i + 1], self.radius + self.thickness)
+        p, q = (
+            self.radial_point(a[i], self.radius + self.thickness),
+            self.radial_point(a[i + 1], self.radius + self.thickness),
+        )
         return float(p[1] + (q[1] - p[1]) * (x - p[0]) / (q[0] - p[0]))
 
     def block_under(self, x: float) -> int:
@@ -345,7 +369,9 @@ class ArchGeometry:
         for i in range(self.n_blocks):
             if xs[i] <= x <= xs[i + 1]:
                 return i
-        raise ConfigurationError(f"no voussoir extrados spans x = {x!r} m; the extrados runs from {xs[0]:.4g} to {xs[-1]:.4g} m")
+        raise ConfigurationError(
+            f"no voussoir extrados spans x = {x!r} m; the extrados runs from {xs[0]:.4g} to {xs[-1]:.4g} m"
+        )
 
 
 def birhane_arch(
@@ -410,6 +436,11 @@ def birhane_arch(
         "abutment_left": (1, blocks[1].mass_properties(g.width)[1]),
         "abutment_right": (n, blocks[n].mass_properties(g.width)[1]),
     }
-    info = {"load_block": float(iv + 1), "x_load": x_load, "y_load": float(y_top),
-            "radius": g.radius, "half_opening_deg": math.degrees(g.half_opening)}
+    info = {
+        "load_block": float(iv + 1),
+        "x_load": x_load,
+        "y_load": float(y_top),
+        "radius": g.radius,
+        "half_opening_deg": math.degrees(g.half_opening),
+    }
     return Assembly(tuple(blocks), tuple(joints), g.width, LoadPoint(iv + 1, load_pt), tracked, info)

@@ -15,6 +15,7 @@ OK, NOT_EQUILIBRATED, DIVERGED = 0, 1, 2
 # columns of the sample array
 S_TIME, S_DISP, S_FORCE, S_KE, S_TRACK = 0, 1, 2, 3, 4
 
+
 class Blocks(NamedTuple):
     """``mass`` [kg], ``inertia`` [kg m^2] about the centroid, ``free`` (1 free, 0 fixed) ``(nb,)``; ``centroid``
     ``(nb, 2)`` [m] in the assembled configuration (as in :class:`DemSystem`)."""
@@ -90,8 +91,15 @@ def contact_forces(pos, vel, F, fn, fs, slip, contacts, kna, ksa, mu, rounding, 
     """Add the forces of the :class:`Contacts` at state ``pos``/``vel`` (``(nb, 3)``) to ``F`` (``(nb, 3)``);
     update the stored normal ``fn``, shear ``fs`` and accumulated plastic slip ``slip`` (``(nc,)``). ``kna``,
     ``ksa``: sub-contact stiffnesses [N/m] (``(nc,)``); ``mu = tan(phi)``; ``rot`` ``(nb, 2)``: work space."""
-    ca, cb, node, face0, tangent, normal, face_len = (contacts.ca, contacts.cb, contacts.node, contacts.face0,
-                                                      contacts.tangent, contacts.normal, contacts.face_len)
+    ca, cb, node, face0, tangent, normal, face_len = (
+        contacts.ca,
+        contacts.cb,
+        contacts.node,
+        contacts.face0,
+        contacts.tangent,
+        contacts.normal,
+        contacts.face_len,
+    )
     for b in range(pos.shape[0]):
         rot[b, 0] = math.cos(pos[b, 2])
         rot[b, 1] = math.sin(pos[b, 2])
@@ -327,5 +335,15 @@ def _run_batch(blocks, contacts, kn, ks, mu, kp, dt, controls, loading, out):
     :class:`Outputs`."""
     samples, pos_eq, pos_peak, pos_end, fn, fs, slip, info = out  # arrays: parfors cannot pass this tuple in
     for i in nb.prange(kn.size):
-        run_one(blocks, contacts, kn[i], ks[i], mu[i], kp[i], dt[i], controls, loading,
-                Outputs(samples[i], pos_eq[i], pos_peak[i], pos_end[i], fn[i], fs[i], slip[i], info[i]))
+        run_one(
+            blocks,
+            contacts,
+            kn[i],
+            ks[i],
+            mu[i],
+            kp[i],
+            dt[i],
+            controls,
+            loading,
+            Outputs(samples[i], pos_eq[i], pos_peak[i], pos_end[i], fn[i], fs[i], slip[i], info[i]),
+        )

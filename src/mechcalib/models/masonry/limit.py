@@ -87,10 +87,12 @@ def classify_joints(assembly: Assembly, vel: np.ndarray, rel_tol: float = 1e-6) 
     scale = max(1e-300, float(np.max(np.abs(vel[:, :2]))) + float(np.max(np.abs(vel[:, 2]))) * 0.1)
     out = []
     for jt, (p0, p1, t, n) in zip(assembly.joints, _joint_frames(assembly, cents), strict=True):
+
         def rel(p, jt=jt):
             va = vel[jt.a, :2] + vel[jt.a, 2] * np.array([-(p - cents[jt.a])[1], (p - cents[jt.a])[0]])
             vb = vel[jt.b, :2] + vel[jt.b, 2] * np.array([-(p - cents[jt.b])[1], (p - cents[jt.b])[0]])
             return va - vb
+
         o0, o1 = float(rel(p0) @ n), float(rel(p1) @ n)
         sl = float(rel(0.5 * (p0 + p1)) @ t)
         tol = rel_tol * scale
@@ -161,7 +163,7 @@ def static_collapse(assembly: Assembly, mu: float = 1e3, g: float = G) -> LimitR
     y = np.asarray(res.eqlin.marginals)
     vel = np.zeros((nb, 3))
     for b in free:
-        vel[b] = y[row[b]: row[b] + 3]
+        vel[b] = y[row[b] : row[b] + 3]
     # normalise: the load point moves +1 along the load
     rp = np.asarray(assembly.load.point, float) - cents[lb]
     vp = vel[lb, :2] + vel[lb, 2] * np.array([-rp[1], rp[0]])
@@ -177,8 +179,13 @@ def hinge_mechanisms(assembly: Assembly, g: float = G) -> LimitResult:
     blocks = assembly.blocks
     nb = len(blocks)
     joints = assembly.joints
-    if not (blocks[0].fixed and blocks[-1].fixed and all(not b.fixed for b in blocks[1:-1])
-            and len(joints) == nb - 1 and all(j.a == i and j.b == i + 1 for i, j in enumerate(joints))):
+    if not (
+        blocks[0].fixed
+        and blocks[-1].fixed
+        and all(not b.fixed for b in blocks[1:-1])
+        and len(joints) == nb - 1
+        and all(j.a == i and j.b == i + 1 for i, j in enumerate(joints))
+    ):
         raise ConfigurationError("hinge_mechanisms needs an arch: a chain of free blocks between two fixed ends")
     if assembly.load is None:
         raise ConfigurationError("limit analysis needs an assembly with a load point")
@@ -218,7 +225,7 @@ def hinge_mechanisms(assembly: Assembly, g: float = G) -> LimitResult:
             centres = [None, H[0], O2, H[3], None]
             seg = np.zeros(nb, dtype=int)
             for k, j in enumerate(jj):
-                seg[j + 1:] = k + 1
+                seg[j + 1 :] = k + 1
             seg[-1] = 4
 
             def v_at(b, p, seg=seg, w=w, centres=centres):

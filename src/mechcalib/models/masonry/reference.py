@@ -18,8 +18,15 @@ from pathlib import Path
 from ...core.data import Experiment
 
 #: How the shipped curves were simulated (arch model conditions and contact layout).
-REFERENCE = {"contacts": "pulatsu", "velocity": 0.5, "max_displacement": 12.0, "n_samples": 241,
-             "kn": 4.0e9, "ks": 1.6e9, "phi": 30.5}
+REFERENCE = {
+    "contacts": "pulatsu",
+    "velocity": 0.5,
+    "max_displacement": 12.0,
+    "n_samples": 241,
+    "kn": 4.0e9,
+    "ks": 1.6e9,
+    "phi": 30.5,
+}
 #: Columns of the CSV: plate displacement [mm], horizontal displacement of the right-abutment voussoir [mm],
 #: plate force [kN].
 COLUMNS = ("plate displacement", "horizontal displacement", "force")
