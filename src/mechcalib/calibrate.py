@@ -324,7 +324,7 @@ def calibrate(
     finally:
         if own_evaluator:
             evaluator.close()
-        if own_store:
+        if own_store and store is not None:
             store.close()
     seconds = time.perf_counter() - t0
     losses = np.array(hist.losses) if hist.losses else np.array([np.inf])

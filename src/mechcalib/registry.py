@@ -204,7 +204,7 @@ class Registry(Generic[T]):
             if isinstance(obj, str):
                 obj = import_target(obj, kind=self.kind, base=self.base)
                 self._entries[key] = obj
-            return obj  # type: ignore[return-value]
+            return obj
         ep = self._read_plugins().get(key) if isinstance(key, str) else None
         if ep is not None:
             return self._load_plugin(key, ep)

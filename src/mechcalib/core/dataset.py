@@ -406,7 +406,7 @@ class Dataset:
         """Write the dataset to a ``.npz`` file (:meth:`load` reads it back exactly, the space aside)."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        np.savez_compressed(path, **self.to_arrays())
+        np.savez_compressed(path, **self.to_arrays())  # type: ignore[arg-type]  # numpy stubs type **kwds as bool
         return path if path.suffix == ".npz" else path.with_name(path.name + ".npz")
 
     @classmethod

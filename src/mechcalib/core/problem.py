@@ -113,9 +113,9 @@ class Problem(_PenaltyMixin):
     """
 
     model: Model
-    experiments: Experiment | Sequence[Experiment]
+    experiments: Sequence[Experiment]  # one Experiment is accepted too (made a one-element list)
     objective: Objective
-    space: ParameterSpace | None = None
+    space: ParameterSpace = None  # type: ignore[assignment]  # None: the model's own space
     failure_loss: float = math.inf
     keep_responses: bool = False
 

@@ -291,25 +291,25 @@ class PoolEvaluator(Evaluator):
             wait_s = min(max(nearest - now, 0.0), 5.0)
             ready = wait([w.conn for w in active], timeout=wait_s)
             for conn in ready:
-                w = next((w for w in self._workers if w.conn is conn), None)
-                if w is None:
+                owner = next((w for w in self._workers if w.conn is conn), None)
+                if owner is None:
                     continue
-                task = w.task
+                running = owner.task
                 try:
-                    got = self._receive(w, gen)
+                    got = self._receive(owner, gen)
                 except _WorkerDied:
-                    w.proc.join(5.0)  # reap it, so that its exit code is known
-                    msg = f"crashed: the worker process died (exit code {w.proc.exitcode})"
-                    for o in self._lost(w, task, gen, pending, CRASHED, msg):
+                    owner.proc.join(5.0)  # reap it, so that its exit code is known
+                    msg = f"crashed: the worker process died (exit code {owner.proc.exitcode})"
+                    for o in self._lost(owner, running, gen, pending, CRASHED, msg):
                         remaining -= 1
                         yield o
                     continue
                 if got is None:
                     continue
-                task, outs = got
+                done, outs = got
                 for o in outs:
-                    o.index = task.positions[o.index]
-                    o.worker = w.label
+                    o.index = done.positions[o.index]
+                    o.worker = owner.label
                     remaining -= 1
                     yield o
             now = time.monotonic()

@@ -499,7 +499,7 @@ class RunStore(Store):
         """``(batch, n_evals, created)`` of a run's checkpoints, oldest first."""
         rid = self._run_id(run)
         return [
-            tuple(r)  # type: ignore[misc]
+            (r[0], r[1], r[2])
             for r in self._q("SELECT batch, n_evals, created FROM checkpoints WHERE run_id=? ORDER BY batch", (rid,))
         ]
 
