@@ -99,3 +99,18 @@ def test_existing_commands_still_listed():
     assert r.exit_code == 0
     for cmd in ("models", "optimizers", "demo", "simulate", "check"):
         assert cmd in r.output
+
+
+def test_simulate_takes_a_user_model_by_target(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(EXAMPLES / "plugin_model" / "src"))
+    out = tmp_path / "decay.csv"
+    r = runner.invoke(
+        app, ["simulate", "mechcalib_decay.model:DampedOscillator", "--set", "zeta=0.2", "--out", str(out)]
+    )
+    assert r.exit_code == 0, r.output
+    assert out.read_text().splitlines()[0].startswith("# mechcalib simulate mechcalib_decay.model:DampedOscillator")
+    bad = runner.invoke(
+        app, ["simulate", "mechcalib_decay.model:NoSuchClass", "--out", str(out)], env={"COLUMNS": "300"}
+    )
+    text = " ".join(bad.output.split())
+    assert bad.exit_code == 2 and "NoSuchClass" in text, bad.output

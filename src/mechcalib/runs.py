@@ -524,7 +524,7 @@ def _parquet_engine() -> None:
     if missing:
         raise MissingExtraError(
             f"Parquet export needs {' and '.join(missing)}, which is not installed; install it with "
-            f"`pip install {' '.join(missing)}`, or export CSV (format 'csv')"
+            f"`pip install 'mechcalib[parquet]'` (pandas and pyarrow), or export CSV (format 'csv')"
         )
 
 

@@ -76,10 +76,13 @@ def dataset_cmd(
     (a sampling run of the `lhs` optimiser whose loss is 0): stored as they finish, in parallel with --workers,
     failed sets recorded and left out, and resumed by running the same command again.
     """
+    from ..errors import ConfigurationError
     from ..models import MODELS, get_model
 
-    if model not in MODELS:
-        raise typer.BadParameter(f"unknown model {model!r}; valid names are {sorted(MODELS)}", param_hint="MODEL")
+    try:  # a registered name, a plug-in's, or a "package.module:Class" target
+        MODELS.resolve(model)
+    except ConfigurationError as exc:
+        raise typer.BadParameter(str(exc), param_hint="MODEL") from None
     if store is None:
         extra = [
             k

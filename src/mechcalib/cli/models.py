@@ -143,8 +143,10 @@ def simulate(
     from ..errors import ConfigurationError
     from ..models import MODELS, SimulationFailure, get_model
 
-    if model not in MODELS:
-        raise typer.BadParameter(f"unknown model {model!r}; valid names are {sorted(MODELS)}", param_hint="MODEL")
+    try:  # a registered name, a plug-in's, or a "package.module:Class" target
+        MODELS.resolve(model)
+    except ConfigurationError as exc:
+        raise typer.BadParameter(str(exc), param_hint="MODEL") from None
     m = get_model(model)
     if preset not in m.presets:
         raise typer.BadParameter(

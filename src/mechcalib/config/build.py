@@ -504,7 +504,7 @@ class RunConfig(RunSchema):
         if not simulate or len(issues) > n0:
             return None
         try:
-            model.conditions(spec.conditions)
+            model.validate_conditions(spec.conditions)
         except ConfigurationError:
             return None  # reported with the key path by the caller
         try:

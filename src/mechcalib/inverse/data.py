@@ -214,8 +214,12 @@ def resume_dataset(
                     f"here: {', '.join(i.name for i in runs) or 'none'}"
                 )
         cfg = info.config
-        if cfg["model"] not in MODELS:
-            raise ConfigurationError(f"run {info.name!r} used the model {cfg['model']!r}, which is not built in")
+        try:
+            MODELS.resolve(cfg["model"])
+        except ConfigurationError as exc:
+            raise ConfigurationError(
+                f"run {info.name!r} used the model {cfg['model']!r}, which is not available: {exc}"
+            ) from None
         opts = cfg.get("model_options") or {}
         model = get_model(cfg["model"], **opts)
         return generate_dataset(

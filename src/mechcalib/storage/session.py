@@ -93,6 +93,7 @@ class RunSession:
         self.fingerprint = problem_fingerprint(problem)
         self.resumed = False
         self.replay: dict[int, EvaluationRecord] = {}
+        self._warned_unpicklable = False  # the optimiser's state could not be pickled (said once)
         self._open(optimizer, termination, evaluator, run_name, config)
         # Unfingerprinted problems: keys unique to this run, so the cache only serves the run itself.
         self._key_base = self.fingerprint or f"run:{self.run_id}"
@@ -280,9 +281,9 @@ class RunSession:
         try:
             state = pickle.dumps(optimizer.state_dict(), protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as exc:  # an optimiser whose state cannot be pickled resumes by replay
-            if not getattr(self, "_warned", False):
+            if not self._warned_unpicklable:
                 log.warning("optimizer %s: state cannot be pickled (%s); resume will replay", optimizer.name, exc)
-                self._warned = True
+                self._warned_unpicklable = True
             self.store.touch(self.run_id, batch)
             return
         self.store.save_checkpoint(self.run_id, batch, n_evals, state)

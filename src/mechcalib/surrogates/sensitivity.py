@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import rankdata
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, require
 
 
 def _pearson_columns(A: np.ndarray, B: np.ndarray) -> np.ndarray:
@@ -107,13 +107,12 @@ def sobol(
         ``{"S1": (d, m), "ST": (d, m), "S1_conf": ..., "ST_conf": ...}``; ``m = 1`` for a scalar output.
 
     Raises:
-        ImportError: when SALib is missing, naming the extra to install.
+        MissingExtraError: when SALib is missing, naming the extra to install.
     """
-    try:
-        from SALib.analyze import sobol as sobol_analyze
-        from SALib.sample import sobol as sobol_sample
-    except ImportError as exc:  # optional extra
-        raise ImportError("Sobol' indices need SALib: pip install 'mechcalib[sensitivity]'") from exc
+    require("SALib", "sensitivity")
+    from SALib.analyze import sobol as sobol_analyze
+    from SALib.sample import sobol as sobol_sample
+
     names = tuple(names) if names is not None else tuple(f"p{i + 1}" for i in range(d))
     problem = {"num_vars": int(d), "names": list(names), "bounds": [[0.0, 1.0]] * int(d)}
     X = sobol_sample.sample(problem, int(n), calc_second_order=False, seed=seed)

@@ -10,17 +10,13 @@ from typing import Any
 
 import numpy as np
 
+from ...errors import require
+
 
 def import_opensees() -> Any:
-    """``openseespy.opensees``, or an ImportError that says how to install it."""
-    try:
-        import openseespy.opensees as ops
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "openseespy is not installed: pip install 'mechcalib[opensees]' (it needs Debian's libblas3 and "
-            f"liblapack3); import failed with: {exc}"
-        ) from exc
-    return ops
+    """``openseespy.opensees``, or the error of :func:`mechcalib.errors.require` naming the extra (openseespy
+    also needs Debian's libblas3 and liblapack3)."""
+    return require("openseespy.opensees", "opensees")
 
 
 def boucwen_material(a1: float, a2: float, a3: float, n: float) -> list:
