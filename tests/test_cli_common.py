@@ -231,3 +231,18 @@ def test_command_modules_import_only_common():
             if isinstance(node, ast.ImportFrom) and node.level == 1:  # from .x import ... / from . import x
                 targets = [node.module] if node.module else [a.name for a in node.names]
                 assert targets == ["common"], (name, targets)
+
+
+def test_methods_lists_every_family_by_its_registry_name():
+    from typer.testing import CliRunner
+
+    from mechcalib.cli import app
+    from mechcalib.inverse import NETWORKS
+    from mechcalib.optimizers import OPTIMIZERS
+
+    r = CliRunner().invoke(app, ["methods"], env={"COLUMNS": "200"})
+    assert r.exit_code == 0, r.output
+    for family in ("optimizer", "surrogate strategy", "inverse network"):
+        assert family in r.output
+    for name in [*OPTIMIZERS, *NETWORKS, "Inverse PCA"]:
+        assert name in r.output

@@ -47,6 +47,27 @@ def optimizers() -> None:
     console.print(t)
 
 
+def methods() -> None:
+    """List every identification method: the optimisers (ask/tell, driven by `mechcalib run`), the surrogate
+    strategies and the inverse networks (fit on a dataset, then identify); all give one Identification."""
+    from rich.table import Table
+
+    from ..inverse import NETWORKS
+    from ..optimizers import OPTIMIZERS
+    from ..surrogates import PAPER_STRATEGIES
+
+    t = Table()
+    for col in ("family", "name", "interface", "how to run it"):
+        t.add_column(col)
+    for name in OPTIMIZERS:
+        t.add_row("optimizer", name, "ask/tell", f"[optimizer] name = {name!r} in a config; mechcalib run")
+    for name in PAPER_STRATEGIES:
+        t.add_row("surrogate strategy", name, "fit/identify", "Python API: mechcalib.surrogates (Mareš et al. 2016)")
+    for name in NETWORKS:
+        t.add_row("inverse network", name, "fit/identify", "mechcalib inverse train / identify (Hu et al. 2024)")
+    console.print(t)
+
+
 def demo(
     optimizer: str = typer.Option("tbpso", help="Optimiser registry name (see `mechcalib optimizers`)."),
     evals: int = typer.Option(400, help="Evaluation budget."),
@@ -175,5 +196,5 @@ def simulate(
 
 def register(app: typer.Typer) -> None:
     """Add this group's commands to the top-level application."""
-    for command in (models, optimizers, demo, simulate):
+    for command in (models, optimizers, methods, demo, simulate):
         app.command()(command)
