@@ -52,11 +52,9 @@ Networks are trained stacked: :meth:`NeuralSmoother.smooth_many` fits all its cu
 :meth:`SmoothedOverlapRSS.values_many` all the curves of a batch of simulations (``benchmarks/arch_calibration.py``
 scores each optimiser batch so). Each network's arithmetic involves only its own slices of the stacked arrays,
 so a curve's result does not depend on what it is trained with: batched and one-at-a-time training agree bit
-for bit. Cost on the shared 2-core machine (``python benchmarks/arch_calibration.py speed``, CPU seconds per
-simulation of the arch, two curves, 1000 steps): 0.21 float32 stacked, 0.25 float32 two at a time, 0.46-0.48
-float64, 0.60 for the former float64 one-simulation-at-a-time trainer (:func:`fit_reference`); the DEM costs
-0.04. The floor is arithmetic, not overhead: 1000 steps of a 5 x 20 network on 200 points are about
-2 GFLOP per curve. The experiment's curves are smoothed once per process (cached).
+for bit. The cost per simulation of the arch, measured by ``python benchmarks/arch_calibration.py speed``, is in
+``benchmarks/results/arch.speed.md``; its floor is arithmetic, not overhead: 1000 steps of a 5 x 20 network
+on 200 points are about 2 GFLOP per curve. The experiment's curves are smoothed once per process (cached).
 """
 
 from __future__ import annotations

@@ -15,15 +15,13 @@ network that stops early costs nothing more. Networks whose inputs are the rows 
 pre-activation splits into ``u_ijk = a_ij + c_kj``, so ``sigmoid(u) = 1 / (1 + exp(-a_ij) exp(-c_kj))`` needs
 exponentials only per simulation and per time step, not per sample (:func:`fit_mlp_product`). Why compiled
 loops rather than a padded stack of networks in numpy or torch: the networks are tiny (100 samples, up to ~15
-neurons), so array code is dominated by per-call overhead, and padding to the largest size wastes work; on
-this project's 2-core machine torch's sigmoid of 1.17 M values took 12 ms against numpy's 5 ms.
+neurons), so array code is dominated by per-call overhead, and padding to the largest size wastes work.
 
 ``CVSettings(trainer=...)`` selects the trainer: ``"compiled"`` (the default, above), ``"numpy"`` (the same
 algorithm as vectorised numpy over the batch, :func:`cg_batch`; the reference the compiled one is tested
 against) or ``"scipy"`` (``scipy.optimize.minimize(method="CG")`` on the summed loss of the batch: the
 gradient is block-separable but step lengths and directions are shared, which stalls networks whose curvature
-differs from the rest; measured on the nine Forward Split outputs with ``h = 7``: training errors 0.53-2.8 %
-against 0.24-1.1 % with per-network steps, at the same cost).
+differs from the rest).
 
 Stopping (eq. 11, Table 3): each network's mean relative prediction error ``ε^MRP_k`` (eq. 10) on its own
 training samples is recorded every iteration; a network stops at the first ``k >= 2J`` where
