@@ -11,6 +11,7 @@ registry name       class                       source
 ``tsa``             :class:`TSA`                tree-seed algorithm (Kiran 2015)
 ``de``              :class:`DE`                 differential evolution rand/1/bin (Storn & Price)
 ``grade``           :class:`GRADE`              Mareš et al. (2016) (Ibrahimbegovic et al. 2004; Kucerova 2007)
+``cmaes``           :class:`CMAES`              CMA-ES from pycma (Hansen 2016), IPOP/BIPOP restarts (Auger & Hansen 2005; Hansen 2009)
 ``random``          :class:`RandomSearch`       baseline
 ``lhs``             :class:`LatinHypercube`     baseline
 ==================  ==========================  ==============================================
@@ -42,6 +43,7 @@ OPTIMIZERS: Registry[type[Optimizer]] = Registry(
         "tsa": "mechcalib.optimizers.tsa:TSA",
         "de": "mechcalib.optimizers.de:DE",
         "grade": "mechcalib.optimizers.grade:GRADE",
+        "cmaes": "mechcalib.optimizers.cmaes:CMAES",
         "random": "mechcalib.optimizers.random_search:RandomSearch",
         "lhs": "mechcalib.optimizers.random_search:LatinHypercube",
     },
@@ -55,6 +57,7 @@ _BY_CLASS = {
     "TSA": "tsa",
     "DE": "de",
     "GRADE": "grade",
+    "CMAES": "cmaes",
     "RandomSearch": "random",
     "LatinHypercube": "lhs",
 }
