@@ -140,6 +140,62 @@ def test_sigkilled_run_resumes_exactly_while_two_readers_watch(tmp_path):
     assert res.n_replayed == stored
 
 
+def test_sigkilled_cmaes_run_resumes_exactly_across_restarts(tmp_path):
+    """kill -9 of a CMA-ES run between its first and second IPOP restart (measured for this seed and ``tolx``:
+    restarts after 91 and 385 evaluations), then resume: the result of an uninterrupted run, and only the
+    evaluations missing from the store are simulated."""
+    db, counter = str(tmp_path / "cma.db"), str(tmp_path / "sims.txt")
+    total, kill_at, delay = 420, 150, 0.01
+    settings = {"seed": 7, "tolx": 3e-2}
+    child = subprocess.Popen(
+        python_command(
+            "from mechcalib.optimizers import make_optimizer; from mechcalib.storage import RunStore; "
+            f"h.mc.calibrate(h.CountingProblem(counter={counter!r}, delay={delay}), make_optimizer('cmaes', "
+            f"**{settings!r}), max_evals={total}, store=RunStore({db!r}), run_name='c', cache=False)"
+        )
+    )
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and child.poll() is None:
+            n = 0
+            if os.path.exists(db):
+                try:
+                    with RunStore(db, readonly=True) as ro:
+                        n = ro.n_evaluations("c") if ro.has_run("c") else 0
+                except Exception:
+                    n = 0
+            if n >= kill_at:
+                break
+            time.sleep(0.01)
+        assert child.poll() is None, "the writer ended before it could be killed"
+        child.send_signal(signal.SIGKILL)
+        child.wait(30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(10)
+
+    ref_opt = make_optimizer("cmaes", **settings)
+    ref = mc.calibrate(CountingProblem(), ref_opt, max_evals=total)
+    assert [r["evals"] for r in ref_opt.runs[:2]] == [91, 294]  # the kill falls between the two restarts
+    with RunStore(db) as store:
+        stored = store.n_evaluations("c")
+        assert store.run("c").status == "interrupted" and kill_at <= stored < 385
+        sims_at_kill = count_lines(counter)
+        res = mc.calibrate(
+            CountingProblem(counter=counter),
+            make_optimizer("cmaes", tolx=3e-2),  # the seed comes from the store
+            max_evals=total,
+            store=store,
+            run_name="c",
+            cache=False,
+        )
+        assert store.run("c").status == "finished" and store.n_evaluations("c") == total
+    _same_run(res, ref)
+    assert count_lines(counter) - sims_at_kill == total - stored == res.n_simulated
+    assert res.n_replayed == stored
+
+
 def test_pool_run_interrupted_mid_batch_resumes_on_the_same_pool(tmp_path):
     prob = CountingProblem(delay=0.005)
     ref = mc.calibrate(prob, make_optimizer("de", seed=9), max_evals=50)
