@@ -156,3 +156,9 @@ def test_calibrate_respects_budget_exactly(name):
 def test_unknown_optimizer_lists_valid_names():
     with pytest.raises(ConfigurationError, match="valid names"):
         get_optimizer("nelder")
+
+
+def test_core_methods_are_not_skipped():
+    """``cma`` is a core dependency: CMA-ES must be importable and so run through this suite, not be skipped
+    by ``_available`` as an unwritten module."""
+    assert "cmaes" in NAMES
