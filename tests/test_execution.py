@@ -175,6 +175,65 @@ def test_dask_local_cluster_failure_injection_and_result():
     assert a.history.losses == b.history.losses and a.best_loss == b.best_loss
 
 
+def _slow_first(x):
+    """Loss ``x0 + 10 x1``; sleeps longer the smaller ``x1`` (the ask position in the test below)."""
+    time.sleep(0.1 * (7 - x[1]))
+    return float(x[0] + 10 * x[1])
+
+
+def test_dask_slices_finishing_out_of_order_map_to_their_positions():
+    pytest.importorskip("distributed", reason="dask.distributed is not installed (extra mechcalib[dask])")
+    from mechcalib.execution import DaskEvaluator
+
+    prob = mc.FunctionProblem.from_bounds(_slow_first, [0, 0], [1, 8], vectorized=False)
+    X = np.column_stack([np.random.default_rng(4).uniform(0, 1, 8), np.arange(8.0)])
+    ref = np.array([_slow_first(x) for x in X])
+    with DaskEvaluator(n_workers=2, processes=False) as ev:
+        ev.start(prob)
+        # 2 slices per worker thread: 4 tasks of 2 sets, the first slices the slowest
+        assert [list(r) for r in ev._plan(8)] == [[0, 1], [2, 3], [4, 5], [6, 7]]
+        outs = list(ev.submit(X))
+        order = [o.index for o in outs]
+        assert sorted(order) == list(range(8)) and order != sorted(order)  # finished out of ask order
+        for o in outs:
+            assert o.status == "ok" and o.loss == ref[o.index]
+        # each set of a slice was evaluated and timed alone
+        assert all(0.1 * (7 - X[o.index, 1]) <= o.seconds < 0.1 * (7 - X[o.index, 1]) + 0.5 for o in outs)
+        res = ev.evaluate(X)
+        assert np.array_equal(res.losses, ref) and res.status == ["ok"] * 8
+
+
+def test_dask_slice_sizes_follow_the_workers_and_the_time_of_a_set():
+    pytest.importorskip("distributed", reason="dask.distributed is not installed (extra mechcalib[dask])")
+    from mechcalib.execution.dask_backend import slice_size
+
+    assert slice_size(50, 2, 2, None, 1.0) == 13  # ceil(50 / 4): 4 tasks for a batch of 50
+    assert slice_size(50, 2, 1, None, 1.0) == 25
+    assert slice_size(3, 8, 2, None, 1.0) == 1
+    assert slice_size(50, 2, 2, 0.25, 1.0) == 4  # a slice should last about task_seconds
+    assert slice_size(50, 2, 2, 30.0, 1.0) == 1  # minute-long sets go one per task
+
+
+def test_dask_lost_slice_is_retried_set_by_set_so_only_the_culprit_crashes():
+    pytest.importorskip("distributed", reason="dask.distributed is not installed (extra mechcalib[dask])")
+    import dask
+
+    from mechcalib.execution import DaskEvaluator
+
+    prob = faulty_problem(crash=True)
+    X = np.array([[0.5, 0.5], [0.3, 0.7], [0.97, 0.5], [0.6, 0.4]])  # the third set kills its worker
+    # a task is lost on its first worker death, and a worker holds one task at a time (no bystander
+    # task queued on the worker that dies)
+    opts = {"distributed.scheduler.allowed-failures": 0, "distributed.scheduler.worker-saturation": 1.0}
+    with dask.config.set(opts), DaskEvaluator(n_workers=2, processes=True, tasks_per_worker=1) as ev:
+        ev.start(prob)
+        assert [list(r) for r in ev._plan(4)] == [[0, 1], [2, 3]]
+        res = ev.evaluate(X)
+    assert res.status == ["ok", "ok", "crashed", "ok"]
+    assert "KilledWorker" in res.errors[2]
+    assert np.array_equal(res.losses[[0, 1, 3]], prob.evaluate(X[[0, 1, 3]]).losses)
+
+
 def test_settings_are_validated():
     with pytest.raises(ConfigurationError, match="valid names are"):
         make_evaluator("cluster")
