@@ -205,13 +205,16 @@ def test_dask_slices_finishing_out_of_order_map_to_their_positions():
 
 def test_dask_slice_sizes_follow_the_workers_and_the_time_of_a_set():
     pytest.importorskip("distributed", reason="dask.distributed is not installed (extra mechcalib[dask])")
-    from mechcalib.execution.dask_backend import slice_size
+    from mechcalib.execution.dask_backend import balanced_slices, slice_count
 
-    assert slice_size(50, 2, 2, None, 1.0) == 13  # ceil(50 / 4): 4 tasks for a batch of 50
-    assert slice_size(50, 2, 1, None, 1.0) == 25
-    assert slice_size(3, 8, 2, None, 1.0) == 1
-    assert slice_size(50, 2, 2, 0.25, 1.0) == 4  # a slice should last about task_seconds
-    assert slice_size(50, 2, 2, 30.0, 1.0) == 1  # minute-long sets go one per task
+    assert slice_count(50, 2, 2, None, 1.0) == 4  # 2 tasks per worker thread
+    assert slice_count(50, 2, 1, None, 1.0) == 2
+    assert slice_count(3, 8, 2, None, 1.0) == 3  # never more tasks than sets
+    assert slice_count(50, 2, 2, 0.25, 1.0) == 13  # slices of 4 sets last about task_seconds
+    assert slice_count(50, 2, 2, 30.0, 1.0) == 50  # minute-long sets go one per task
+    sizes = [len(r) for r in balanced_slices(50, 4)]
+    assert sizes == [13, 13, 12, 12] and [len(r) for r in balanced_slices(10, 4)] == [3, 3, 2, 2]
+    assert [p for r in balanced_slices(50, 13) for p in r] == list(range(50))
 
 
 def test_dask_lost_slice_is_retried_set_by_set_so_only_the_culprit_crashes():

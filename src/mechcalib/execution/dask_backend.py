@@ -74,13 +74,24 @@ def _run_chunk(
     return outs
 
 
-def slice_size(n: int, slots: int, tasks_per_worker: int, seconds_per_set: float | None, task_seconds: float) -> int:
-    """Sets per task for a batch of ``n``: ``ceil(n / (tasks_per_worker * slots))``, at most
-    ``task_seconds / seconds_per_set`` when the time of a set is known (never below 1)."""
-    size = max(1, math.ceil(n / (tasks_per_worker * max(slots, 1))))
+def slice_count(n: int, slots: int, tasks_per_worker: int, seconds_per_set: float | None, task_seconds: float) -> int:
+    """Tasks for a batch of ``n`` sets: ``tasks_per_worker`` per worker thread, more when the time of a set
+    is known and a slice would last longer than ``task_seconds`` (at most one task per set)."""
+    m = tasks_per_worker * max(slots, 1)
     if seconds_per_set is not None and seconds_per_set > 0:
-        size = min(size, max(1, int(task_seconds / seconds_per_set)))
-    return size
+        per_task = max(1, int(task_seconds / seconds_per_set))
+        m = max(m, math.ceil(n / per_task))
+    return max(1, min(n, m))
+
+
+def balanced_slices(n: int, m: int) -> list[range]:
+    """Positions ``0 ... n - 1`` in ``m`` consecutive slices whose sizes differ by one at most (10 sets in 4
+    slices: 3, 3, 2, 2, where slices of 3 would leave 3, 3, 3, 1 and one worker with 6 sets, the other 4)."""
+    q, r = divmod(n, m)
+    edges = [0]
+    for i in range(m):
+        edges.append(edges[-1] + q + (1 if i < r else 0))
+    return [range(edges[i], edges[i + 1]) for i in range(m)]
 
 
 class DaskEvaluator(Evaluator):
@@ -202,8 +213,8 @@ class DaskEvaluator(Evaluator):
     def _plan(self, n: int) -> list[range]:
         if self.chunk_size is not None:
             return chunks(n, self.chunk_size)
-        size = slice_size(n, self.worker_slots(), self.tasks_per_worker, self._seconds_per_set, self.task_seconds)
-        return chunks(n, size)
+        m = slice_count(n, self.worker_slots(), self.tasks_per_worker, self._seconds_per_set, self.task_seconds)
+        return balanced_slices(n, m)
 
     def _submit(self, X: np.ndarray) -> Iterator[Outcome]:
         return self._collect({p: X[p.start : p.stop] for p in self._plan(X.shape[0])})
