@@ -188,7 +188,7 @@ def test_dask_slices_finishing_out_of_order_map_to_their_positions():
     prob = mc.FunctionProblem.from_bounds(_slow_first, [0, 0], [1, 8], vectorized=False)
     X = np.column_stack([np.random.default_rng(4).uniform(0, 1, 8), np.arange(8.0)])
     ref = np.array([_slow_first(x) for x in X])
-    with DaskEvaluator(n_workers=2, processes=False) as ev:
+    with DaskEvaluator(n_workers=2, processes=False, tasks_per_worker=2) as ev:
         ev.start(prob)
         # 2 slices per worker thread: 4 tasks of 2 sets, the first slices the slowest
         assert [list(r) for r in ev._plan(8)] == [[0, 1], [2, 3], [4, 5], [6, 7]]
@@ -207,11 +207,13 @@ def test_dask_slice_sizes_follow_the_workers_and_the_time_of_a_set():
     pytest.importorskip("distributed", reason="dask.distributed is not installed (extra mechcalib[dask])")
     from mechcalib.execution.dask_backend import balanced_slices, slice_count
 
-    assert slice_count(50, 2, 2, None, 1.0) == 4  # 2 tasks per worker thread
-    assert slice_count(50, 2, 1, None, 1.0) == 2
-    assert slice_count(3, 8, 2, None, 1.0) == 3  # never more tasks than sets
-    assert slice_count(50, 2, 2, 0.25, 1.0) == 13  # slices of 4 sets last about task_seconds
-    assert slice_count(50, 2, 2, 30.0, 1.0) == 50  # minute-long sets go one per task
+    assert slice_count(50, 2, 1, None, 0.5) == 2  # one slice per worker thread
+    assert slice_count(50, 2, 2, None, 0.5) == 4
+    assert slice_count(3, 8, 1, None, 0.5) == 3  # never more tasks than sets
+    # slices of at most 2 sets of 0.25 s: 25 tasks, rounded up to 26 so that both workers get 13
+    assert slice_count(50, 2, 1, 0.25, 0.5) == 26
+    assert slice_count(50, 2, 1, 0.05, 0.5) == 6  # 10 sets per slice: 5 tasks, 6 for 2 workers
+    assert slice_count(50, 2, 1, 30.0, 0.5) == 50  # minute-long sets go one per task
     sizes = [len(r) for r in balanced_slices(50, 4)]
     assert sizes == [13, 13, 12, 12] and [len(r) for r in balanced_slices(10, 4)] == [3, 3, 2, 2]
     assert [p for r in balanced_slices(50, 13) for p in r] == list(range(50))

@@ -8,13 +8,15 @@ By default a :class:`distributed.LocalCluster` is started; give ``address`` (a s
     ev = DaskEvaluator(address=cluster.scheduler_address, timeout=600)
 
 The problem is scattered once to every worker when the evaluator is bound to it (``start``), not sent
-with each task. A dask task costs milliseconds of scheduling, so a batch (a Jacobian, a swarm) is sent in
-slices sized to the workers: by default ``tasks_per_worker`` slices per worker thread, so that a slow set
-does not leave the other workers idle, and sets that take longer than ``task_seconds`` each go one per task
-(for minute-long simulations the scheduling cost does not matter, and a lost task then loses one set). A
-slice's sets are evaluated one at a time on the worker, each with its own timeout and outcome, exactly as
-one set per task would be; ``chunk_size=k`` instead sends ``k`` sets to one ``problem.evaluate`` call (for a
-vectorised model).
+with each task, and scattered again if every worker that held it dies. A dask task costs milliseconds of
+scheduling (4-6 ms on a loaded 2-CPU machine), so a batch (a Jacobian, a swarm) is sent as one graph of
+slices sized to the workers: by default one slice per worker thread (``tasks_per_worker``), and more, in a
+multiple of the worker threads, once the sets evaluated so far show that a slice would last longer than
+``task_seconds``, so that a slow slice keeps the other workers waiting for little; sets slower than that
+go one per task (for minute-long simulations scheduling costs nothing, and a lost task then loses one
+set). The sets of a slice are evaluated one at a time on the worker, each with its own timeout, times and
+outcome, as with one set per task; ``chunk_size=k`` instead sends ``k`` sets to one ``problem.evaluate``
+call (for a vectorised model).
 
 A dask worker cannot kill a running task, so the per-evaluation ``timeout`` is enforced inside the task:
 the simulation runs in a thread of the worker, and past its deadline the set is recorded as ``"timeout"``
@@ -76,11 +78,13 @@ def _run_chunk(
 
 def slice_count(n: int, slots: int, tasks_per_worker: int, seconds_per_set: float | None, task_seconds: float) -> int:
     """Tasks for a batch of ``n`` sets: ``tasks_per_worker`` per worker thread, more when the time of a set
-    is known and a slice would last longer than ``task_seconds`` (at most one task per set)."""
-    m = tasks_per_worker * max(slots, 1)
+    is known and a slice would last longer than ``task_seconds`` (rounded up to a multiple of the worker
+    threads, so that they all get as many; at most one task per set)."""
+    slots = max(slots, 1)
+    m = tasks_per_worker * slots
     if seconds_per_set is not None and seconds_per_set > 0:
         per_task = max(1, int(task_seconds / seconds_per_set))
-        m = max(m, math.ceil(n / per_task))
+        m = max(m, slots * math.ceil(n / per_task / slots))
     return max(1, min(n, m))
 
 
@@ -106,7 +110,7 @@ class DaskEvaluator(Evaluator):
         chunk_size: ``None`` (default): slices sized to the workers, evaluated set by set; ``k``: ``k``
             sets per task in one ``problem.evaluate`` call (``1``: one task per set).
         tasks_per_worker: with ``chunk_size=None``, slices per worker thread and batch (more balance the
-            load better when sets differ in cost, fewer cost less scheduling).
+            load better when sets differ in cost, fewer cost less scheduling; default 1).
         task_seconds: with ``chunk_size=None``, the longest a slice should take, judged from the sets
             evaluated so far (sets slower than this go one per task).
         cluster_options: further keyword arguments of :class:`distributed.LocalCluster`.
@@ -124,8 +128,8 @@ class DaskEvaluator(Evaluator):
         processes: bool = True,
         timeout: float | None = None,
         chunk_size: int | None = None,
-        tasks_per_worker: int = 2,
-        task_seconds: float = 1.0,
+        tasks_per_worker: int = 1,
+        task_seconds: float = 0.5,
         cluster_options: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(timeout=timeout, chunk_size=chunk_size)
