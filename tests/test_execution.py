@@ -175,6 +175,70 @@ def test_dask_local_cluster_failure_injection_and_result():
     assert a.history.losses == b.history.losses and a.best_loss == b.best_loss
 
 
+def _slow_first(x):
+    """Loss ``x0 + 10 x1``; sleeps longer the smaller ``x1`` (the ask position in the test below)."""
+    time.sleep(0.1 * (7 - x[1]))
+    return float(x[0] + 10 * x[1])
+
+
+def test_dask_slices_finishing_out_of_order_map_to_their_positions():
+    pytest.importorskip("distributed", reason="dask.distributed is not installed (extra mechcalib[dask])")
+    from mechcalib.execution import DaskEvaluator
+
+    prob = mc.FunctionProblem.from_bounds(_slow_first, [0, 0], [1, 8], vectorized=False)
+    X = np.column_stack([np.random.default_rng(4).uniform(0, 1, 8), np.arange(8.0)])
+    ref = np.array([_slow_first(x) for x in X])
+    with DaskEvaluator(n_workers=2, processes=False, tasks_per_worker=2) as ev:
+        ev.start(prob)
+        # 2 slices per worker thread: 4 tasks of 2 sets, the first slices the slowest
+        assert [list(r) for r in ev._plan(8)] == [[0, 1], [2, 3], [4, 5], [6, 7]]
+        outs = list(ev.submit(X))
+        order = [o.index for o in outs]
+        assert sorted(order) == list(range(8)) and order != sorted(order)  # finished out of ask order
+        for o in outs:
+            assert o.status == "ok" and o.loss == ref[o.index]
+        # each set of a slice was evaluated and timed alone
+        assert all(0.1 * (7 - X[o.index, 1]) <= o.seconds < 0.1 * (7 - X[o.index, 1]) + 0.5 for o in outs)
+        res = ev.evaluate(X)
+        assert np.array_equal(res.losses, ref) and res.status == ["ok"] * 8
+
+
+def test_dask_slice_sizes_follow_the_workers_and_the_time_of_a_set():
+    pytest.importorskip("distributed", reason="dask.distributed is not installed (extra mechcalib[dask])")
+    from mechcalib.execution.dask_backend import balanced_slices, slice_count
+
+    assert slice_count(50, 2, 1, None, 0.5) == 2  # one slice per worker thread
+    assert slice_count(50, 2, 2, None, 0.5) == 4
+    assert slice_count(3, 8, 1, None, 0.5) == 3  # never more tasks than sets
+    # slices of at most 2 sets of 0.25 s: 25 tasks, rounded up to 26 so that both workers get 13
+    assert slice_count(50, 2, 1, 0.25, 0.5) == 26
+    assert slice_count(50, 2, 1, 0.05, 0.5) == 6  # 10 sets per slice: 5 tasks, 6 for 2 workers
+    assert slice_count(50, 2, 1, 30.0, 0.5) == 50  # minute-long sets go one per task
+    sizes = [len(r) for r in balanced_slices(50, 4)]
+    assert sizes == [13, 13, 12, 12] and [len(r) for r in balanced_slices(10, 4)] == [3, 3, 2, 2]
+    assert [p for r in balanced_slices(50, 13) for p in r] == list(range(50))
+
+
+def test_dask_lost_slice_is_retried_set_by_set_so_only_the_culprit_crashes():
+    pytest.importorskip("distributed", reason="dask.distributed is not installed (extra mechcalib[dask])")
+    import dask
+
+    from mechcalib.execution import DaskEvaluator
+
+    prob = faulty_problem(crash=True)
+    X = np.array([[0.5, 0.5], [0.3, 0.7], [0.97, 0.5], [0.6, 0.4]])  # the third set kills its worker
+    # a task is lost on its first worker death, and a worker holds one task at a time (no bystander
+    # task queued on the worker that dies)
+    opts = {"distributed.scheduler.allowed-failures": 0, "distributed.scheduler.worker-saturation": 1.0}
+    with dask.config.set(opts), DaskEvaluator(n_workers=2, processes=True, tasks_per_worker=1) as ev:
+        ev.start(prob)
+        assert [list(r) for r in ev._plan(4)] == [[0, 1], [2, 3]]
+        res = ev.evaluate(X)
+    assert res.status == ["ok", "ok", "crashed", "ok"]
+    assert "KilledWorker" in res.errors[2]
+    assert np.array_equal(res.losses[[0, 1, 3]], prob.evaluate(X[[0, 1, 3]]).losses)
+
+
 def test_settings_are_validated():
     with pytest.raises(ConfigurationError, match="valid names are"):
         make_evaluator("cluster")

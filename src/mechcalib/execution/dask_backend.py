@@ -7,15 +7,27 @@ By default a :class:`distributed.LocalCluster` is started; give ``address`` (a s
     cluster = SLURMCluster(cores=8, memory="16GB"); cluster.scale(jobs=4)
     ev = DaskEvaluator(address=cluster.scheduler_address, timeout=600)
 
-The problem is scattered once to every worker; each chunk is one task. A dask worker cannot kill a running
-task, so the per-evaluation ``timeout`` is enforced inside the task: the simulation runs in a thread of the
-worker, and past its deadline the task returns a ``"timeout"`` outcome and frees its slot while the
-abandoned thread runs on until the simulation returns (restart such workers, e.g. with dask's
-``--lifetime``, if simulations can hang for ever). A task lost with its worker is recorded as ``"crashed"``.
+The problem is scattered once to every worker when the evaluator is bound to it (``start``), not sent
+with each task, and scattered again if every worker that held it dies. A dask task costs milliseconds of
+scheduling (4-6 ms on a loaded 2-CPU machine), so a batch (a Jacobian, a swarm) is sent as one graph of
+slices sized to the workers: by default one slice per worker thread (``tasks_per_worker``), and more, in a
+multiple of the worker threads, once the sets evaluated so far show that a slice would last longer than
+``task_seconds``, so that a slow slice keeps the other workers waiting for little; sets slower than that
+go one per task (for minute-long simulations scheduling costs nothing, and a lost task then loses one
+set). The sets of a slice are evaluated one at a time on the worker, each with its own timeout, times and
+outcome, as with one set per task; ``chunk_size=k`` instead sends ``k`` sets to one ``problem.evaluate``
+call (for a vectorised model).
+
+A dask worker cannot kill a running task, so the per-evaluation ``timeout`` is enforced inside the task:
+the simulation runs in a thread of the worker, and past its deadline the set is recorded as ``"timeout"``
+and the task goes on while the abandoned thread runs on until the simulation returns (restart such
+workers, e.g. with dask's ``--lifetime``, if simulations can hang for ever). A task lost with its worker is
+retried one set per task, so only the set that takes its worker down is recorded as ``"crashed"``.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -23,21 +35,67 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigurationError, require
-from ._base import CRASHED, Evaluator, Outcome, chunks, evaluate_chunk_timed, failed_outcomes
+from ._base import CRASHED, OK, Evaluator, Outcome, chunks, evaluate_chunk_timed, failed_outcomes
+
+#: times a task cancelled with the scattered problem (lost with its workers) is sent again
+_MAX_RESENDS = 3
+#: seconds between two looks at the cluster's worker threads (an adaptive cluster grows and shrinks)
+_SLOTS_TTL = 5.0
 
 
-def _run_chunk(problem: Any, X: np.ndarray, positions: list[int], timeout: float | None) -> list[Outcome]:
-    """The task run on a dask worker: evaluate one chunk, outcomes indexed by batch position."""
+def _killed_worker() -> type[BaseException]:
+    from distributed.scheduler import KilledWorker
+
+    return KilledWorker
+
+
+def _run_chunk(
+    problem: Any, X: np.ndarray, positions: list[int], timeout: float | None, one_call: bool = True
+) -> list[Outcome]:
+    """The task run on a dask worker: evaluate one slice of the batch, outcomes indexed by batch position.
+
+    ``one_call``: the slice is one ``problem.evaluate`` call (``chunk_size`` given); otherwise its sets
+    are evaluated one at a time, each with its own ``timeout``, times and outcome.
+    """
     try:
         from distributed import get_worker
 
         worker = get_worker().address
     except Exception:  # pragma: no cover - outside a worker
         worker = "dask"
-    outs = list(evaluate_chunk_timed(problem, X, timeout, worker))
+    if one_call:
+        outs = list(evaluate_chunk_timed(problem, X, timeout, worker))
+    else:
+        outs = []
+        for i in range(X.shape[0]):
+            for o in evaluate_chunk_timed(problem, X[i : i + 1], timeout, worker):
+                o.index = i
+                outs.append(o)
     for o in outs:
         o.index = positions[o.index]
     return outs
+
+
+def slice_count(n: int, slots: int, tasks_per_worker: int, seconds_per_set: float | None, task_seconds: float) -> int:
+    """Tasks for a batch of ``n`` sets: ``tasks_per_worker`` per worker thread, more when the time of a set
+    is known and a slice would last longer than ``task_seconds`` (rounded up to a multiple of the worker
+    threads, so that they all get as many; at most one task per set)."""
+    slots = max(slots, 1)
+    m = tasks_per_worker * slots
+    if seconds_per_set is not None and seconds_per_set > 0:
+        per_task = max(1, int(task_seconds / seconds_per_set))
+        m = max(m, slots * math.ceil(n / per_task / slots))
+    return max(1, min(n, m))
+
+
+def balanced_slices(n: int, m: int) -> list[range]:
+    """Positions ``0 ... n - 1`` in ``m`` consecutive slices whose sizes differ by one at most (10 sets in 4
+    slices: 3, 3, 2, 2, where slices of 3 would leave 3, 3, 3, 1 and one worker with 6 sets, the other 4)."""
+    q, r = divmod(n, m)
+    edges = [0]
+    for i in range(m):
+        edges.append(edges[-1] + q + (1 if i < r else 0))
+    return [range(edges[i], edges[i + 1]) for i in range(m)]
 
 
 class DaskEvaluator(Evaluator):
@@ -49,7 +107,12 @@ class DaskEvaluator(Evaluator):
         n_workers, threads_per_worker, processes: LocalCluster settings (``processes=False`` runs the
             workers as threads of this process: quick to start, shares the GIL).
         timeout: per-evaluation limit in seconds, enforced on the worker (see the module docstring).
-        chunk_size: sets per task (default 1).
+        chunk_size: ``None`` (default): slices sized to the workers, evaluated set by set; ``k``: ``k``
+            sets per task in one ``problem.evaluate`` call (``1``: one task per set).
+        tasks_per_worker: with ``chunk_size=None``, slices per worker thread and batch (more balance the
+            load better when sets differ in cost, fewer cost less scheduling; default 1).
+        task_seconds: with ``chunk_size=None``, the longest a slice should take, judged from the sets
+            evaluated so far (sets slower than this go one per task).
         cluster_options: further keyword arguments of :class:`distributed.LocalCluster`.
     """
 
@@ -64,24 +127,36 @@ class DaskEvaluator(Evaluator):
         threads_per_worker: int = 1,
         processes: bool = True,
         timeout: float | None = None,
-        chunk_size: int | None = 1,
+        chunk_size: int | None = None,
+        tasks_per_worker: int = 1,
+        task_seconds: float = 0.5,
         cluster_options: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(timeout=timeout, chunk_size=chunk_size)
         if address is not None and client is not None:
             raise ConfigurationError("dask: give either address or client, not both")
-        for k, v in (("n_workers", n_workers), ("threads_per_worker", threads_per_worker)):
+        for k, v in (
+            ("n_workers", n_workers),
+            ("threads_per_worker", threads_per_worker),
+            ("tasks_per_worker", tasks_per_worker),
+        ):
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ConfigurationError(f"dask: {k} must be an integer >= 1, got {v!r}")
+        if isinstance(task_seconds, bool) or not isinstance(task_seconds, int | float) or not task_seconds > 0:
+            raise ConfigurationError(f"dask: task_seconds must be a number of seconds > 0, got {task_seconds!r}")
         self.address = address
         self.n_workers_ = n_workers
         self.threads_per_worker = threads_per_worker
         self.processes = bool(processes)
+        self.tasks_per_worker = tasks_per_worker
+        self.task_seconds = float(task_seconds)
         self.cluster_options = dict(cluster_options or {})
         self._client = client
         self._own_client = client is None
         self._cluster: Any = None
         self._problem_future: Any = None
+        self._slots: tuple[float, int] | None = None  # (when counted, worker threads)
+        self._seconds_per_set: float | None = None  # running mean of a set's evaluation time
 
     @property
     def client(self) -> Any:
@@ -108,45 +183,124 @@ class DaskEvaluator(Evaluator):
         return len(self._client.scheduler_info().get("workers", {})) or self.n_workers_
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "address": self.address, "processes": self.processes}
+        return {
+            **super().describe(),
+            "address": self.address,
+            "processes": self.processes,
+            "tasks_per_worker": self.tasks_per_worker,
+            "task_seconds": self.task_seconds,
+        }
 
     def _start(self, problem: Any) -> None:
+        self._scatter(problem)
+        self._seconds_per_set = None
+
+    def _scatter(self, problem: Any) -> None:
+        # once per problem and cluster: tasks then carry only their slice of the batch
         self._problem_future = self.client.scatter(problem, broadcast=True, hash=False)
 
-    def _submit(self, X: np.ndarray) -> Iterator[Outcome]:
-        client = self.client
-        futures = {}
-        for r in chunks(X.shape[0], self.chunk_size):
-            f = client.submit(_run_chunk, self._problem_future, X[r.start : r.stop], list(r), self.timeout, pure=False)
-            futures[f.key] = (f, list(r))
-        return self._collect(futures)
+    def _problem_on_cluster(self) -> Any:
+        """The scattered problem, scattered again when every worker that held it died (dask cannot
+        recompute scattered data)."""
+        if self._problem_future is None or self._problem_future.status != "finished":
+            self._scatter(self._problem)
+        return self._problem_future
 
-    def _collect(self, futures: dict) -> Iterator[Outcome]:
+    def worker_slots(self) -> int:
+        """Worker threads of the cluster (counted again after ``_SLOTS_TTL`` seconds)."""
+        now = time.monotonic()
+        if self._slots is None or now - self._slots[0] > _SLOTS_TTL:
+            counted = sum(self.client.nthreads().values())
+            self._slots = (now, counted or self.n_workers_ * self.threads_per_worker)
+        return self._slots[1]
+
+    def _plan(self, n: int) -> list[range]:
+        if self.chunk_size is not None:
+            return chunks(n, self.chunk_size)
+        m = slice_count(n, self.worker_slots(), self.tasks_per_worker, self._seconds_per_set, self.task_seconds)
+        return balanced_slices(n, m)
+
+    def _submit(self, X: np.ndarray) -> Iterator[Outcome]:
+        return self._collect({p: X[p.start : p.stop] for p in self._plan(X.shape[0])})
+
+    def _send(self, positions: range | list[int], X: np.ndarray) -> Any:
+        one_call = self.chunk_size is not None
+        return self.client.submit(
+            _run_chunk, self._problem_on_cluster(), X, list(positions), self.timeout, one_call, pure=False
+        )
+
+    def _collect(self, slices: dict[range, np.ndarray]) -> Iterator[Outcome]:
         from distributed import as_completed
 
-        done = set()
+        tasks: dict[str, tuple[Any, list[int], np.ndarray]] = {}
+        m = len(slices)
+        one_call = self.chunk_size is not None
+        # one graph update for the whole batch rather than one message per task
+        futs = self.client.map(
+            _run_chunk,
+            [self._problem_on_cluster()] * m,
+            list(slices.values()),
+            [list(r) for r in slices],
+            [self.timeout] * m,
+            [one_call] * m,
+            pure=False,
+        )
+        for f, (r, Xs) in zip(futs, slices.items(), strict=True):
+            tasks[f.key] = (f, list(r), Xs)
+        pending = set(tasks)
+        resent: dict[int, int] = {}  # position -> times sent again after losing the problem
         try:
-            for f in as_completed([f for f, _ in futures.values()]):
-                positions = futures[f.key][1]
-                try:
-                    outs = f.result()
-                except Exception as exc:  # the task was lost with its worker (KilledWorker...)
+            # results fetched by the client's event loop as tasks finish, not one round trip each here
+            queue = as_completed([f for f, _, _ in tasks.values()], with_results=True, raise_errors=False)
+            for f, res in queue:
+                _, positions, Xs = tasks[f.key]
+                pending.discard(f.key)
+                if f.status in ("error", "cancelled"):  # the task was lost with its worker (KilledWorker...)
+                    exc = res[1] if isinstance(res, tuple) else res
+                    lost = not isinstance(exc, _killed_worker()) and self._problem_future.status != "finished"
+                    if lost and resent.get(positions[0], 0) < _MAX_RESENDS:
+                        # cancelled because the scattered problem died with the workers: send it again
+                        g = self._send(positions, Xs)
+                        tasks[g.key] = (g, positions, Xs)
+                        pending.add(g.key)
+                        queue.add(g)
+                        for p in positions:
+                            resent[p] = resent.get(p, 0) + 1
+                        continue
+                    if len(positions) > 1:  # retried one set per task: only the culprit should fail
+                        for i, p in enumerate(positions):
+                            g = self._send([p], Xs[i : i + 1])
+                            tasks[g.key] = (g, [p], Xs[i : i + 1])
+                            pending.add(g.key)
+                            queue.add(g)
+                        continue
                     outs = failed_outcomes(
                         self._problem,
-                        len(positions),
+                        1,
                         CRASHED,
                         f"crashed: {type(exc).__name__}: {exc}",
                         started=time.time(),
                         worker="dask",
                     )
-                    for o, p in zip(outs, positions, strict=True):
-                        o.index = p
-                done.add(f.key)
+                    outs[0].index = positions[0]
+                else:
+                    outs = res
+                self._learn(outs)
                 yield from outs
         finally:
-            rest = [f for k, (f, _) in futures.items() if k not in done]
+            rest = [tasks[k][0] for k in pending]
             if rest:  # abandoned iterator: do not leave tasks queued
                 self._client.cancel(rest)
+
+    def _learn(self, outs: list[Outcome]) -> None:
+        """Update the running mean time of a set from the sets evaluated alone and ok."""
+        if self.chunk_size is not None:
+            return
+        for o in outs:
+            if o.status == OK and math.isfinite(o.seconds):
+                s = max(o.seconds, 0.0)
+                m = self._seconds_per_set
+                self._seconds_per_set = s if m is None else 0.8 * m + 0.2 * s
 
     def close(self) -> None:
         if self._own_client and self._client is not None:
@@ -157,3 +311,4 @@ class DaskEvaluator(Evaluator):
             self._cluster = None
         self._problem_future = None
         self._problem = None
+        self._slots = None
