@@ -13,6 +13,9 @@ registry name       class                       source
 ``grade``           :class:`GRADE`              Mareš et al. (2016) (Ibrahimbegovic et al. 2004; Kucerova 2007)
 ``random``          :class:`RandomSearch`       baseline
 ``lhs``             :class:`LatinHypercube`     baseline
+``lsq``             :class:`LeastSquares`       multi-start ``scipy.optimize.least_squares`` on residuals
+``lsq-trf``         :class:`LeastSquaresTRF`    trust-region reflective, one start
+``lsq-lm``          :class:`LeastSquaresLM`     Levenberg-Marquardt (cosine transform), one start
 ==================  ==========================  ==============================================
 
 Classes are imported lazily so that one algorithm's module is loaded only when used.
@@ -44,6 +47,9 @@ OPTIMIZERS: Registry[type[Optimizer]] = Registry(
         "grade": "mechcalib.optimizers.grade:GRADE",
         "random": "mechcalib.optimizers.random_search:RandomSearch",
         "lhs": "mechcalib.optimizers.random_search:LatinHypercube",
+        "lsq": "mechcalib.optimizers.least_squares:LeastSquares",
+        "lsq-trf": "mechcalib.optimizers.least_squares:LeastSquaresTRF",
+        "lsq-lm": "mechcalib.optimizers.least_squares:LeastSquaresLM",
     },
 )
 _BY_CLASS = {
@@ -57,6 +63,9 @@ _BY_CLASS = {
     "GRADE": "grade",
     "RandomSearch": "random",
     "LatinHypercube": "lhs",
+    "LeastSquares": "lsq",
+    "LeastSquaresTRF": "lsq-trf",
+    "LeastSquaresLM": "lsq-lm",
 }
 
 __all__ = ["Optimizer", "OPTIMIZERS", "get_optimizer", "make_optimizer", *_BY_CLASS]
