@@ -228,3 +228,13 @@ def test_failing_simulations_inside_a_run_never_crash_it():
 def test_registered_and_listed():
     assert {"lsq", "lsq-trf", "lsq-lm"} <= set(OPTIMIZERS)
     assert make_optimizer("lsq-lm").settings()["method"] == "lm"
+
+
+def test_own_starts_are_polished_first():
+    opt = make_optimizer("lsq-lm", x0=[[0.25, 0.45]], restart=False, seed=0)
+    res = mc.calibrate(_linear_problem(), opt, max_evals=100)
+    assert opt.n_starts == 0 and res.stop_reason == "converged"
+    np.testing.assert_allclose(res.history.U[0], [0.25, 0.45], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(res.best_x, [0.2, 5.0], rtol=1e-6)
+    with pytest.raises(Exception, match="x0"):
+        make_optimizer("lsq", x0=[[1.5, 0.2]])

@@ -23,6 +23,11 @@ one-sided at a bound. A failed simulation at a difference point is replaced by t
 (forward) or the surviving side (central); when both fail, the column is set to zero with a warning. A zero
 column where the simulations succeeded means the data do not see that parameter: warned, naming it.
 
+Scipy's LM path can differ in the last bits from run to run, so every point scipy asks is rounded to
+multiples of 2**-40 (:func:`snap`) before it is looked up or asked: a replay then finds what was told.
+LM runs MINPACK's ``lmder`` through :func:`scipy.optimize.leastsq` (what ``least_squares(method="lm")``
+wraps), which does not ask the extra Jacobian at the end point that ``least_squares`` does.
+
 Bounds. TRF searches the unit cube with bounds ``[0, 1]``. LM takes no bounds: it searches ``z`` unbounded
 with ``u = (1 - cos(pi z)) / 2`` (a smooth, periodic map onto ``[0, 1]``; ``du/dz = pi sin(pi z) / 2``), the
 Jacobian multiplied by ``du/dz`` (chain rule); where the residuals are fewer than the parameters, LM's vector
@@ -40,16 +45,17 @@ A start whose first simulation fails ends at once. A failed point inside a start
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import warnings
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy.optimize import least_squares
+from scipy.optimize import least_squares, leastsq
 from scipy.stats import qmc
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, SettingError
 from ._base import Optimizer, SeedLike, check_choice, check_positive_int, check_range
 
 log = logging.getLogger(__name__)
@@ -67,6 +73,17 @@ class _Need(Exception):
     def __init__(self, points: list[np.ndarray]) -> None:
         super().__init__(len(points))
         self.points = points
+
+
+def _one_blas_thread() -> Any:
+    """One BLAS thread while scipy runs: threaded BLAS/LAPACK reductions round differently from call to call,
+    and a replay must reproduce scipy's steps bit for bit (without ``threadpoolctl``, set
+    ``OPENBLAS_NUM_THREADS=1`` for exact resumes)."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - optional
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=1, user_api="blas")
 
 
 # --------------------------------------------------------------------------------------------
@@ -97,6 +114,16 @@ def fd_steps(u: np.ndarray, h: float, central: bool) -> list[tuple[float, ...]]:
         else:
             out.append((h,) if ui + h <= 1.0 else (-h,))
     return out
+
+
+_GRID = 2.0**40
+
+
+def snap(u: np.ndarray) -> np.ndarray:
+    """``u`` rounded to multiples of 2**-40 (about 1e-12; exact in float64): scipy's MINPACK path can differ
+    in the last bits from one run to the next (its reductions depend on memory alignment), and the points it
+    asks must repeat exactly for a replay to find what was told."""
+    return np.round(np.asarray(u, float) * _GRID) / _GRID
 
 
 def stepped(u: np.ndarray, i: int, s: float) -> np.ndarray:
@@ -137,6 +164,8 @@ class LeastSquares(Optimizer):
         fd_step: the difference step in the unit cube (default 1e-6 forward, 1e-4 central).
         ftol, xtol, gtol: scipy's tolerances, per start.
         max_nfev: scipy's residual evaluations per start (default: scipy's).
+        x0: starts of its own ``(k, d)`` in the unit cube, run before the design (e.g. the best points of a
+            global search to polish; ``n_starts`` then defaults to 0).
         seed: seed of the design and the restarts.
     """
 
@@ -158,13 +187,17 @@ class LeastSquares(Optimizer):
         xtol: float = 1e-8,
         gtol: float = 1e-8,
         max_nfev: int | None = None,
+        x0: list[list[float]] | None = None,
         seed: SeedLike = None,
     ) -> None:
         super().__init__(seed=seed)
         self.method = check_choice(self.name, "method", method or self._default_method, ("trf", "lm"))
-        self.n_starts = check_positive_int(
-            self.name, "n_starts", self._default_starts if n_starts is None else n_starts
-        )
+        self.x0 = None if x0 is None else [[float(v) for v in row] for row in np.atleast_2d(np.asarray(x0, float))]
+        if self.x0 is not None and not all(0.0 <= v <= 1.0 for row in self.x0 for v in row):
+            raise SettingError(self.name, "x0", "unit-cube points (every coordinate in [0, 1])", x0)
+        default = self._default_starts if self.x0 is None else 0
+        minimum = 1 if self.x0 is None else 0
+        self.n_starts = check_positive_int(self.name, "n_starts", default if n_starts is None else n_starts, minimum)
         self.restart = bool(restart)
         self.difference = check_choice(self.name, "difference", difference, ("forward", "central"))
         self.fd_step = None if fd_step is None else check_range(self.name, "fd_step", fd_step, 0.0, 0.5, lo_open=True)
@@ -215,7 +248,7 @@ class LeastSquares(Optimizer):
 
     @property
     def converged(self) -> bool:
-        return self.dim is not None and not self.restart and self._start >= self.n_starts
+        return self.dim is not None and not self.restart and self._start >= len(self.x0 or ()) + self.n_starts
 
     def tell(self, X: np.ndarray, f: np.ndarray, residuals: np.ndarray | None = None) -> None:  # type: ignore[override]
         """As :meth:`Optimizer.tell`, with the residuals ``(n, m)`` of the batch (NaN rows: failed)."""
@@ -226,7 +259,12 @@ class LeastSquares(Optimizer):
     def _init_state(self) -> None:
         assert self.dim is not None
         d = self.dim
-        self._starts = qmc.LatinHypercube(d=d, rng=self.rng).random(self.n_starts)
+        own = np.array(self.x0, dtype=float).reshape(-1, d) if self.x0 is not None else np.zeros((0, d))
+        if self.x0 is not None and own.shape[1] != d:
+            raise ConfigurationError(f"{self.name}: x0 has {len(self.x0[0])} coordinates, the problem {d}")
+        design = qmc.LatinHypercube(d=d, rng=self.rng).random(self.n_starts) if self.n_starts else own[:0]
+        self._starts = np.vstack([own, design])
+        self._warned: set[tuple[str, int]] = set()
         self._start = 0
         self._table: dict[bytes, np.ndarray | None] = {}
         self._loss: dict[bytes, float] = {}
@@ -253,7 +291,7 @@ class LeastSquares(Optimizer):
             except _Need as need:
                 return np.array(need.points)
             self._start += 1
-            self._table, self._jacs = {}, {}  # a new start replays only its own evaluations
+            self._table, self._jacs, self._loss = {}, {}, {}  # a new start replays only its own evaluations
         raise RuntimeError(f"{self.name}: no start asked for a simulation")  # pragma: no cover
 
     def _tell(self, X: np.ndarray, f: np.ndarray) -> None:
@@ -302,7 +340,7 @@ class LeastSquares(Optimizer):
         if r is None:
             assert self._m is not None
             r = np.full(self._m, self._r0_scale)
-        return self._pad(r)
+        return self._pad(r).copy()
 
     def _jacobian(self, u: np.ndarray) -> np.ndarray:
         """The forward/central difference Jacobian ``(m, d)`` at ``u`` in the unit cube, its difference
@@ -330,11 +368,15 @@ class LeastSquares(Optimizer):
         for i in range(self.dim):
             col = fd_column(r0, got[i], float(u[i]))
             if col is None:
-                self._warn(f"every difference point of {self._label(i)} failed at u={u.tolist()}; its column is zero")
+                self._warn(
+                    ("failed", i),
+                    f"every difference point of {self._label(i)} failed at u={u.tolist()}; its column is zero",
+                )
             elif not np.any(col):
                 self._warn(
+                    ("zero", i),
                     f"the residuals do not change with {self._label(i)} (its Jacobian column is zero at "
-                    f"u={u.tolist()}): the data do not see it; fix it (a fixed parameter) or add data sensitive to it"
+                    f"u={u.tolist()}): the data do not see it; fix it (a fixed parameter) or add data sensitive to it",
                 )
             else:
                 J[:, i] = col
@@ -355,15 +397,19 @@ class LeastSquares(Optimizer):
         names = self._names or ()
         return f"parameter {names[i]!r}" if i < len(names) else f"free parameter {i} (unit-cube coordinate)"
 
-    def _warn(self, text: str) -> None:
+    def _warn(self, what: tuple[str, int], text: str) -> None:
+        """Warn once per run and kind for a coordinate."""
+        if what in self._warned:
+            return
+        self._warned.add(what)
         warnings.warn(f"{self.name}: {text}", LeastSquaresWarning, stacklevel=2)
 
     def _run_start(self) -> None:
         """Run scipy from the current start with the told residuals; raises :class:`_Need` for the next
         batch, returns when the start has ended (its end point recorded)."""
-        start = np.clip(self._starts[self._start], 0.0, 1.0)
+        start = snap(np.clip(self._starts[self._start], 0.0, 1.0))
         z0 = z_from_unit(start)
-        u0 = unit_from_z(z0) if self.method == "lm" else start  # the point scipy evaluates first
+        u0 = snap(unit_from_z(z0)) if self.method == "lm" else start  # the point scipy evaluates first
         r0 = self._lookup(u0)
         if r0 is None:
             log.info("%s: start %d failed at its first simulation; next start", self.name, self._start)
@@ -373,28 +419,40 @@ class LeastSquares(Optimizer):
         if self.method == "lm":
 
             def fun(z: np.ndarray) -> np.ndarray:
-                return self._residual(unit_from_z(z))
+                return self._residual(snap(unit_from_z(z)))
 
             def jac(z: np.ndarray) -> np.ndarray:
-                J = self._jacobian(unit_from_z(z)) * dunit_dz(z)[None, :]
+                J = self._jacobian(snap(unit_from_z(z))) * dunit_dz(z)[None, :]
                 return self._pad_rows(J)
 
-            with warnings.catch_warnings():
+            # MINPACK's lmder through leastsq, the routine least_squares(method="lm") wraps: least_squares
+            # asks one more Jacobian at the end point, d simulations spent on nothing
+            with warnings.catch_warnings(), _one_blas_thread():
                 warnings.simplefilter("ignore", RuntimeWarning)
-                res = least_squares(fun, z0, jac=jac, method="lm", **kw)
-            u_end = unit_from_z(res.x)
+                z, *_, msg, _ = leastsq(
+                    fun,
+                    z0,
+                    Dfun=jac,
+                    full_output=True,
+                    ftol=self.ftol,
+                    xtol=self.xtol,
+                    gtol=self.gtol,
+                    maxfev=self.max_nfev or 0,
+                )
+            u_end = snap(unit_from_z(z))
         else:
 
             def fun(u: np.ndarray) -> np.ndarray:
-                return self._residual(np.clip(u, 0.0, 1.0))
+                return self._residual(snap(np.clip(u, 0.0, 1.0)))
 
             def jac(u: np.ndarray) -> np.ndarray:
-                return self._jacobian(np.clip(u, 0.0, 1.0))
+                return self._jacobian(snap(np.clip(u, 0.0, 1.0))).copy()  # scipy may work on it in place
 
-            res = least_squares(fun, u0, jac=jac, bounds=(0.0, 1.0), method="trf", **kw)
-            u_end = np.clip(res.x, 0.0, 1.0)
+            with _one_blas_thread():
+                res = least_squares(fun, u0, jac=jac, bounds=(0.0, 1.0), method="trf", **kw)
+            u_end, msg = snap(np.clip(res.x, 0.0, 1.0)), res.message
         f_end = self._loss.get(u_end.tobytes(), math.inf)
-        log.info("%s: start %d ended (%s) at loss %.6g", self.name, self._start, res.message, f_end)
+        log.info("%s: start %d ended (%s) at loss %.6g", self.name, self._start, msg, f_end)
         near = [j for j, (u, _) in enumerate(self._ends) if np.max(np.abs(u_end - u)) <= _DISTINCT]
         if not near:
             self._ends.append((u_end.copy(), f_end))
