@@ -45,7 +45,6 @@ A start whose first simulation fails ends at once. A failed point inside a start
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 import warnings
@@ -73,17 +72,6 @@ class _Need(Exception):
     def __init__(self, points: list[np.ndarray]) -> None:
         super().__init__(len(points))
         self.points = points
-
-
-def _one_blas_thread() -> Any:
-    """One BLAS thread while scipy runs: threaded BLAS/LAPACK reductions round differently from call to call,
-    and a replay must reproduce scipy's steps bit for bit (without ``threadpoolctl``, set
-    ``OPENBLAS_NUM_THREADS=1`` for exact resumes)."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - optional
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
 
 
 # --------------------------------------------------------------------------------------------
@@ -427,7 +415,7 @@ class LeastSquares(Optimizer):
 
             # MINPACK's lmder through leastsq, the routine least_squares(method="lm") wraps: least_squares
             # asks one more Jacobian at the end point, d simulations spent on nothing
-            with warnings.catch_warnings(), _one_blas_thread():
+            with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
                 z, *_, msg, _ = leastsq(
                     fun,
@@ -448,8 +436,7 @@ class LeastSquares(Optimizer):
             def jac(u: np.ndarray) -> np.ndarray:
                 return self._jacobian(snap(np.clip(u, 0.0, 1.0))).copy()  # scipy may work on it in place
 
-            with _one_blas_thread():
-                res = least_squares(fun, u0, jac=jac, bounds=(0.0, 1.0), method="trf", **kw)
+            res = least_squares(fun, u0, jac=jac, bounds=(0.0, 1.0), method="trf", **kw)
             u_end, msg = snap(np.clip(res.x, 0.0, 1.0)), res.message
         f_end = self._loss.get(u_end.tobytes(), math.inf)
         log.info("%s: start %d ended (%s) at loss %.6g", self.name, self._start, msg, f_end)
