@@ -3,7 +3,13 @@ recovery of known Duffing parameters in few simulations, kill and resume without
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,7 +30,7 @@ from mechcalib.optimizers.least_squares import (
     unit_from_z,
     z_from_unit,
 )
-from mechcalib.storage import MemoryStore
+from mechcalib.storage import MemoryStore, RunStore
 
 TRUTH = np.array([0.2, 1.0, 0.5])  # the Duffing model's default preset (c, k, k3)
 
@@ -182,6 +188,62 @@ def test_killed_run_resumes_to_the_identical_result_without_recomputing(name, ch
     assert res.history.losses == ref.history.losses and np.array_equal(res.history.U, ref.history.U)
     assert res.best_loss == ref.best_loss and np.array_equal(res.best_x, ref.best_x)
     assert res.n_replayed == k and res.n_simulated == total - k == sum(CountingDuffing.calls)
+
+
+class SlowDuffing(Duffing):
+    """Duffing taking 20 ms per parameter set, so that a run can be killed mid-way."""
+
+    def simulate(self, theta, conditions=None):
+        time.sleep(0.02 * np.atleast_2d(theta).shape[0])
+        return super().simulate(theta, conditions)
+
+
+def child_run(db: str, total: int) -> None:
+    """The run killed by :func:`test_sigkilled_run_resumes_exactly` (executed in a child process)."""
+    with RunStore(db) as store:
+        mc.calibrate(
+            _duffing_problem(SlowDuffing()),
+            make_optimizer("lsq-lm", seed=3),
+            max_evals=total,
+            store=store,
+            run_name="k",
+        )
+
+
+def test_sigkilled_run_resumes_exactly(tmp_path):
+    db, total = str(tmp_path / "kill.db"), 40
+    code = f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import test_least_squares as t; t.child_run({db!r}, {total})"
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join([str(Path(mc.__file__).parents[1]), os.environ.get("PYTHONPATH", "")])
+    )
+    child = subprocess.Popen([sys.executable, "-c", code], env=env)
+    try:
+        deadline, n = time.monotonic() + 120, 0
+        while time.monotonic() < deadline and child.poll() is None and n < 12:
+            if os.path.exists(db):
+                try:
+                    with RunStore(db, readonly=True) as ro:
+                        n = ro.n_evaluations("k") if ro.has_run("k") else 0
+                except Exception:
+                    n = 0
+            time.sleep(0.01)
+        assert child.poll() is None, "the run ended before it could be killed"
+        child.send_signal(signal.SIGKILL)
+        child.wait(30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(10)
+    ref = mc.calibrate(_duffing_problem(SlowDuffing()), make_optimizer("lsq-lm", seed=3), max_evals=total)
+    with RunStore(db) as store:
+        stored = store.n_evaluations("k")
+        assert 12 <= stored < total
+        res = mc.calibrate(
+            _duffing_problem(SlowDuffing()), make_optimizer("lsq-lm"), max_evals=total, store=store, run_name="k"
+        )
+    assert res.history.losses == ref.history.losses and np.array_equal(res.history.U, ref.history.U)
+    assert res.best_loss == ref.best_loss and res.n_replayed + res.n_cached == stored
+    assert res.n_simulated == total - stored
 
 
 # -- bad input -------------------------------------------------------------------------------------------
