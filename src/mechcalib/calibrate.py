@@ -235,6 +235,14 @@ def calibrate(
     if ce is not None and (isinstance(ce, bool) or not isinstance(ce, int) or ce < 0):
         raise ConfigurationError(f"checkpoint_every must be an integer >= 0 or None, got {checkpoint_every!r}")
     check_problem(problem)
+    # a residual optimiser (least squares) checks the problem and budget, and gets the problem that keeps
+    # the responses its residuals are computed from
+    needs_residuals = bool(getattr(optimizer, "needs_residuals", False))
+    if needs_residuals:
+        problem = optimizer.prepare_problem(problem, termination)  # type: ignore[attr-defined]
+    residuals_of = getattr(problem, "residuals_from_responses", None) if needs_residuals else None
+    if residuals_of is not None and not getattr(problem, "has_residuals", False):
+        residuals_of = None
     space = problem.space
     own_evaluator = False
     if isinstance(evaluator, str):
@@ -268,8 +276,13 @@ def calibrate(
         evaluator.start(problem)
         optimizer.setup(space.dim)
         hist = History()
+        stored_responses: dict[int, Any] = {}
         if session is not None:
             b = _restore_checkpoint(session, optimizer, space, hist, counts)
+            if residuals_of is not None and session.resumed:
+                stored_responses = {
+                    r.idx: r.response for r in session.store.evaluations(session.run_id, responses=True)
+                }
         best, stale = math.inf, 0
         for cur in hist.best_per_batch:
             stale = 0 if cur < best - termination.min_delta else stale + 1
@@ -293,10 +306,23 @@ def calibrate(
                 told = False
             X = space.from_unit(U[:n])
             bt = time.perf_counter()
-            outs = _run_batch(b, U[:n], X, hist.n_evals, evaluator, session, on_evaluation, counts)
+            outs = _run_batch(
+                b, U[:n], X, hist.n_evals, evaluator, session, on_evaluation, counts, residuals_of is not None
+            )
             res = outcomes_to_batch(outs, time.perf_counter() - bt)
+            if told and residuals_of is not None:
+                resp = [
+                    o.response if o.response is not None else stored_responses.get(hist.n_evals + i)
+                    for i, o in enumerate(outs)
+                ]
+                R, rerr = residuals_of([r if o.ok else None for r, o in zip(resp, outs, strict=True)])
+                for i, err in enumerate(rerr):
+                    if err is not None and outs[i].ok:
+                        log.warning("evaluation %d: %s; the optimiser treats it as failed", hist.n_evals + i, err)
             hist.add(U[:n], X, res, b, told)
-            if told:
+            if told and residuals_of is not None:
+                optimizer.tell(U, res.losses, residuals=R)  # type: ignore[call-arg]
+            elif told:
                 optimizer.tell(U, res.losses)
             b += 1
             if session is not None:
@@ -401,9 +427,10 @@ def _run_batch(
     session: RunSession | None,
     on_evaluation: Callable[[int, int, Outcome], Any] | None,
     counts: dict,
+    want_responses: bool = False,
 ) -> list[Outcome]:
     """Outcomes of one batch in ask order: stored ones (replay), cache hits, then live evaluations, each
-    recorded as it arrives."""
+    recorded as it arrives; ``want_responses``: cache hits carry their stored response."""
     n = X.shape[0]
     outs: list[Outcome | None] = [None] * n
     todo = list(range(n))
@@ -440,6 +467,8 @@ def _run_batch(
                 hit = session.lookup(keys[i], i)
                 if hit is not None:
                     o, src, blob = hit
+                    if want_responses:
+                        o.response = session.response_of(blob)
                     deliver(i, o, cached_from=src, blob=blob)
                     continue
                 first[keys[i]] = i

@@ -1,5 +1,14 @@
 """The objective contract: a weighted sum over channels of a per-channel misfit between a simulated
-response and an experiment. The misfits themselves live in :mod:`mechcalib.objectives`."""
+response and an experiment. The misfits themselves live in :mod:`mechcalib.objectives`.
+
+An objective whose misfit is built from squares also gives its *residual vector* (``has_residuals``;
+``residuals``), the input of Gauss-Newton-type methods: each channel's residuals scaled by the square root
+of the channel's weight, concatenated in channel order, of a length fixed by the experiment
+(``n_residuals``). ``residual_loss`` states how the loss follows from them: ``"sum_squares"`` (the loss is
+``sum(r**2)``) or ``"root_per_channel"`` (each channel's misfit is ``sqrt(sum(r_ch**2))``, so the loss is
+``sum_ch sqrt(w_ch) * ||r_ch||`` and ``sum(r**2) = sum_ch w_ch * misfit_ch**2``, the least-squares form of
+the same fit: it equals the loss squared for one channel of weight 1).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import DataError, SettingError
+from ..errors import ConfigurationError, DataError, SettingError
 from .data import Curve, Experiment
 
 
@@ -26,6 +35,18 @@ class Objective:
     channels: tuple[str, ...] | None = None
 
     name = "objective"
+    #: whether ``channel_residuals`` is implemented (the misfit is built from a sum of squares)
+    has_residuals = False
+    #: how the loss follows from the residuals: ``"sum_squares"`` or ``"root_per_channel"`` (module docstring)
+    residual_loss = ""
+
+    def __init_subclass__(cls, **kw: object) -> None:
+        super().__init_subclass__(**kw)
+        # a subclass that changes the misfit but not the residuals would give residuals of another loss
+        own = vars(cls)
+        changed = "channel_misfit" in own or "values_many" in own
+        if changed and "channel_residuals" not in own and "has_residuals" not in own:
+            cls.has_residuals = False
 
     def __post_init__(self) -> None:
         for k, w in dict(self.weights).items():
@@ -40,6 +61,45 @@ class Objective:
 
     def channel_misfit(self, sim: Curve, exp: Curve) -> float:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def channel_residuals(self, sim: Curve, exp: Curve) -> np.ndarray:
+        """The unweighted residuals ``(k,)`` of one channel (objectives with ``has_residuals``)."""
+        raise ConfigurationError(
+            f"objective {self.name!r} has no residual vector (its loss is not a sum of squares); least-squares "
+            "methods need one: use an objective with residuals (l2, f1, overlap_rss) or a derivative-free optimizer"
+        )
+
+    def channel_residual_count(self, exp: Curve) -> int:
+        """The length of :meth:`channel_residuals` for a measured channel ``exp``."""
+        raise ConfigurationError(f"objective {self.name!r} has no residual vector")
+
+    def _names(self, experiment: Experiment) -> tuple[str, ...]:
+        return self.channels if self.channels is not None else experiment.channel_names
+
+    def n_residuals(self, experiment: Experiment) -> int:
+        """The length of :meth:`residuals` against ``experiment`` (fixed by the data, not the simulation)."""
+        return sum(self.channel_residual_count(experiment[ch]) for ch in self._names(experiment))
+
+    def residuals(self, simulated: Mapping[str, Curve], experiment: Experiment) -> np.ndarray:
+        """The residual vector ``(n_residuals(experiment),)``: each channel's :meth:`channel_residuals` times
+        the square root of its weight, in channel order. See the module docstring for its relation to the
+        loss (``residual_loss``)."""
+        parts = []
+        for ch in self._names(experiment):
+            if ch not in simulated:
+                raise DataError(
+                    f"the simulation has no channel {ch!r} measured in experiment {experiment.name!r}; "
+                    f"it has {sorted(simulated)}"
+                )
+            r = np.asarray(self.channel_residuals(simulated[ch], experiment[ch]), dtype=float).reshape(-1)
+            k = self.channel_residual_count(experiment[ch])
+            if r.shape[0] != k:
+                raise DataError(
+                    f"objective {self.name!r}: channel {ch!r} gave {r.shape[0]} residuals, expected {k} (the "
+                    "residual length is fixed by the experiment); the objective's channel_residuals is inconsistent"
+                )
+            parts.append(np.sqrt(self.weights.get(ch, 1.0)) * r)
+        return np.concatenate(parts) if parts else np.zeros(0)
 
     def breakdown(self, simulated: Mapping[str, Curve], experiment: Experiment) -> dict[str, float]:
         """Unweighted misfit of each channel."""

@@ -15,7 +15,7 @@ import time
 import traceback
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -179,6 +179,75 @@ class Problem(_PenaltyMixin):
                     responses[i][exp.name] = sim
         raw = np.where([e is None for e in errors], raw, np.nan)
         return self._finish(raw, errors, responses, t0)
+
+    # -- residuals (least-squares methods) ---------------------------------------------------------
+    @property
+    def has_residuals(self) -> bool:
+        """Whether the objective gives residual vectors (see :mod:`mechcalib.core.objective`)."""
+        return bool(self.objective.has_residuals)
+
+    @property
+    def n_residuals(self) -> int:
+        """The residual length ``m``, fixed by the experiments: the sum over experiments of the objective's
+        ``n_residuals``."""
+        return sum(self.objective.n_residuals(e) for e in self.experiments)
+
+    def residuals_from_responses(self, responses: Sequence[Any]) -> tuple[np.ndarray, list[str | None]]:
+        """The residuals ``(n, m)`` of responses kept by :meth:`evaluate` (``{experiment name: response}``
+        each, ``None`` for a failed set), experiments concatenated in order, each scaled by the square root
+        of its weight; with the failure text of each set (``None`` when ok). A failed set's row is NaN, so is
+        the row of a response that cannot be scored or gives another length than :attr:`n_residuals`."""
+        if not self.has_residuals:
+            raise ConfigurationError(
+                f"objective {self.objective.name!r} has no residual vector (has_residuals is False: its loss is not "
+                "a sum of squares); use an objective with residuals (l2, f1, overlap_rss) or a derivative-free "
+                "optimizer"
+            )
+        names = [e.name for e in self.experiments]
+        if len(set(names)) != len(names):
+            raise ConfigurationError(
+                f"residuals need experiments with distinct names (responses are kept by name), got {names}; "
+                "name each experiment (Experiment(..., name=...))"
+            )
+        m = self.n_residuals
+        R = np.full((len(responses), m), np.nan)
+        errors: list[str | None] = [None] * len(responses)
+        for i, resp in enumerate(responses):
+            if resp is None or not all(n in resp for n in names):
+                errors[i] = "no response kept (the set failed)"
+                continue
+            try:
+                parts = [np.sqrt(e.weight) * self.objective.residuals(resp[e.name], e) for e in self.experiments]
+                r = np.concatenate(parts) if parts else np.zeros(0)
+                if r.shape != (m,):
+                    raise ConfigurationError(
+                        f"the residual length is fixed per problem: expected {m}, got {r.shape[0]}; the "
+                        "objective's residuals must depend on the experiments only"
+                    )
+            except Exception as exc:  # noqa: BLE001 - that set's failure
+                errors[i] = f"residuals failed: {type(exc).__name__}: {exc}"
+                continue
+            R[i] = r
+        return R, errors
+
+    def evaluate_residuals(self, x_free: np.ndarray) -> tuple[np.ndarray, EvaluationBatch]:
+        """Simulate ``x_free`` ``(n, dim)``: the residuals ``(n, m)`` (NaN rows for failed sets) and the
+        evaluation batch, whose ``status``/``errors`` record each failure."""
+        prob = self if self.keep_responses else replace(self, keep_responses=True)
+        batch = prob.evaluate(x_free)
+        resp = [r if s == OK else None for r, s in zip(batch.responses, batch.status, strict=True)]
+        R, errors = self.residuals_from_responses(resp)
+        for i, err in enumerate(errors):
+            if err is not None and batch.status[i] == OK:
+                batch.status[i], batch.errors[i] = FAILED, err
+                batch.losses[i], batch.raw_losses[i] = self.failure_loss, math.nan
+        return R, batch
+
+    def residuals(self, x_free: np.ndarray) -> np.ndarray:
+        """The residuals ``(n, m)`` of the free parameter sets ``x_free`` ``(n, dim)``: experiments
+        concatenated, each scaled by the square root of its weight; a failed set's row is NaN (its failure is
+        in :meth:`evaluate_residuals`'s batch). For a ``"sum_squares"`` objective ``sum(r**2)`` is the loss."""
+        return self.evaluate_residuals(x_free)[0]
 
     def _score(self, sims: list, exp: Experiment) -> list[float | Exception]:
         """The objective of each response against ``exp``, or the exception it raised, through the objective's

@@ -55,12 +55,12 @@ def _increasing(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray] |
     return None
 
 
-def overlap_rss(
+def overlap_residuals(
     x_exp: np.ndarray, y_exp: np.ndarray, x_sim: np.ndarray, y_sim: np.ndarray, n_points: int = 200
-) -> float:
-    """Kibriya et al. (2023) eqs. 16-19 for one curve: root of the summed squared ordinate differences at
-    ``n_points`` abscissae uniformly spaced over the overlap of the two abscissa ranges, both curves
-    linearly interpolated there. Both abscissae must be monotonic (either direction)."""
+) -> np.ndarray:
+    """Kibriya et al. (2023) eqs. 16-18 for one curve: the ordinate differences ``(n_points,)``
+    ``y_exp(w) - y_sim(w)`` at ``n_points`` abscissae ``w`` uniformly spaced over the overlap of the two
+    abscissa ranges, both curves linearly interpolated there. Both abscissae must be monotonic."""
     e = _increasing(np.asarray(x_exp, float), np.asarray(y_exp, float))
     s = _increasing(np.asarray(x_sim, float), np.asarray(y_sim, float))
     if e is None or s is None:
@@ -73,12 +73,20 @@ def overlap_rss(
     if not lb < ub:
         raise DataError(f"overlap_rss: the curves' abscissa ranges do not overlap (lower={lb!r}, upper={ub!r})")
     w = np.linspace(lb, ub, n_points)
-    diff = np.interp(w, *e) - np.interp(w, *s)
+    return np.interp(w, *e) - np.interp(w, *s)
+
+
+def overlap_rss(
+    x_exp: np.ndarray, y_exp: np.ndarray, x_sim: np.ndarray, y_sim: np.ndarray, n_points: int = 200
+) -> float:
+    """Kibriya et al. (2023) eqs. 16-19 for one curve: root of the summed squared ordinate differences of
+    :func:`overlap_residuals`."""
+    diff = overlap_residuals(x_exp, y_exp, x_sim, y_sim, n_points)
     return float(np.sqrt(np.sum(diff * diff)))
 
 
-def progress_rss(exp: Curve, sim: Curve, n_points: int = 200) -> float:
-    """Objective 1 with the curves paired by their progress coordinate (see the module docstring)."""
+def progress_residuals(exp: Curve, sim: Curve, n_points: int = 200) -> tuple[np.ndarray, np.ndarray]:
+    """Objective 1 paired by progress (module docstring): ``(dy, s * dx)``, each ``(n_points,)``."""
     if (exp.t is None) != (sim.t is None):
         raise DataError(
             "progress pairing needs a progress coordinate t on both curves or on neither; "
@@ -93,7 +101,13 @@ def progress_rss(exp: Curve, sim: Curve, n_points: int = 200) -> float:
     dx = np.interp(t, te, exp.x) - np.interp(t, ts, sim.x)
     xr = np.ptp(exp.x)
     scale = np.ptp(exp.y) / xr if xr > 0 else 0.0
-    return float(np.sqrt(np.sum(dy * dy + (scale * dx) ** 2)))
+    return dy, scale * dx
+
+
+def progress_rss(exp: Curve, sim: Curve, n_points: int = 200) -> float:
+    """Objective 1 with the curves paired by their progress coordinate (see the module docstring)."""
+    dy, sdx = progress_residuals(exp, sim, n_points)
+    return float(np.sqrt(np.sum(dy * dy + sdx**2)))
 
 
 def sum_squares(r: np.ndarray, d: np.ndarray) -> float:
@@ -132,11 +146,21 @@ def sim_at_data(sim: Curve, exp: Curve, rtol: float = 1e-9) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class OverlapRSS(Objective):
-    """Kibriya et al. (2023) objective 1 (eqs. 16-20); ``n_points`` = 200 as in the paper."""
+    """Kibriya et al. (2023) objective 1 (eqs. 16-20); ``n_points`` = 200 as in the paper.
+
+    Residuals: per channel the ``n_points`` ordinate differences of eq. 18 (abscissa pairing), or
+    ``2 * n_points`` (``dy`` then ``s * dx``) when paired by progress; each channel's misfit is the root of
+    their sum of squares (``residual_loss = "root_per_channel"``), so for one channel of weight 1 the loss
+    is ``sqrt(sum(r**2))``. The pairing of a channel is decided by the monotonicity of the *experiment's*
+    abscissa (the residual length must not depend on the simulation): a channel whose simulated curve is
+    not monotonic where the experiment's is fails under ``pairing="abscissa"`` rules.
+    """
 
     n_points: int = 200
     pairing: Pairing = "auto"
     name = "overlap_rss"
+    has_residuals = True
+    residual_loss = "root_per_channel"
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -157,20 +181,43 @@ class OverlapRSS(Objective):
             return progress_rss(exp, sim, self.n_points)
         return overlap_rss(exp.x, exp.y, sim.x, sim.y, self.n_points)
 
+    def _by_progress(self, exp: Curve) -> bool:
+        return self.pairing == "progress" or (self.pairing == "auto" and _increasing(exp.x, exp.y) is None)
+
+    def channel_residual_count(self, exp: Curve) -> int:
+        return (2 if self._by_progress(exp) else 1) * self.n_points
+
+    def channel_residuals(self, sim: Curve, exp: Curve) -> np.ndarray:
+        if self._by_progress(exp):
+            return np.concatenate(progress_residuals(exp, sim, self.n_points))
+        return overlap_residuals(exp.x, exp.y, sim.x, sim.y, self.n_points)
+
 
 @dataclass(frozen=True)
 class F1(Objective):
-    """Mareš et al. (2016) eq. 3: sum of squared differences at the measured points."""
+    """Mareš et al. (2016) eq. 3: sum of squared differences at the measured points.
+
+    Residuals: ``sim(x_i) - y_i`` at the measured points, times ``sqrt(weight)``; the loss is ``sum(r**2)``
+    (``residual_loss = "sum_squares"``)."""
 
     name = "f1"
+    has_residuals = True
+    residual_loss = "sum_squares"
 
     def channel_misfit(self, sim: Curve, exp: Curve) -> float:
         return sum_squares(sim_at_data(sim, exp), exp.y)
 
+    def channel_residual_count(self, exp: Curve) -> int:
+        return int(exp.y.shape[0])
+
+    def channel_residuals(self, sim: Curve, exp: Curve) -> np.ndarray:
+        return np.asarray(sim_at_data(sim, exp), float) - np.asarray(exp.y, float)
+
 
 @dataclass(frozen=True)
 class F2(Objective):
-    """Mareš et al. (2016) eq. 4: sum of absolute differences at the measured points."""
+    """Mareš et al. (2016) eq. 4: sum of absolute differences at the measured points. Not a sum of squares:
+    no residual vector (``has_residuals = False``)."""
 
     name = "f2"
 
@@ -180,7 +227,8 @@ class F2(Objective):
 
 @dataclass(frozen=True)
 class L2(F1):
-    """Ding et al. (2021) eq. 27, ``||R_m - R_c(a)||^2`` over all measured channels (numerically F1)."""
+    """Ding et al. (2021) eq. 27, ``||R_m - R_c(a)||^2`` over all measured channels (numerically F1; the
+    same residuals, loss ``sum(r**2)``)."""
 
     name = "l2"
 

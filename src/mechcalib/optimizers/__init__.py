@@ -14,6 +14,9 @@ registry name       class                       source
 ``cmaes``           :class:`CMAES`              CMA-ES from pycma (Hansen 2016), IPOP/BIPOP restarts (Auger & Hansen 2005; Hansen 2009)
 ``random``          :class:`RandomSearch`       baseline
 ``lhs``             :class:`LatinHypercube`     baseline
+``lsq``             :class:`LeastSquares`       multi-start ``scipy.optimize.least_squares`` on residuals
+``lsq-trf``         :class:`LeastSquaresTRF`    trust-region reflective, one start
+``lsq-lm``          :class:`LeastSquaresLM`     Levenberg-Marquardt (cosine transform), one start
 ==================  ==========================  ==============================================
 
 Classes are imported lazily so that one algorithm's module is loaded only when used.
@@ -46,6 +49,9 @@ OPTIMIZERS: Registry[type[Optimizer]] = Registry(
         "cmaes": "mechcalib.optimizers.cmaes:CMAES",
         "random": "mechcalib.optimizers.random_search:RandomSearch",
         "lhs": "mechcalib.optimizers.random_search:LatinHypercube",
+        "lsq": "mechcalib.optimizers.least_squares:LeastSquares",
+        "lsq-trf": "mechcalib.optimizers.least_squares:LeastSquaresTRF",
+        "lsq-lm": "mechcalib.optimizers.least_squares:LeastSquaresLM",
     },
 )
 _BY_CLASS = {
@@ -60,6 +66,9 @@ _BY_CLASS = {
     "CMAES": "cmaes",
     "RandomSearch": "random",
     "LatinHypercube": "lhs",
+    "LeastSquares": "lsq",
+    "LeastSquaresTRF": "lsq-trf",
+    "LeastSquaresLM": "lsq-lm",
 }
 
 __all__ = ["Optimizer", "OPTIMIZERS", "get_optimizer", "make_optimizer", *_BY_CLASS]

@@ -1,0 +1,491 @@
+"""Least squares on residual vectors through the ask/tell loop: trust-region reflective (TRF) and
+Levenberg-Marquardt (LM) of :func:`scipy.optimize.least_squares`, with a batched finite-difference Jacobian.
+
+How scipy is driven. ``least_squares`` is deterministic given the residuals it receives, so each ``ask``
+re-runs it from the current start with every residual told so far (a table keyed by the exact unit-cube
+point); the first residual or Jacobian it needs and has not been told stops it, and those points are the
+batch asked: one point for a residual, the ``d`` (forward) or ``2 d`` (central) points of a Jacobian at
+once, so an evaluator runs a whole Jacobian in one call. scipy itself never finite-differences (``jac=`` is a
+callable) and every simulation goes through :func:`~mechcalib.calibrate`, its evaluator and its run store;
+a resumed run replays the same asks and recomputes nothing stored. The state (the starts, the current
+start's table, the end points) is plain data, so checkpoints work like any other optimiser's.
+
+Residuals. Run through :func:`~mechcalib.calibrate` on a :class:`~mechcalib.core.problem.Problem` whose
+objective has residuals (``has_residuals``), the optimiser is told the residual vectors with the losses
+(``tell(X, f, residuals=R)``; calibrate keeps the simulated responses and recomputes the residuals of
+replayed and cached evaluations from the stored responses). Told losses only (a problem without residuals,
+with a warning; direct ask/tell use), it fits the one residual ``sqrt(f)``, which needs a loss >= 0.
+
+Finite differences in the unit cube. Steps are taken on the unit-cube coordinates, i.e. relative to each
+parameter's range and in log for a log-scaled parameter. Forward: ``u + h e_i`` (``h`` = ``fd_step``,
+default 1e-6), stepping backwards where ``u_i + h > 1``. Central: ``u +- h e_i`` (default ``h`` = 1e-4),
+one-sided at a bound. A failed simulation at a difference point is replaced by the opposite one-sided step
+(forward) or the surviving side (central); when both fail, the column is set to zero with a warning. A zero
+column where the simulations succeeded means the data do not see that parameter: warned, naming it.
+
+Scipy's LM path can differ in the last bits from run to run, so every point scipy asks is rounded to
+multiples of 2**-40 (:func:`snap`) before it is looked up or asked: a replay then finds what was told.
+LM runs MINPACK's ``lmder`` through :func:`scipy.optimize.leastsq` (what ``least_squares(method="lm")``
+wraps), which does not ask the extra Jacobian at the end point that ``least_squares`` does.
+
+Bounds. TRF searches the unit cube with bounds ``[0, 1]``. LM takes no bounds: it searches ``z`` unbounded
+with ``u = (1 - cos(pi z)) / 2`` (a smooth, periodic map onto ``[0, 1]``; ``du/dz = pi sin(pi z) / 2``), the
+Jacobian multiplied by ``du/dz`` (chain rule); where the residuals are fewer than the parameters, LM's vector
+is padded with zeros (MINPACK needs ``m >= d``).
+
+Starts. ``n_starts`` points of a Latin-hypercube design (:class:`scipy.stats.qmc.LatinHypercube`, seeded);
+each start runs until scipy stops (``ftol``, ``xtol``, ``gtol``, ``max_nfev`` per start); its end point is
+kept when it is more than 1e-3 (max-norm, unit cube) from every kept one, else replaces the
+nearby one it betters (``end_points``; calibrate reports
+the distinct best evaluations as alternatives). With ``restart=True`` new uniform random starts follow the
+design while the budget lasts; with ``restart=False`` the optimiser reports ``converged`` after the design.
+A start whose first simulation fails ends at once. A failed point inside a start is given a residual of
+``1e3 (1 + max|r_0|)`` in every entry (``r_0``: the start's residuals), so scipy rejects the step.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import warnings
+from typing import Any, ClassVar
+
+import numpy as np
+from scipy.optimize import least_squares, leastsq
+from scipy.stats import qmc
+
+from ..errors import ConfigurationError, SettingError
+from ._base import Optimizer, SeedLike, check_choice, check_positive_int, check_range
+
+log = logging.getLogger(__name__)
+
+_DISTINCT = 1e-3
+
+
+class LeastSquaresWarning(UserWarning):
+    """A least-squares run works but not as intended (no residuals, a parameter the data do not see...)."""
+
+
+class _Need(Exception):
+    """scipy asked for residuals not told yet: ``points`` ``(k, d)`` is the next batch."""
+
+    def __init__(self, points: list[np.ndarray]) -> None:
+        super().__init__(len(points))
+        self.points = points
+
+
+# --------------------------------------------------------------------------------------------
+# Pure kernels
+# --------------------------------------------------------------------------------------------
+def unit_from_z(z: np.ndarray) -> np.ndarray:
+    """The LM transform ``u = (1 - cos(pi z)) / 2``: any real ``z`` onto the unit cube."""
+    return 0.5 * (1.0 - np.cos(np.pi * np.asarray(z, float)))
+
+
+def dunit_dz(z: np.ndarray) -> np.ndarray:
+    """Its derivative ``pi sin(pi z) / 2``."""
+    return 0.5 * np.pi * np.sin(np.pi * np.asarray(z, float))
+
+
+def z_from_unit(u: np.ndarray) -> np.ndarray:
+    """The inverse on ``[0, 1]``: ``z = arccos(1 - 2 u) / pi``."""
+    return np.arccos(np.clip(1.0 - 2.0 * np.asarray(u, float), -1.0, 1.0)) / np.pi
+
+
+def fd_steps(u: np.ndarray, h: float, central: bool) -> list[tuple[float, ...]]:
+    """The primary steps of each coordinate: ``(+h, -h)`` (central, both inside ``[0, 1]``) or one step
+    (forward: ``+h``, or ``-h`` where ``u_i + h > 1``)."""
+    out: list[tuple[float, ...]] = []
+    for ui in u:
+        if central and ui - h >= 0.0 and ui + h <= 1.0:
+            out.append((h, -h))
+        else:
+            out.append((h,) if ui + h <= 1.0 else (-h,))
+    return out
+
+
+_GRID = 2.0**40
+
+
+def snap(u: np.ndarray) -> np.ndarray:
+    """``u`` rounded to multiples of 2**-40 (about 1e-12; exact in float64): scipy's MINPACK path can differ
+    in the last bits from one run to the next (its reductions depend on memory alignment), and the points it
+    asks must repeat exactly for a replay to find what was told."""
+    return np.round(np.asarray(u, float) * _GRID) / _GRID
+
+
+def stepped(u: np.ndarray, i: int, s: float) -> np.ndarray:
+    p = u.copy()
+    p[i] = min(max(u[i] + s, 0.0), 1.0)
+    return p
+
+
+def fd_column(r0: np.ndarray, got: dict[float, np.ndarray | None], u_i: float) -> np.ndarray | None:
+    """One Jacobian column from the residuals ``got`` at steps ``{step: r or None (failed)}``: central when
+    both sides of a central pair succeeded, else one-sided on the surviving step; ``None``: none did."""
+    ok = {s: r for s, r in got.items() if r is not None}
+    pos = [s for s in ok if s > 0]
+    neg = [s for s in ok if s < 0]
+    if pos and neg:
+        sp, sn = pos[0], neg[0]
+        return (ok[sp] - ok[sn]) / ((u_i + sp) - (u_i + sn))
+    if ok:
+        s, r = next(iter(ok.items()))
+        return (r - r0) / ((u_i + s) - u_i)
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# The optimiser
+# --------------------------------------------------------------------------------------------
+class LeastSquares(Optimizer):
+    """Multi-start least squares of :func:`scipy.optimize.least_squares` over the unit cube (module
+    docstring).
+
+    Args:
+        method: ``"trf"`` (trust-region reflective, bounds ``[0, 1]``) or ``"lm"`` (Levenberg-Marquardt
+            through the cosine transform).
+        n_starts: size of the Latin-hypercube design of starts.
+        restart: keep starting from random points after the design while the budget lasts (``False``:
+            ``converged`` after the design).
+        difference: ``"forward"`` (``d`` simulations per Jacobian) or ``"central"`` (``2 d``).
+        fd_step: the difference step in the unit cube (default 1e-6 forward, 1e-4 central).
+        ftol, xtol, gtol: scipy's tolerances, per start.
+        max_nfev: scipy's residual evaluations per start (default: scipy's).
+        x0: starts of its own ``(k, d)`` in the unit cube, run before the design (e.g. the best points of a
+            global search to polish; ``n_starts`` then defaults to 0).
+        seed: seed of the design and the restarts.
+    """
+
+    name: ClassVar[str] = "lsq"
+    #: calibrate tells this optimiser the residual vectors (``tell(X, f, residuals=R)``)
+    needs_residuals: ClassVar[bool] = True
+    _default_method: ClassVar[str] = "trf"
+    _default_starts: ClassVar[int] = 5
+
+    def __init__(
+        self,
+        *,
+        method: str | None = None,
+        n_starts: int | None = None,
+        restart: bool = True,
+        difference: str = "forward",
+        fd_step: float | None = None,
+        ftol: float = 1e-8,
+        xtol: float = 1e-8,
+        gtol: float = 1e-8,
+        max_nfev: int | None = None,
+        x0: list[list[float]] | None = None,
+        seed: SeedLike = None,
+    ) -> None:
+        super().__init__(seed=seed)
+        self.method = check_choice(self.name, "method", method or self._default_method, ("trf", "lm"))
+        self.x0 = None if x0 is None else [[float(v) for v in row] for row in np.atleast_2d(np.asarray(x0, float))]
+        if self.x0 is not None and not all(0.0 <= v <= 1.0 for row in self.x0 for v in row):
+            raise SettingError(self.name, "x0", "unit-cube points (every coordinate in [0, 1])", x0)
+        default = self._default_starts if self.x0 is None else 0
+        minimum = 1 if self.x0 is None else 0
+        self.n_starts = check_positive_int(self.name, "n_starts", default if n_starts is None else n_starts, minimum)
+        self.restart = bool(restart)
+        self.difference = check_choice(self.name, "difference", difference, ("forward", "central"))
+        self.fd_step = None if fd_step is None else check_range(self.name, "fd_step", fd_step, 0.0, 0.5, lo_open=True)
+        self.ftol = check_range(self.name, "ftol", ftol, 0.0, 1.0)
+        self.xtol = check_range(self.name, "xtol", xtol, 0.0, 1.0)
+        self.gtol = check_range(self.name, "gtol", gtol, 0.0, 1.0)
+        self.max_nfev = None if max_nfev is None else check_positive_int(self.name, "max_nfev", max_nfev)
+        self._names: tuple[str, ...] | None = None
+
+    # -- what calibrate asks of a residual optimiser ------------------------------------------------
+    def evals_per_jacobian(self, dim: int) -> int:
+        return dim if self.difference == "forward" else 2 * dim
+
+    def prepare_problem(self, problem: Any, termination: Any) -> Any:
+        """Check the problem and budget before a run (called by calibrate) and return the problem to run:
+        a :class:`~mechcalib.core.problem.Problem` with residuals is made to keep its responses."""
+        dim = problem.space.dim
+        need = 1 + self.evals_per_jacobian(dim)
+        max_evals = getattr(termination, "max_evals", None)
+        if max_evals is not None and max_evals < need:
+            raise ConfigurationError(
+                f"{self.name}: one residual and one {self.difference} Jacobian take 1 + "
+                f"{self.evals_per_jacobian(dim)} = {need} simulations for {dim} free parameters, but max_evals="
+                f"{max_evals}; raise max_evals to at least {need} (a least-squares step needs a Jacobian) or use "
+                "a derivative-free optimizer"
+            )
+        self._names = tuple(getattr(problem.space, "free_names", ()))
+        if not getattr(problem, "has_residuals", False):
+            objective = getattr(getattr(problem, "objective", None), "name", type(problem).__name__)
+            warnings.warn(
+                f"{self.name}: least squares needs residual vectors, and {objective!r} has none (has_residuals is "
+                "False); it fits sqrt(loss) as one residual instead, which needs loss >= 0 and converges slowly. "
+                "Use an objective with residuals (l2, f1, overlap_rss) or a derivative-free optimizer (de, lhs)",
+                LeastSquaresWarning,
+                stacklevel=3,
+            )
+            return problem
+        if not getattr(problem, "keep_responses", True):
+            from dataclasses import replace
+
+            problem = replace(problem, keep_responses=True)
+        return problem
+
+    @property
+    def end_points(self) -> list[tuple[np.ndarray, float]]:
+        """The distinct end points of the finished starts ``(u, loss)``, best first."""
+        return sorted(((u.copy(), f) for u, f in self._ends), key=lambda e: e[1])
+
+    @property
+    def converged(self) -> bool:
+        return self.dim is not None and not self.restart and self._start >= len(self.x0 or ()) + self.n_starts
+
+    def tell(self, X: np.ndarray, f: np.ndarray, residuals: np.ndarray | None = None) -> None:  # type: ignore[override]
+        """As :meth:`Optimizer.tell`, with the residuals ``(n, m)`` of the batch (NaN rows: failed)."""
+        self._told = None if residuals is None else np.atleast_2d(np.asarray(residuals, dtype=float))
+        super().tell(X, f)
+
+    # -- ask/tell ------------------------------------------------------------------------------------------
+    def _init_state(self) -> None:
+        assert self.dim is not None
+        d = self.dim
+        own = np.array(self.x0, dtype=float).reshape(-1, d) if self.x0 is not None else np.zeros((0, d))
+        if self.x0 is not None and own.shape[1] != d:
+            raise ConfigurationError(f"{self.name}: x0 has {len(self.x0[0])} coordinates, the problem {d}")
+        design = qmc.LatinHypercube(d=d, rng=self.rng).random(self.n_starts) if self.n_starts else own[:0]
+        self._starts = np.vstack([own, design])
+        self._warned: set[tuple[str, int]] = set()
+        self._start = 0
+        self._table: dict[bytes, np.ndarray | None] = {}
+        self._loss: dict[bytes, float] = {}
+        self._jacs: dict[bytes, np.ndarray] = {}
+        self._ends: list[tuple[np.ndarray, float]] = []
+        self._m: int | None = None
+        self._mode: str | None = None  # "residuals" or "loss", fixed by the first tell
+        self._told: np.ndarray | None = None
+        self._r0_scale = 1.0
+
+    def _next_batch_size(self) -> int:
+        state = self.state_dict()
+        try:
+            return int(self._ask().shape[0])
+        finally:
+            self.load_state_dict(state)
+
+    def _ask(self) -> np.ndarray:
+        for _ in range(100_000):
+            if self._start >= len(self._starts):
+                self._starts = np.vstack([self._starts, self.rng.random((1, self.dim))])
+            try:
+                self._run_start()
+            except _Need as need:
+                return np.array(need.points)
+            self._start += 1
+            self._table, self._jacs, self._loss = {}, {}, {}  # a new start replays only its own evaluations
+        raise RuntimeError(f"{self.name}: no start asked for a simulation")  # pragma: no cover
+
+    def _tell(self, X: np.ndarray, f: np.ndarray) -> None:
+        R = self._told
+        self._told = None
+        mode = "loss" if R is None else "residuals"
+        if self._mode is None:
+            self._mode = mode
+        elif mode != self._mode:
+            raise ConfigurationError(
+                f"{self.name}: told {'no residuals' if R is None else 'residuals'} after a run told "
+                f"{self._mode}; tell residuals with every batch or with none"
+            )
+        if R is None:
+            R = np.where(np.isfinite(f) & (f >= 0), np.sqrt(np.maximum(f, 0.0)), np.nan)[:, None]
+        if R.shape[0] != X.shape[0]:
+            raise ConfigurationError(f"{self.name}: got {R.shape[0]} residual rows for {X.shape[0]} points")
+        if self._m is None:
+            self._m = R.shape[1]
+        elif R.shape[1] != self._m:
+            raise ConfigurationError(
+                f"{self.name}: the residual length is fixed per problem, got {R.shape[1]} after {self._m}; the "
+                "objective's residuals must depend on the experiments only"
+            )
+        for x, fi, r in zip(X, f, R, strict=True):
+            key = x.tobytes()
+            good = bool(np.all(np.isfinite(r))) and math.isfinite(fi)
+            self._table[key] = r.copy() if good else None
+            self._loss[key] = float(fi)
+
+    # -- scipy, replayed ------------------------------------------------------------------------------------
+    def _lookup(self, u: np.ndarray) -> np.ndarray | None:
+        """The told residuals at ``u`` (``None``: failed); raises :class:`_Need` when not told yet."""
+        key = u.tobytes()
+        if key not in self._table:
+            raise _Need([u])
+        return self._table[key]
+
+    def _pad(self, r: np.ndarray) -> np.ndarray:
+        if self.method == "lm" and r.shape[0] < self.dim:
+            return np.concatenate([r, np.zeros(self.dim - r.shape[0])])
+        return r
+
+    def _residual(self, u: np.ndarray) -> np.ndarray:
+        r = self._lookup(u)
+        if r is None:
+            assert self._m is not None
+            r = np.full(self._m, self._r0_scale)
+        return self._pad(r).copy()
+
+    def _jacobian(self, u: np.ndarray) -> np.ndarray:
+        """The forward/central difference Jacobian ``(m, d)`` at ``u`` in the unit cube, its difference
+        points asked as one batch (and a second batch for the steps replacing failed ones)."""
+        key = u.tobytes()
+        if key in self._jacs:
+            return self._jacs[key]
+        r0 = self._lookup(u)
+        assert r0 is not None and self._m is not None
+        h = self.fd_step or (1e-6 if self.difference == "forward" else 1e-4)
+        steps = fd_steps(u, h, self.difference == "central")
+        # primary steps as one batch
+        self._gather([stepped(u, i, s) for i, ss in enumerate(steps) for s in ss])
+        got = [{s: self._table[stepped(u, i, s).tobytes()] for s in ss} for i, ss in enumerate(steps)]
+        # forward steps that failed: the opposite step, as a second batch
+        retry = [
+            (i, -ss[0])
+            for i, ss in enumerate(steps)
+            if len(ss) == 1 and got[i][ss[0]] is None and 0.0 <= u[i] - ss[0] <= 1.0
+        ]
+        self._gather([stepped(u, i, s) for i, s in retry])
+        for i, s in retry:
+            got[i][s] = self._table[stepped(u, i, s).tobytes()]
+        J = np.zeros((self._m, self.dim))
+        for i in range(self.dim):
+            col = fd_column(r0, got[i], float(u[i]))
+            if col is None:
+                self._warn(
+                    ("failed", i),
+                    f"every difference point of {self._label(i)} failed at u={u.tolist()}; its column is zero",
+                )
+            elif not np.any(col):
+                self._warn(
+                    ("zero", i),
+                    f"the residuals do not change with {self._label(i)} (its Jacobian column is zero at "
+                    f"u={u.tolist()}): the data do not see it; fix it (a fixed parameter) or add data sensitive to it",
+                )
+            else:
+                J[:, i] = col
+        self._jacs[key] = J
+        return J
+
+    def _gather(self, points: list[np.ndarray]) -> None:
+        missing, seen = [], set()
+        for p in points:
+            k = p.tobytes()
+            if k not in self._table and k not in seen:
+                seen.add(k)
+                missing.append(p)
+        if missing:
+            raise _Need(missing)
+
+    def _label(self, i: int) -> str:
+        names = self._names or ()
+        return f"parameter {names[i]!r}" if i < len(names) else f"free parameter {i} (unit-cube coordinate)"
+
+    def _warn(self, what: tuple[str, int], text: str) -> None:
+        """Warn once per run and kind for a coordinate."""
+        if what in self._warned:
+            return
+        self._warned.add(what)
+        warnings.warn(f"{self.name}: {text}", LeastSquaresWarning, stacklevel=2)
+
+    def _run_start(self) -> None:
+        """Run scipy from the current start with the told residuals; raises :class:`_Need` for the next
+        batch, returns when the start has ended (its end point recorded)."""
+        start = snap(np.clip(self._starts[self._start], 0.0, 1.0))
+        z0 = z_from_unit(start)
+        u0 = snap(unit_from_z(z0)) if self.method == "lm" else start  # the point scipy evaluates first
+        r0 = self._lookup(u0)
+        if r0 is None:
+            log.info("%s: start %d failed at its first simulation; next start", self.name, self._start)
+            return
+        self._r0_scale = 1e3 * (1.0 + float(np.max(np.abs(r0)) if r0.size else 0.0))
+        kw: dict[str, Any] = {"ftol": self.ftol, "xtol": self.xtol, "gtol": self.gtol, "max_nfev": self.max_nfev}
+        if self.method == "lm":
+
+            def fun(z: np.ndarray) -> np.ndarray:
+                return self._residual(snap(unit_from_z(z)))
+
+            def jac(z: np.ndarray) -> np.ndarray:
+                J = self._jacobian(snap(unit_from_z(z))) * dunit_dz(z)[None, :]
+                return self._pad_rows(J)
+
+            # MINPACK's lmder through leastsq, the routine least_squares(method="lm") wraps: least_squares
+            # asks one more Jacobian at the end point, d simulations spent on nothing
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                z, *_, msg, _ = leastsq(
+                    fun,
+                    z0,
+                    Dfun=jac,
+                    full_output=True,
+                    ftol=self.ftol,
+                    xtol=self.xtol,
+                    gtol=self.gtol,
+                    maxfev=self.max_nfev or 0,
+                )
+            u_end = snap(unit_from_z(z))
+        else:
+
+            def fun(u: np.ndarray) -> np.ndarray:
+                return self._residual(snap(np.clip(u, 0.0, 1.0)))
+
+            def jac(u: np.ndarray) -> np.ndarray:
+                return self._jacobian(snap(np.clip(u, 0.0, 1.0))).copy()  # scipy may work on it in place
+
+            res = least_squares(fun, u0, jac=jac, bounds=(0.0, 1.0), method="trf", **kw)
+            u_end, msg = snap(np.clip(res.x, 0.0, 1.0)), res.message
+        f_end = self._loss.get(u_end.tobytes(), math.inf)
+        log.info("%s: start %d ended (%s) at loss %.6g", self.name, self._start, msg, f_end)
+        near = [j for j, (u, _) in enumerate(self._ends) if np.max(np.abs(u_end - u)) <= _DISTINCT]
+        if not near:
+            self._ends.append((u_end.copy(), f_end))
+        elif f_end < self._ends[near[0]][1]:  # the same basin, ended lower
+            self._ends[near[0]] = (u_end.copy(), f_end)
+
+    def _pad_rows(self, J: np.ndarray) -> np.ndarray:
+        if J.shape[0] < self.dim:
+            return np.vstack([J, np.zeros((self.dim - J.shape[0], self.dim))])
+        return J
+
+
+class LeastSquaresTRF(LeastSquares):
+    """One start of trust-region reflective least squares (``n_starts=1``, ``method="trf"``)."""
+
+    name: ClassVar[str] = "lsq-trf"
+    _default_method: ClassVar[str] = "trf"
+    _default_starts: ClassVar[int] = 1
+
+
+class LeastSquaresLM(LeastSquares):
+    """One start of Levenberg-Marquardt through the cosine transform (``n_starts=1``, ``method="lm"``)."""
+
+    name: ClassVar[str] = "lsq-lm"
+    _default_method: ClassVar[str] = "lm"
+    _default_starts: ClassVar[int] = 1
+
+
+def batched_jacobian(
+    fn: Any, u: np.ndarray, *, difference: str = "forward", fd_step: float | None = None
+) -> np.ndarray:
+    """The finite-difference Jacobian ``(m, d)`` at the unit-cube point ``u`` of ``fn``, which maps ``(k, d)``
+    unit-cube points to ``(k, m)`` residuals (NaN rows: failed), exactly as the optimisers of this module
+    take it: ``fn`` is called once at ``u``, once on the whole batch of difference points, and once more
+    on the steps replacing failed ones, if any."""
+    u = np.asarray(u, dtype=float)
+    opt = LeastSquares(difference=difference, fd_step=fd_step, n_starts=1, seed=0).setup(u.shape[0])
+    points = [u]
+    while True:
+        R = np.atleast_2d(np.asarray(fn(np.array(points)), dtype=float))
+        for p, r in zip(points, R, strict=True):
+            opt._table[p.tobytes()] = r.copy() if np.all(np.isfinite(r)) else None
+        opt._m = R.shape[1]
+        if opt._table[u.tobytes()] is None:
+            raise ConfigurationError(f"batched_jacobian: the residuals at u={u.tolist()} failed; no Jacobian there")
+        try:
+            return opt._jacobian(u)
+        except _Need as need:
+            points = need.points

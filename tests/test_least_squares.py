@@ -1,0 +1,302 @@
+"""Least squares through the run engine: the batched finite-difference Jacobian against analytic ones,
+recovery of known Duffing parameters in few simulations, kill and resume without recomputing, bad input."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import mechcalib as mc
+from mechcalib.core.parameters import Parameter, ParameterSpace
+from mechcalib.core.problem import Problem, experiment_from_model
+from mechcalib.errors import ConfigurationError
+from mechcalib.models.analytic import Linear
+from mechcalib.models.oscillator import Duffing
+from mechcalib.objectives.curves import F2, L2
+from mechcalib.optimizers import OPTIMIZERS, make_optimizer
+from mechcalib.optimizers.least_squares import (
+    LeastSquares,
+    LeastSquaresWarning,
+    batched_jacobian,
+    dunit_dz,
+    unit_from_z,
+    z_from_unit,
+)
+from mechcalib.storage import MemoryStore, RunStore
+
+TRUTH = np.array([0.2, 1.0, 0.5])  # the Duffing model's default preset (c, k, k3)
+
+
+class CountingDuffing(Duffing):
+    """Duffing counting the parameter sets it simulates (simulations counted at the model)."""
+
+    calls: list[int] = []
+
+    def simulate(self, theta, conditions=None):
+        CountingDuffing.calls.append(int(np.atleast_2d(theta).shape[0]))
+        return super().simulate(theta, conditions)
+
+
+def _duffing_problem(model=None):
+    model = model or Duffing()
+    return Problem(model, experiment_from_model(model, name="d"), L2(channels=("displacement",)))
+
+
+def _linear_problem(space=None):
+    model = Linear()
+    return Problem(model, experiment_from_model(model, name="lin"), L2(), space=space)
+
+
+# -- the Jacobian ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("difference", ["forward", "central"])
+def test_batched_jacobian_of_the_linear_model_is_analytic(difference):
+    # y = a x + b; a = 0.1 + 0.9 u_a (linear), b = 0.1 * 100**u_b (log): dr/du = (0.9 x, b ln 100)
+    space = ParameterSpace([Parameter("a", 0.1, 1.0), Parameter("b", 0.1, 10.0, scale="log")])
+    prob = _linear_problem(space)
+    calls = []
+
+    def fn(U):
+        calls.append(len(U))
+        return prob.residuals(space.from_unit(U))
+
+    for u in (np.array([0.3, 0.6]), np.array([1.0, 0.0]), np.array([0.0, 1.0])):
+        calls.clear()
+        J = batched_jacobian(fn, u, difference=difference)
+        b = space.from_unit(u[None])[0, 1]
+        x = np.arange(100.0)
+        np.testing.assert_allclose(J[:, 0], 0.9 * x, rtol=1e-5, atol=1e-6)
+        inside = np.all((u > 1e-3) & (u < 1 - 1e-3))
+        # one-sided at a bound: truncation error h ln(100) / 2 with h = 1e-4 (central) or 1e-6 (forward)
+        np.testing.assert_allclose(J[:, 1], b * np.log(100.0), rtol=1e-5 if inside or difference == "forward" else 5e-4)
+        assert calls == [1, 2 * 2 if difference == "central" and inside else 2]  # one batch for the Jacobian
+
+
+def test_batched_jacobian_of_duffing_matches_a_refined_reference():
+    prob = _duffing_problem()
+    space = prob.space
+
+    def fn(U):
+        return prob.residuals(space.from_unit(U))
+
+    u = space.to_unit(np.array([[0.3, 1.4, 0.8]]))[0]
+    J = batched_jacobian(fn, u)
+    # reference: Richardson-extrapolated central differences (error O(h^4))
+    Jc = np.empty_like(J)
+    for i in range(3):
+        cols = []
+        for h in (1e-3, 5e-4):
+            e = np.zeros(3)
+            e[i] = h
+            rp, rm = fn(np.array([u + e, u - e]))
+            cols.append((rp - rm) / (2 * h))
+        Jc[:, i] = (4 * cols[1] - cols[0]) / 3
+    assert np.max(np.abs(J - Jc)) <= 1e-4 * np.max(np.abs(Jc))
+    assert np.max(np.abs(batched_jacobian(fn, u, difference="central") - Jc)) <= 1e-6 * np.max(np.abs(Jc))
+
+
+def test_a_failed_difference_point_takes_the_other_side_or_zeroes_the_column():
+    A = np.array([[1.0, 2.0], [3.0, -1.0], [0.5, 0.5]])
+    u = np.array([0.4, 0.5])
+
+    def one_side(U):  # a line, failing to the right of u in coordinate 0
+        R = U @ A.T
+        R[U[:, 0] > u[0]] = np.nan
+        return R
+
+    np.testing.assert_allclose(batched_jacobian(one_side, u), A, rtol=1e-6)
+
+    def both_sides(U):  # failing at every point off u in coordinate 0
+        R = U @ A.T
+        R[U[:, 0] != u[0]] = np.nan
+        return R
+
+    with pytest.warns(
+        LeastSquaresWarning, match=r"every difference point of free parameter 0 \(unit-cube coordinate\) failed"
+    ):
+        J = batched_jacobian(both_sides, u)
+    np.testing.assert_array_equal(J[:, 0], 0.0)
+    np.testing.assert_allclose(J[:, 1], A[:, 1], rtol=1e-6)
+
+
+def test_lm_transform_maps_onto_the_unit_cube():
+    z = np.linspace(-3, 3, 101)
+    u = unit_from_z(z)
+    assert u.min() >= 0 and u.max() <= 1
+    np.testing.assert_allclose(unit_from_z(z_from_unit(np.linspace(0, 1, 11))), np.linspace(0, 1, 11), atol=1e-15)
+    np.testing.assert_allclose(dunit_dz(z), (unit_from_z(z + 1e-7) - unit_from_z(z - 1e-7)) / 2e-7, atol=1e-7)
+
+
+# -- recovery ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["lsq-trf", "lsq-lm"])
+def test_least_squares_recovers_duffing_in_few_simulations(name):
+    prob = _duffing_problem(CountingDuffing())
+    CountingDuffing.calls = []  # the data's simulation left out
+    res = mc.calibrate(prob, make_optimizer(name, seed=0, restart=False), max_evals=200)
+    err = np.max(np.abs(res.best_x - TRUTH) / TRUTH)
+    assert res.stop_reason == "converged" and err < 1e-4
+    # simulations counted at the model, Jacobians included: every evaluation is one simulated set
+    assert sum(CountingDuffing.calls) == res.n_evals <= 60
+    X = np.asarray(res.history.X)
+    first = int(np.argmax(np.max(np.abs(X - TRUTH) / TRUTH, axis=1) < 1e-4)) + 1
+    print(f"{name}: {first} simulations to 1e-4, {res.n_evals} until scipy stopped")  # noqa: T201
+    assert max(CountingDuffing.calls) == 3  # a Jacobian is one batch of d = 3 sets
+
+
+def test_multi_start_keeps_distinct_end_points_and_reports_alternatives():
+    prob = _linear_problem()
+    opt = make_optimizer("lsq", seed=2, n_starts=3, restart=False)
+    res = mc.calibrate(prob, opt, max_evals=300)
+    assert res.stop_reason == "converged" and np.allclose(res.best_x, [0.2, 5.0], rtol=1e-6)
+    ends = opt.end_points
+    assert len(ends) == 1 and ends[0][1] == res.best_loss  # one basin: its three starts end together
+    assert res.alternatives[0][1] == res.best_loss
+
+
+# -- resume ----------------------------------------------------------------------------------------------
+class _Stop(KeyboardInterrupt):
+    pass
+
+
+@pytest.mark.parametrize("name", ["lsq-trf", "lsq-lm", "lsq"])
+@pytest.mark.parametrize("checkpoint_every", [1, None])
+def test_killed_run_resumes_to_the_identical_result_without_recomputing(name, checkpoint_every):
+    total, k = 45, 13
+    ref = mc.calibrate(_duffing_problem(), make_optimizer(name, seed=4), max_evals=total)
+    store = MemoryStore()
+    seen = []
+
+    def hook(idx, batch, outcome):
+        if outcome.source == "live":
+            seen.append(idx)
+            if len(seen) == k:
+                raise _Stop
+
+    kw = dict(max_evals=total, store=store, run_name="r", cache=False, checkpoint_every=checkpoint_every)
+    with pytest.raises(_Stop):
+        mc.calibrate(_duffing_problem(CountingDuffing()), make_optimizer(name, seed=4), on_evaluation=hook, **kw)
+    prob = _duffing_problem(CountingDuffing())
+    CountingDuffing.calls = []
+    res = mc.calibrate(prob, make_optimizer(name), **kw)
+    assert res.history.losses == ref.history.losses and np.array_equal(res.history.U, ref.history.U)
+    assert res.best_loss == ref.best_loss and np.array_equal(res.best_x, ref.best_x)
+    assert res.n_replayed == k and res.n_simulated == total - k == sum(CountingDuffing.calls)
+
+
+class SlowDuffing(Duffing):
+    """Duffing taking 20 ms per parameter set, so that a run can be killed mid-way."""
+
+    def simulate(self, theta, conditions=None):
+        time.sleep(0.02 * np.atleast_2d(theta).shape[0])
+        return super().simulate(theta, conditions)
+
+
+def child_run(db: str, total: int) -> None:
+    """The run killed by :func:`test_sigkilled_run_resumes_exactly` (executed in a child process)."""
+    with RunStore(db) as store:
+        mc.calibrate(
+            _duffing_problem(SlowDuffing()),
+            make_optimizer("lsq-lm", seed=3),
+            max_evals=total,
+            store=store,
+            run_name="k",
+        )
+
+
+def test_sigkilled_run_resumes_exactly(tmp_path):
+    db, total = str(tmp_path / "kill.db"), 40
+    code = f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import test_least_squares as t; t.child_run({db!r}, {total})"
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join([str(Path(mc.__file__).parents[1]), os.environ.get("PYTHONPATH", "")])
+    )
+    child = subprocess.Popen([sys.executable, "-c", code], env=env)
+    try:
+        deadline, n = time.monotonic() + 120, 0
+        while time.monotonic() < deadline and child.poll() is None and n < 12:
+            if os.path.exists(db):
+                try:
+                    with RunStore(db, readonly=True) as ro:
+                        n = ro.n_evaluations("k") if ro.has_run("k") else 0
+                except Exception:
+                    n = 0
+            time.sleep(0.01)
+        assert child.poll() is None, "the run ended before it could be killed"
+        child.send_signal(signal.SIGKILL)
+        child.wait(30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(10)
+    ref = mc.calibrate(_duffing_problem(SlowDuffing()), make_optimizer("lsq-lm", seed=3), max_evals=total)
+    with RunStore(db) as store:
+        stored = store.n_evaluations("k")
+        assert 12 <= stored < total
+        res = mc.calibrate(
+            _duffing_problem(SlowDuffing()), make_optimizer("lsq-lm"), max_evals=total, store=store, run_name="k"
+        )
+    assert res.history.losses == ref.history.losses and np.array_equal(res.history.U, ref.history.U)
+    assert res.best_loss == ref.best_loss and res.n_replayed + res.n_cached == stored
+    assert res.n_simulated == total - stored
+
+
+# -- bad input -------------------------------------------------------------------------------------------
+def test_an_objective_without_residuals_is_warned_and_fitted_on_the_root_loss():
+    model = Linear()
+    prob = Problem(model, experiment_from_model(model, name="lin"), F2())
+    with pytest.warns(LeastSquaresWarning, match="'f2' has none.*l2, f1, overlap_rss"):
+        res = mc.calibrate(prob, make_optimizer("lsq-trf", seed=0), max_evals=40)
+    assert np.isfinite(res.best_loss)
+
+
+def test_a_budget_below_one_jacobian_is_refused():
+    for diff, need in (("forward", 4), ("central", 7)):
+        with pytest.raises(ConfigurationError, match=f"max_evals={need - 1}; raise max_evals to at least {need}"):
+            mc.calibrate(_duffing_problem(), make_optimizer("lsq-trf", difference=diff), max_evals=need - 1)
+
+
+def test_a_parameter_the_data_do_not_see_is_named():
+    opt = LeastSquares(n_starts=1, restart=False, seed=0)
+    opt._names = ("seen", "unseen")
+    opt.setup(2)
+    with pytest.warns(LeastSquaresWarning, match="do not change with parameter 'unseen'.*data do not see it"):
+        while not opt.converged:
+            U = opt.ask()
+            R = np.column_stack([U[:, 0] - 0.3, 2 * (U[:, 0] - 0.3)])
+            opt.tell(U, np.sum(R**2, axis=1), residuals=R)
+    assert opt.best_x[0] == pytest.approx(0.3, abs=1e-8)
+
+
+def test_failing_simulations_inside_a_run_never_crash_it():
+    rng = np.random.default_rng(0)
+    opt = LeastSquares(n_starts=2, seed=1)
+    opt.setup(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LeastSquaresWarning)
+        for _ in range(60):
+            U = opt.ask()
+            R = np.column_stack([U - 0.3, np.sin(U[:, :1])])
+            R[rng.random(len(U)) < 0.25] = np.nan
+            opt.tell(U, np.sum(R**2, axis=1), residuals=R)
+    assert opt.best_f < 0.3
+
+
+def test_registered_and_listed():
+    assert {"lsq", "lsq-trf", "lsq-lm"} <= set(OPTIMIZERS)
+    assert make_optimizer("lsq-lm").settings()["method"] == "lm"
+
+
+def test_own_starts_are_polished_first():
+    opt = make_optimizer("lsq-lm", x0=[[0.25, 0.45]], restart=False, seed=0)
+    res = mc.calibrate(_linear_problem(), opt, max_evals=100)
+    assert opt.n_starts == 0 and res.stop_reason == "converged"
+    np.testing.assert_allclose(res.history.U[0], [0.25, 0.45], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(res.best_x, [0.2, 5.0], rtol=1e-6)
+    with pytest.raises(Exception, match="x0"):
+        make_optimizer("lsq", x0=[[1.5, 0.2]])
