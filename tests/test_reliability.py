@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -20,7 +21,6 @@ from mechcalib.config import ConfigFileError, load_config
 from mechcalib.core.parameters import Parameter, ParameterSpace
 from mechcalib.errors import ConfigurationError
 from mechcalib.runs import RESULT_FILE, STORE_FILE, resume_run, run_config
-from mechcalib.storage import RunStore
 
 runner = CliRunner()
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -219,9 +219,9 @@ def test_store_with_the_previous_fingerprint_still_resumes(tmp_path):
     problem = load_config(cfg).build_problem()
     legacy = problem_fingerprint(problem, legacy=True)
     assert legacy != problem_fingerprint(problem)
-    with RunStore(out / STORE_FILE) as st:  # as a store written before the canonical fingerprint
-        st._conn.execute("UPDATE runs SET fingerprint=?", (json.dumps(legacy),))
-        st._conn.commit()
+    with sqlite3.connect(out / STORE_FILE) as con:  # as a store written before the canonical fingerprint
+        con.execute("UPDATE runs SET fingerprint=?", (json.dumps(legacy),))
+    con.close()
     rec2 = resume_run(out, budget=16, config=cfg)
     assert rec2.result.n_evals == 16
     assert rec2.result.n_simulated == 8  # the stored 8 are answered from the store
@@ -238,6 +238,12 @@ def test_api_store_opens_with_show(tmp_path):
     r = _invoke("show", path, "--json")
     assert r.exit_code == 0, r.output
     assert json.loads(r.output)["n_evaluations"] == 8
+    r = _invoke("export", path)
+    assert r.exit_code == 0, r.output
+    assert len((tmp_path / "evaluations.csv").read_text().splitlines()) == 9
+    r = _invoke("report", path)
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "convergence.png").is_file()
 
 
 def test_simulation_time_does_not_exceed_wall_time(tmp_path):

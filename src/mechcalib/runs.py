@@ -118,7 +118,11 @@ def _now() -> str:
 
 
 def _store_path(out_dir: str | os.PathLike[str]) -> Path:
+    """The run store of a run folder, or ``out_dir`` itself when it names a store file (one written from
+    Python, ``calibrate(..., store="x.sqlite")``: no ``run.json`` beside it, outputs go to its folder)."""
     out = Path(out_dir)
+    if out.is_file():
+        return out
     if not out.is_dir():
         raise RunDirError(f"no run folder {str(out)!r}; give the folder of a run (`mechcalib run CONFIG --out DIR`)")
     path = out / STORE_FILE
@@ -480,7 +484,8 @@ def run_summary(out_dir: str | os.PathLike[str], *, run: str | None = None, n_fa
     (the ``result.json`` path when written).
     """
     out = Path(out_dir)
-    with RunStore(_store_path(out), readonly=True) as store:
+    spath = _store_path(out)
+    with RunStore(spath, readonly=True) as store:
         name = _run_name(store, out, run)
         info = store.run(name)
         fails = store.failures(name)
@@ -509,7 +514,7 @@ def run_summary(out_dir: str | os.PathLike[str], *, run: str | None = None, n_fa
             "n_batches": info.n_batches,
             "created": info.created,
             "updated": info.updated,
-            "store": str(out / STORE_FILE),
+            "store": str(spath),
             "result": str(out / RESULT_FILE) if (out / RESULT_FILE).is_file() else None,
         }
     )
@@ -556,9 +561,10 @@ def export_run(
     if fmt == "parquet":
         _parquet_engine()
     out = Path(out_dir)
-    with RunStore(_store_path(out), readonly=True) as store:
+    spath = _store_path(out)
+    with RunStore(spath, readonly=True) as store:
         name = _run_name(store, out, run)
-        table = Path(path) if path is not None else out / f"evaluations.{fmt}"
+        table = Path(path) if path is not None else spath.parent / f"evaluations.{fmt}"
         if fmt == "csv":
             store.export_csv(name, table)
             info = store.run(name)
@@ -601,7 +607,9 @@ def write_report(out_dir: str | os.PathLike[str], *, run: str | None = None, pro
     from .reporting import plot_convergence, plot_fits
 
     out = Path(out_dir)
-    with RunStore(_store_path(out), readonly=True) as store:
+    spath = _store_path(out)
+    folder = spath.parent  # the run folder, or the folder of a store file
+    with RunStore(spath, readonly=True) as store:
         name = _run_name(store, out, run)
         info = store.run(name)
         recs = store.evaluations(info.id)
@@ -616,7 +624,7 @@ def write_report(out_dir: str | os.PathLike[str], *, run: str | None = None, pro
         status[r.idx] = r.status
     kept = f", {len(recs)} kept" if info.compacted else ""
     title = f"{info.name}: {info.optimizer}, {info.n_evals} evaluations{kept}"
-    written = [plot_convergence(losses, out / "convergence.png", status=status, title=title)]
+    written = [plot_convergence(losses, folder / "convergence.png", status=status, title=title)]
     if best is None:
         log.warning("run %r has no successful evaluation; no fit plot", name)
         return written
@@ -629,5 +637,5 @@ def write_report(out_dir: str | os.PathLike[str], *, run: str | None = None, pro
     x = np.array([best.params[n] for n in problem.space.free_names], dtype=float)
     responses = best.response if isinstance(best.response, Mapping) else None
     label = f"best of run {info.name} (evaluation {best.idx}, loss {best.loss:.4g})"
-    written += plot_fits(problem, x, out, responses=responses, title=label)
+    written += plot_fits(problem, x, folder, responses=responses, title=label)
     return written

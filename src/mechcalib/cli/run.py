@@ -182,7 +182,9 @@ def _resume_dataset(
 
 
 def show(
-    directory: Path = typer.Argument(..., metavar="DIR", help="Run folder."),
+    directory: Path = typer.Argument(
+        ..., metavar="DIR", help="Run folder, or a run store file (SQLite) written from Python."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object (for scripts)."),
     run_name: str = typer.Option(None, "--run", help="Run name in the store (default: the folder's run)."),
 ) -> None:
@@ -215,7 +217,9 @@ def show(
 
 
 def export(
-    directory: Path = typer.Argument(..., metavar="DIR", help="Run folder."),
+    directory: Path = typer.Argument(
+        ..., metavar="DIR", help="Run folder, or a run store file (SQLite) written from Python."
+    ),
     fmt: str = typer.Option("csv", "--format", help="Table format: csv or parquet (needs pandas and pyarrow)."),
     out: Path = typer.Option(None, "--out", "-o", help="Table file (default DIR/evaluations.csv or .parquet)."),
     dataset: Path = typer.Option(None, "--dataset", help="Also write parameters, losses and responses as .npz."),
@@ -243,7 +247,9 @@ def export(
 
 
 def report(
-    directory: Path = typer.Argument(..., metavar="DIR", help="Run folder."),
+    directory: Path = typer.Argument(
+        ..., metavar="DIR", help="Run folder, or a run store file (SQLite) written from Python."
+    ),
     run_name: str = typer.Option(None, "--run", help="Run name in the store (default: the folder's run)."),
 ) -> None:
     """Write DIR/convergence.png and DIR/fit_<experiment>.png (best fit against each experiment)."""

@@ -161,6 +161,11 @@ class RunSession:
                 f"{where} searched another parameter space; resume with the same space or choose another run_name"
             )
         if self.fingerprint is not None and info.fingerprint is not None and self.fingerprint != info.fingerprint:
+            if problem_fingerprint(self.problem, legacy=True) == info.fingerprint:
+                # a store written before fingerprints sorted mappings' keys: same problem; its cache keys
+                # were made with the stored fingerprint, so keep using it for this run
+                self.fingerprint = info.fingerprint
+                return
             raise ResumeError(
                 f"{where} was made with another problem (model, experiments, objective or penalty differ: fingerprint "
                 f"{info.fingerprint} != {self.fingerprint}); choose another run_name"
