@@ -241,7 +241,7 @@ def result_summary(
     ``alternatives`` (``[{"params", "loss"}]``, best first), ``n_simulated``/``n_cached``/``n_replayed``
     (of the last invocation: a resume that recomputes nothing has ``n_simulated == 0``), ``budget``,
     ``evaluator``, ``timings`` (``wall_seconds`` and ``calibrate_seconds`` of the last invocation,
-    ``simulation_seconds`` summed over every simulated evaluation of the run, ``mean_simulation_seconds``,
+    ``simulation_seconds`` summed over the simulation calls of the run (sets simulated together count once), ``mean_simulation_seconds``,
     ``created``/``updated`` of the run), ``config_path``, ``store``, ``versions``, ``written``.
     """
     info = store.run(result.run_name)
