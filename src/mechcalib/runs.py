@@ -22,14 +22,16 @@ instead, with the same overrides. Example::
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import logging
 import math
 import os
+import secrets
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -50,12 +52,15 @@ log = logging.getLogger(__name__)
 STORE_FILE = "store.sqlite"
 RESULT_FILE = "result.json"
 MANIFEST_FILE = "run.json"
+#: held (``flock``) by the one process writing in a run folder, for the run's whole life
+LOCK_FILE = "run.lock"
 
 #: ``progress(done, total, best)``: evaluations done, the evaluation budget (``None``: no ``max_evals``), the
 #: best loss so far; called once when the run starts and after every evaluation.
 ProgressHook = Callable[[int, "int | None", float], Any]
 
 __all__ = [
+    "LOCK_FILE",
     "MANIFEST_FILE",
     "RESULT_FILE",
     "STORE_FILE",
@@ -63,6 +68,7 @@ __all__ = [
     "RunRecord",
     "build_evaluator",
     "export_run",
+    "folder_lock",
     "load_run_config",
     "resume_run",
     "run_config",
@@ -106,11 +112,48 @@ def _clean(v: Any) -> Any:
 
 
 def _write_json(path: Path, data: Mapping[str, Any]) -> Path:
-    """Write atomically (a reader never sees half a file)."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(_clean(data), indent=2, allow_nan=False) + "\n")
-    os.replace(tmp, path)
+    """Write atomically (a reader never sees half a file), through a temporary file of this process only."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        tmp.write_text(json.dumps(_clean(data), indent=2, allow_nan=False) + "\n")
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
     return path
+
+
+@contextlib.contextmanager
+def folder_lock(out_dir: str | os.PathLike[str]) -> Iterator[Path]:
+    """Hold the run folder's lock (an exclusive ``flock`` on ``run.lock``) for the ``with`` block: one
+    process writes in a run folder at a time. Taken before anything else is written there, so a process
+    that is refused (:class:`RunDirError`) has changed nothing. The lock is released when the block ends
+    or the process dies (the file stays). Without ``fcntl`` (Windows) nothing is locked."""
+    out = Path(out_dir)
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield out
+        return
+    path = out / LOCK_FILE
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise RunDirError(
+            f"cannot write in the run folder {str(out)!r} ({exc.strerror}); a run or resume needs a writable "
+            "folder: copy the folder elsewhere and resume the copy (`mechcalib resume COPY`)"
+        ) from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RunDirError(
+                f"the run folder {str(out)!r} is in use: another mechcalib process is running there (a `run` or "
+                "`resume`); wait until it ends and `mechcalib resume` it, or give another folder with --out"
+            ) from None
+        yield out
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def _now() -> str:
@@ -236,7 +279,8 @@ def result_summary(
 
     Keys: ``run_name``, ``status``, ``name`` (the configuration's), ``model``, ``optimizer``, ``settings``,
     ``seed`` (the seed the run used, drawn and recorded when the configuration gives none), ``best``
-    (every parameter by name, fixed ones included), ``best_loss`` (``null`` when every evaluation failed),
+    (every parameter by name, fixed ones included; ``null`` when every evaluation failed), ``best_loss``
+    (``null`` when every evaluation failed), ``last_error`` (the last failure's message, ``null`` without),
     ``n_evaluations``, ``n_failed``, ``failures`` (count by status), ``n_batches``, ``stop_reason``,
     ``alternatives`` (``[{"params", "loss"}]``, best first), ``n_simulated``/``n_cached``/``n_replayed``
     (of the last invocation: a resume that recomputes nothing has ``n_simulated == 0``), ``budget``,
@@ -249,6 +293,8 @@ def result_summary(
     fails = store.failures(info.id)
     timing = store.timing(info.id)
     n_live = int(timing["n_live"])
+    # without one successful evaluation the optimiser's best is a failure's penalty, not a result
+    none_ok = info.n_failed >= info.n_evals
     return {
         "run_name": result.run_name,
         "status": info.status,
@@ -257,8 +303,9 @@ def result_summary(
         "optimizer": result.optimizer,
         "settings": result.settings,
         "seed": info.seed,
-        "best": result.best_params,
-        "best_loss": result.best_loss,
+        "best": None if none_ok else result.best_params,
+        "best_loss": None if none_ok or not math.isfinite(result.best_loss) else result.best_loss,
+        "last_error": fails[-1].error if fails else None,
         "n_evaluations": result.n_evals,
         "n_failed": result.n_failed,
         "failures": dict(Counter(r.status for r in fails)),
@@ -369,6 +416,42 @@ def run_config(
     out = Path(out_dir) if out_dir is not None else Path(cfg.output.directory) / cfg.name
     if out.exists() and not out.is_dir():
         raise RunDirError(f"--out {str(out)!r} is a file, not a folder")
+    if not _locked_by_another(out):
+        _refuse_taken(out)  # early, before building; the check that decides is made under the lock
+    built = _build(cfg)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with folder_lock(out):
+            _refuse_taken(out)
+            _write_json(
+                out / MANIFEST_FILE,
+                {
+                    "run_name": cfg.name,
+                    "config_path": cfg.source,
+                    "overrides": ov,
+                    "store": STORE_FILE,
+                    "created": _now(),
+                },
+            )
+            return _calibrate_in(
+                out, cfg, built, run_name=cfg.name, resume=False, progress=progress, plots=plots, t0=t0
+            )
+    except BaseException:
+        built[3].close()  # the evaluator, when the run never reached it
+        raise
+
+
+def _locked_by_another(out: Path) -> bool:
+    """Whether another process holds the folder's lock now (its store may be half created: not read)."""
+    try:
+        with folder_lock(out) if (out / LOCK_FILE).exists() else contextlib.nullcontext():
+            return False
+    except RunDirError:
+        return True
+
+
+def _refuse_taken(out: Path) -> None:
+    """Refuse a folder whose store already holds a run."""
     if (out / STORE_FILE).exists():
         with RunStore(out / STORE_FILE, readonly=True) as st:
             runs = st.runs()
@@ -376,21 +459,8 @@ def run_config(
             r = runs[-1]
             raise RunDirError(
                 f"{str(out)!r} already holds run {r.name!r} ({r.status}, {r.n_evals} evaluations); continue it with "
-                f"`mechcalib resume {out}` or choose another folder"
+                f"`mechcalib resume {out}` or give another folder with --out"
             )
-    built = _build(cfg)
-    out.mkdir(parents=True, exist_ok=True)
-    _write_json(
-        out / MANIFEST_FILE,
-        {
-            "run_name": cfg.name,
-            "config_path": cfg.source,
-            "overrides": ov,
-            "store": STORE_FILE,
-            "created": _now(),
-        },
-    )
-    return _calibrate_in(out, cfg, built, run_name=cfg.name, resume=False, progress=progress, plots=plots, t0=t0)
 
 
 def load_run_config(
@@ -445,6 +515,32 @@ def resume_run(
     """
     t0 = time.perf_counter()
     out = Path(out_dir)
+    with folder_lock(_store_path(out).parent):  # before run.json is touched: a refused resume changes nothing
+        return _resume_locked(
+            out,
+            t0,
+            budget=budget,
+            workers=workers,
+            scheduler=scheduler,
+            run=run,
+            config=config,
+            progress=progress,
+            plots=plots,
+        )
+
+
+def _resume_locked(
+    out: Path,
+    t0: float,
+    *,
+    budget: int | None,
+    workers: int | None,
+    scheduler: str | None,
+    run: str | None,
+    config: str | os.PathLike[str] | None,
+    progress: ProgressHook | None,
+    plots: bool | None,
+) -> RunRecord:
     with RunStore(_store_path(out), readonly=True) as store:
         name = _run_name(store, out, run)
         info = store.run(name)

@@ -72,7 +72,13 @@ def _print_result(rec: Any, quiet: bool) -> None:
         for p in rec.plots:
             echo_plain(f"wrote {p}")
     if s["best_loss"] is None:
-        fail("no evaluation of the run succeeded; `mechcalib show DIR` lists the failures", EXIT_FAILED)
+        counts = ", ".join(f"{n} {k}" for k, n in s["failures"].items()) or "none stored"
+        why = f"; the last error: {s['last_error']}" if s.get("last_error") else ""
+        fail(
+            f"no evaluation of the run succeeded ({counts}){why}; `mechcalib show {rec.out_dir}` lists the "
+            "failures: check the bounds, conditions and model",
+            EXIT_FAILED,
+        )
 
 
 def _print_best(best: dict[str, float]) -> None:

@@ -107,8 +107,8 @@ class RunSession:
         if run_name is not None and store.has_run(run_name):
             if self.resume_mode is False:
                 raise ConfigurationError(
-                    f"a run named {run_name!r} already exists in {store.path}; pass resume=True to continue it or "
-                    "choose another run_name"
+                    f"a run named {run_name!r} already exists in {store.path}; continue it (`mechcalib resume DIR`, "
+                    "or resume=True in Python) or start it elsewhere (`--out` another folder, or another run_name)"
                 )
             info = store.run(run_name)
             self._check_same(info, optimizer, settings, space)
