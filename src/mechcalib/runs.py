@@ -31,7 +31,7 @@ import os
 import secrets
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -43,6 +43,7 @@ from .calibrate import Result, calibrate
 from .config import ConfigFileError, RunConfig, load_config
 from .errors import ConfigurationError, MissingExtraError
 from .execution import Evaluator, make_evaluator
+from .runfolder import LOCK_FILE, RunDirError, folder_lock, locked_by_another
 from .storage import RunStore, Store
 from .storage.codec import to_jsonable
 from .storage.export import evaluation_columns
@@ -52,8 +53,6 @@ log = logging.getLogger(__name__)
 STORE_FILE = "store.sqlite"
 RESULT_FILE = "result.json"
 MANIFEST_FILE = "run.json"
-#: held (``flock``) by the one process writing in a run folder, for the run's whole life
-LOCK_FILE = "run.lock"
 
 #: ``progress(done, total, best)``: evaluations done, the evaluation budget (``None``: no ``max_evals``), the
 #: best loss so far; called once when the run starts and after every evaluation.
@@ -75,10 +74,6 @@ __all__ = [
     "run_summary",
     "write_report",
 ]
-
-
-class RunDirError(ConfigurationError):
-    """A run folder is missing, holds no run store, or already holds a run."""
 
 
 @dataclass
@@ -121,39 +116,6 @@ def _write_json(path: Path, data: Mapping[str, Any]) -> Path:
         with contextlib.suppress(OSError):
             tmp.unlink()
     return path
-
-
-@contextlib.contextmanager
-def folder_lock(out_dir: str | os.PathLike[str]) -> Iterator[Path]:
-    """Hold the run folder's lock (an exclusive ``flock`` on ``run.lock``) for the ``with`` block: one
-    process writes in a run folder at a time. Taken before anything else is written there, so a process
-    that is refused (:class:`RunDirError`) has changed nothing. The lock is released when the block ends
-    or the process dies (the file stays). Without ``fcntl`` (Windows) nothing is locked."""
-    out = Path(out_dir)
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX
-        yield out
-        return
-    path = out / LOCK_FILE
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as exc:
-        raise RunDirError(
-            f"cannot write in the run folder {str(out)!r} ({exc.strerror}); a run or resume needs a writable "
-            "folder: copy the folder elsewhere and resume the copy (`mechcalib resume COPY`)"
-        ) from None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise RunDirError(
-                f"the run folder {str(out)!r} is in use: another mechcalib process is running there (a `run` or "
-                "`resume`); wait until it ends and `mechcalib resume` it, or give another folder with --out"
-            ) from None
-        yield out
-    finally:
-        os.close(fd)  # releases the lock
 
 
 def _now() -> str:
@@ -416,7 +378,7 @@ def run_config(
     out = Path(out_dir) if out_dir is not None else Path(cfg.output.directory) / cfg.name
     if out.exists() and not out.is_dir():
         raise RunDirError(f"--out {str(out)!r} is a file, not a folder")
-    if not _locked_by_another(out):
+    if not locked_by_another(out):
         _refuse_taken(out)  # early, before building; the check that decides is made under the lock
     built = _build(cfg)
     try:
@@ -439,15 +401,6 @@ def run_config(
     except BaseException:
         built[3].close()  # the evaluator, when the run never reached it
         raise
-
-
-def _locked_by_another(out: Path) -> bool:
-    """Whether another process holds the folder's lock now (its store may be half created: not read)."""
-    try:
-        with folder_lock(out) if (out / LOCK_FILE).exists() else contextlib.nullcontext():
-            return False
-    except RunDirError:
-        return True
 
 
 def _refuse_taken(out: Path) -> None:
