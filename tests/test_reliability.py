@@ -20,6 +20,7 @@ from mechcalib.cli import app
 from mechcalib.config import ConfigFileError, load_config
 from mechcalib.core.parameters import Parameter, ParameterSpace
 from mechcalib.errors import ConfigurationError
+from mechcalib.models import MODELS
 from mechcalib.runs import RESULT_FILE, STORE_FILE, resume_run, run_config
 
 runner = CliRunner()
@@ -167,6 +168,18 @@ def test_bad_conditions_refused_at_check_and_run(tmp_path, cond):
     assert r.exit_code != 0, r.output
     assert r.exception is None or isinstance(r.exception, SystemExit), r.exception
     assert not (out / STORE_FILE).exists()
+
+
+@pytest.mark.parametrize("name", ["duffing", *[n for n in MODELS if n.startswith(("sdof_", "mdof_"))], "eepa_triaxial"])
+@pytest.mark.parametrize(
+    "bad", [{"t_end": "5"}, {"t_end": -5.0}, {"fs": 1e9, "t_end": 1e3}, {"omega": math.nan}], ids=repr
+)
+def test_every_model_with_these_conditions_refuses_them(name, bad):
+    model = MODELS[name]()
+    if not set(bad) <= set(model.default_conditions):
+        pytest.skip(f"{name} has no condition {sorted(bad)}")
+    with pytest.raises(ConfigurationError, match="|".join(bad)):
+        model.validate_conditions(bad)
 
 
 def test_bad_conditions_refused_at_run_from_python(tmp_path):
