@@ -241,6 +241,24 @@ def test_store_with_the_previous_fingerprint_still_resumes(tmp_path):
     assert rec.result.n_evals == 8
 
 
+def test_store_of_a_non_alphabetical_config_with_the_previous_fingerprint_resumes(tmp_path):
+    # before the fix the store held the hash of the file's order while the stored config sorts the keys
+    from mechcalib.storage.codec import problem_fingerprint
+
+    cfg = _write(tmp_path, duffing_toml(conditions="{ t_end = 5.0, fs = 20.0, omega = 1.3 }", budget=8))
+    out = tmp_path / "run"
+    run_config(cfg, out)
+    as_written = problem_fingerprint(load_config(cfg).build_problem(), legacy=True)
+    from mechcalib.runs import load_run_config
+
+    assert problem_fingerprint(load_run_config(out).build_problem(), legacy=True) != as_written
+    with sqlite3.connect(out / STORE_FILE) as con:
+        con.execute("UPDATE runs SET fingerprint=?", (json.dumps(as_written),))
+    con.close()
+    rec = resume_run(out, budget=16)
+    assert rec.result.n_evals == 16 and rec.result.n_simulated == 8
+
+
 def test_api_store_opens_with_show(tmp_path):
     cfg = load_config(_write(tmp_path, duffing_toml(budget=8)))
     path = tmp_path / "x.sqlite"

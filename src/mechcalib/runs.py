@@ -45,7 +45,7 @@ from .errors import ConfigurationError, MissingExtraError
 from .execution import Evaluator, make_evaluator
 from .runfolder import LOCK_FILE, RunDirError, folder_lock, locked_by_another
 from .storage import RunStore, Store
-from .storage.codec import to_jsonable
+from .storage.codec import problem_fingerprint, to_jsonable
 from .storage.export import evaluation_columns
 
 log = logging.getLogger(__name__)
@@ -511,12 +511,39 @@ def _resume_locked(
     ov = _overrides(budget=budget, seed=None, workers=workers, scheduler=scheduler, timeout=cfg.evaluator.timeout)
     cfg = _apply(cfg, ov)
     built = _build(cfg)
+    if config is None:
+        cfg, built = _as_fingerprinted(out, info.fingerprint, cfg, built, ov)
     if ov:
         man = _manifest(out)
         man.setdefault("run_name", name)
         man["overrides"] = {**(man.get("overrides") or {}), **ov}
         _write_json(out / MANIFEST_FILE, man)
     return _calibrate_in(out, cfg, built, run_name=name, resume=True, progress=progress, plots=plots, t0=t0)
+
+
+def _as_fingerprinted(
+    out: Path, fingerprint: str | None, cfg: RunConfig, built: tuple[Any, Any, Any, Evaluator], ov: dict[str, Any]
+) -> tuple[RunConfig, tuple[Any, Any, Any, Evaluator]]:
+    """A store written before fingerprints sorted mappings' keys holds the hash of the problem with its
+    keys (a ``conditions`` table) in the order of the file, while the stored configuration sorts them: when
+    only the file named in ``run.json`` gives the stored fingerprint, resume from that file (the same
+    problem, with the recorded overrides)."""
+    problem = built[0]
+    if fingerprint is None or fingerprint in (problem_fingerprint(problem), problem_fingerprint(problem, legacy=True)):
+        return cfg, built
+    man = _manifest(out)
+    path = man.get("config_path")
+    if not isinstance(path, str) or not Path(path).is_file():
+        return cfg, built
+    try:
+        alt = _apply(_apply(load_config(path), man.get("overrides") or {}), ov)
+        alt_problem = alt.build_problem()
+    except ConfigurationError:
+        return cfg, built
+    if problem_fingerprint(alt_problem, legacy=True) != fingerprint:
+        return cfg, built  # another problem indeed: the run session says so
+    built[3].close()
+    return alt, (alt_problem, alt.build_optimizer(), alt.build_termination(), build_evaluator(alt))
 
 
 # ------------------------------------------------------------------------------------------------------
