@@ -6,6 +6,7 @@ A run folder holds::
     store.sqlite    the run store: every evaluation, optimiser checkpoints, the run's configuration
     run.json        how the run was started: run name, configuration file, command-line overrides
     result.json     written when the run ends (see :func:`result_summary` for the fields)
+    run.lock        locked (``flock``) by the one process running or resuming there (:func:`folder_lock`)
     *.png           plots (:func:`write_report`)
 
 The configuration stored with the run is :meth:`RunConfig.to_dict` with the overrides applied (budget, seed,
