@@ -72,7 +72,7 @@ def _print_result(rec: Any, quiet: bool) -> None:
         for p in rec.plots:
             echo_plain(f"wrote {p}")
     if s["best_loss"] is None:
-        counts = ", ".join(f"{n} {k}" for k, n in s["failures"].items()) or "none stored"
+        counts = ", ".join(f"{n} {k}" for k, n in (s.get("failures") or {}).items()) or f"{s['n_failed']} failed"
         why = f"; the last error: {s['last_error']}" if s.get("last_error") else ""
         fail(
             f"no evaluation of the run succeeded ({counts}){why}; `mechcalib show {rec.out_dir}` lists the "
