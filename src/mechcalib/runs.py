@@ -6,6 +6,7 @@ A run folder holds::
     store.sqlite    the run store: every evaluation, optimiser checkpoints, the run's configuration
     run.json        how the run was started: run name, configuration file, command-line overrides
     result.json     written when the run ends (see :func:`result_summary` for the fields)
+    run.lock        locked (``flock``) by the one process running or resuming there (:func:`folder_lock`)
     *.png           plots (:func:`write_report`)
 
 The configuration stored with the run is :meth:`RunConfig.to_dict` with the overrides applied (budget, seed,
@@ -22,11 +23,13 @@ instead, with the same overrides. Example::
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import logging
 import math
 import os
+import secrets
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -41,8 +44,9 @@ from .calibrate import Result, calibrate
 from .config import ConfigFileError, RunConfig, load_config
 from .errors import ConfigurationError, MissingExtraError
 from .execution import Evaluator, make_evaluator
+from .runfolder import LOCK_FILE, RunDirError, folder_lock, locked_by_another
 from .storage import RunStore, Store
-from .storage.codec import to_jsonable
+from .storage.codec import problem_fingerprint, to_jsonable
 from .storage.export import evaluation_columns
 
 log = logging.getLogger(__name__)
@@ -56,6 +60,7 @@ MANIFEST_FILE = "run.json"
 ProgressHook = Callable[[int, "int | None", float], Any]
 
 __all__ = [
+    "LOCK_FILE",
     "MANIFEST_FILE",
     "RESULT_FILE",
     "STORE_FILE",
@@ -63,16 +68,13 @@ __all__ = [
     "RunRecord",
     "build_evaluator",
     "export_run",
+    "folder_lock",
     "load_run_config",
     "resume_run",
     "run_config",
     "run_summary",
     "write_report",
 ]
-
-
-class RunDirError(ConfigurationError):
-    """A run folder is missing, holds no run store, or already holds a run."""
 
 
 @dataclass
@@ -106,10 +108,14 @@ def _clean(v: Any) -> Any:
 
 
 def _write_json(path: Path, data: Mapping[str, Any]) -> Path:
-    """Write atomically (a reader never sees half a file)."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(_clean(data), indent=2, allow_nan=False) + "\n")
-    os.replace(tmp, path)
+    """Write atomically (a reader never sees half a file), through a temporary file of this process only."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        tmp.write_text(json.dumps(_clean(data), indent=2, allow_nan=False) + "\n")
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
     return path
 
 
@@ -118,7 +124,11 @@ def _now() -> str:
 
 
 def _store_path(out_dir: str | os.PathLike[str]) -> Path:
+    """The run store of a run folder, or ``out_dir`` itself when it names a store file (one written from
+    Python, ``calibrate(..., store="x.sqlite")``: no ``run.json`` beside it, outputs go to its folder)."""
     out = Path(out_dir)
+    if out.is_file():
+        return out
     if not out.is_dir():
         raise RunDirError(f"no run folder {str(out)!r}; give the folder of a run (`mechcalib run CONFIG --out DIR`)")
     path = out / STORE_FILE
@@ -232,12 +242,13 @@ def result_summary(
 
     Keys: ``run_name``, ``status``, ``name`` (the configuration's), ``model``, ``optimizer``, ``settings``,
     ``seed`` (the seed the run used, drawn and recorded when the configuration gives none), ``best``
-    (every parameter by name, fixed ones included), ``best_loss`` (``null`` when every evaluation failed),
+    (every parameter by name, fixed ones included; ``null`` when every evaluation failed), ``best_loss``
+    (``null`` when every evaluation failed), ``last_error`` (the last failure's message, ``null`` without),
     ``n_evaluations``, ``n_failed``, ``failures`` (count by status), ``n_batches``, ``stop_reason``,
     ``alternatives`` (``[{"params", "loss"}]``, best first), ``n_simulated``/``n_cached``/``n_replayed``
     (of the last invocation: a resume that recomputes nothing has ``n_simulated == 0``), ``budget``,
     ``evaluator``, ``timings`` (``wall_seconds`` and ``calibrate_seconds`` of the last invocation,
-    ``simulation_seconds`` summed over every simulated evaluation of the run, ``mean_simulation_seconds``,
+    ``simulation_seconds`` summed over the simulation calls of the run (sets simulated together count once), ``mean_simulation_seconds``,
     ``created``/``updated`` of the run), ``config_path``, ``store``, ``versions``, ``written``.
     """
     info = store.run(result.run_name)
@@ -245,6 +256,8 @@ def result_summary(
     fails = store.failures(info.id)
     timing = store.timing(info.id)
     n_live = int(timing["n_live"])
+    # without one successful evaluation the optimiser's best is a failure's penalty, not a result
+    none_ok = info.n_failed >= info.n_evals
     return {
         "run_name": result.run_name,
         "status": info.status,
@@ -253,8 +266,9 @@ def result_summary(
         "optimizer": result.optimizer,
         "settings": result.settings,
         "seed": info.seed,
-        "best": result.best_params,
-        "best_loss": result.best_loss,
+        "best": None if none_ok else result.best_params,
+        "best_loss": None if none_ok or not math.isfinite(result.best_loss) else result.best_loss,
+        "last_error": fails[-1].error if fails else None,
         "n_evaluations": result.n_evals,
         "n_failed": result.n_failed,
         "failures": dict(Counter(r.status for r in fails)),
@@ -365,6 +379,33 @@ def run_config(
     out = Path(out_dir) if out_dir is not None else Path(cfg.output.directory) / cfg.name
     if out.exists() and not out.is_dir():
         raise RunDirError(f"--out {str(out)!r} is a file, not a folder")
+    if not locked_by_another(out):
+        _refuse_taken(out)  # early, before building; the check that decides is made under the lock
+    built = _build(cfg)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with folder_lock(out):
+            _refuse_taken(out)
+            _write_json(
+                out / MANIFEST_FILE,
+                {
+                    "run_name": cfg.name,
+                    "config_path": cfg.source,
+                    "overrides": ov,
+                    "store": STORE_FILE,
+                    "created": _now(),
+                },
+            )
+            return _calibrate_in(
+                out, cfg, built, run_name=cfg.name, resume=False, progress=progress, plots=plots, t0=t0
+            )
+    except BaseException:
+        built[3].close()  # the evaluator, when the run never reached it
+        raise
+
+
+def _refuse_taken(out: Path) -> None:
+    """Refuse a folder whose store already holds a run."""
     if (out / STORE_FILE).exists():
         with RunStore(out / STORE_FILE, readonly=True) as st:
             runs = st.runs()
@@ -372,21 +413,8 @@ def run_config(
             r = runs[-1]
             raise RunDirError(
                 f"{str(out)!r} already holds run {r.name!r} ({r.status}, {r.n_evals} evaluations); continue it with "
-                f"`mechcalib resume {out}` or choose another folder"
+                f"`mechcalib resume {out}` or give another folder with --out"
             )
-    built = _build(cfg)
-    out.mkdir(parents=True, exist_ok=True)
-    _write_json(
-        out / MANIFEST_FILE,
-        {
-            "run_name": cfg.name,
-            "config_path": cfg.source,
-            "overrides": ov,
-            "store": STORE_FILE,
-            "created": _now(),
-        },
-    )
-    return _calibrate_in(out, cfg, built, run_name=cfg.name, resume=False, progress=progress, plots=plots, t0=t0)
 
 
 def load_run_config(
@@ -441,6 +469,32 @@ def resume_run(
     """
     t0 = time.perf_counter()
     out = Path(out_dir)
+    with folder_lock(_store_path(out).parent):  # before run.json is touched: a refused resume changes nothing
+        return _resume_locked(
+            out,
+            t0,
+            budget=budget,
+            workers=workers,
+            scheduler=scheduler,
+            run=run,
+            config=config,
+            progress=progress,
+            plots=plots,
+        )
+
+
+def _resume_locked(
+    out: Path,
+    t0: float,
+    *,
+    budget: int | None,
+    workers: int | None,
+    scheduler: str | None,
+    run: str | None,
+    config: str | os.PathLike[str] | None,
+    progress: ProgressHook | None,
+    plots: bool | None,
+) -> RunRecord:
     with RunStore(_store_path(out), readonly=True) as store:
         name = _run_name(store, out, run)
         info = store.run(name)
@@ -458,12 +512,39 @@ def resume_run(
     ov = _overrides(budget=budget, seed=None, workers=workers, scheduler=scheduler, timeout=cfg.evaluator.timeout)
     cfg = _apply(cfg, ov)
     built = _build(cfg)
+    if config is None:
+        cfg, built = _as_fingerprinted(out, info.fingerprint, cfg, built, ov)
     if ov:
         man = _manifest(out)
         man.setdefault("run_name", name)
         man["overrides"] = {**(man.get("overrides") or {}), **ov}
         _write_json(out / MANIFEST_FILE, man)
     return _calibrate_in(out, cfg, built, run_name=name, resume=True, progress=progress, plots=plots, t0=t0)
+
+
+def _as_fingerprinted(
+    out: Path, fingerprint: str | None, cfg: RunConfig, built: tuple[Any, Any, Any, Evaluator], ov: dict[str, Any]
+) -> tuple[RunConfig, tuple[Any, Any, Any, Evaluator]]:
+    """A store written before fingerprints sorted mappings' keys holds the hash of the problem with its
+    keys (a ``conditions`` table) in the order of the file, while the stored configuration sorts them: when
+    only the file named in ``run.json`` gives the stored fingerprint, resume from that file (the same
+    problem, with the recorded overrides)."""
+    problem = built[0]
+    if fingerprint is None or fingerprint in (problem_fingerprint(problem), problem_fingerprint(problem, legacy=True)):
+        return cfg, built
+    man = _manifest(out)
+    path = man.get("config_path")
+    if not isinstance(path, str) or not Path(path).is_file():
+        return cfg, built
+    try:
+        alt = _apply(_apply(load_config(path), man.get("overrides") or {}), ov)
+        alt_problem = alt.build_problem()
+    except ConfigurationError:
+        return cfg, built
+    if problem_fingerprint(alt_problem, legacy=True) != fingerprint:
+        return cfg, built  # another problem indeed: the run session says so
+    built[3].close()
+    return alt, (alt_problem, alt.build_optimizer(), alt.build_termination(), build_evaluator(alt))
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -480,7 +561,8 @@ def run_summary(out_dir: str | os.PathLike[str], *, run: str | None = None, n_fa
     (the ``result.json`` path when written).
     """
     out = Path(out_dir)
-    with RunStore(_store_path(out), readonly=True) as store:
+    spath = _store_path(out)
+    with RunStore(spath, readonly=True) as store:
         name = _run_name(store, out, run)
         info = store.run(name)
         fails = store.failures(name)
@@ -509,7 +591,7 @@ def run_summary(out_dir: str | os.PathLike[str], *, run: str | None = None, n_fa
             "n_batches": info.n_batches,
             "created": info.created,
             "updated": info.updated,
-            "store": str(out / STORE_FILE),
+            "store": str(spath),
             "result": str(out / RESULT_FILE) if (out / RESULT_FILE).is_file() else None,
         }
     )
@@ -556,9 +638,10 @@ def export_run(
     if fmt == "parquet":
         _parquet_engine()
     out = Path(out_dir)
-    with RunStore(_store_path(out), readonly=True) as store:
+    spath = _store_path(out)
+    with RunStore(spath, readonly=True) as store:
         name = _run_name(store, out, run)
-        table = Path(path) if path is not None else out / f"evaluations.{fmt}"
+        table = Path(path) if path is not None else spath.parent / f"evaluations.{fmt}"
         if fmt == "csv":
             store.export_csv(name, table)
             info = store.run(name)
@@ -601,7 +684,9 @@ def write_report(out_dir: str | os.PathLike[str], *, run: str | None = None, pro
     from .reporting import plot_convergence, plot_fits
 
     out = Path(out_dir)
-    with RunStore(_store_path(out), readonly=True) as store:
+    spath = _store_path(out)
+    folder = spath.parent  # the run folder, or the folder of a store file
+    with RunStore(spath, readonly=True) as store:
         name = _run_name(store, out, run)
         info = store.run(name)
         recs = store.evaluations(info.id)
@@ -616,7 +701,7 @@ def write_report(out_dir: str | os.PathLike[str], *, run: str | None = None, pro
         status[r.idx] = r.status
     kept = f", {len(recs)} kept" if info.compacted else ""
     title = f"{info.name}: {info.optimizer}, {info.n_evals} evaluations{kept}"
-    written = [plot_convergence(losses, out / "convergence.png", status=status, title=title)]
+    written = [plot_convergence(losses, folder / "convergence.png", status=status, title=title)]
     if best is None:
         log.warning("run %r has no successful evaluation; no fit plot", name)
         return written
@@ -629,5 +714,5 @@ def write_report(out_dir: str | os.PathLike[str], *, run: str | None = None, pro
     x = np.array([best.params[n] for n in problem.space.free_names], dtype=float)
     responses = best.response if isinstance(best.response, Mapping) else None
     label = f"best of run {info.name} (evaluation {best.idx}, loss {best.loss:.4g})"
-    written += plot_fits(problem, x, out, responses=responses, title=label)
+    written += plot_fits(problem, x, folder, responses=responses, title=label)
     return written

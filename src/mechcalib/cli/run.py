@@ -72,7 +72,13 @@ def _print_result(rec: Any, quiet: bool) -> None:
         for p in rec.plots:
             echo_plain(f"wrote {p}")
     if s["best_loss"] is None:
-        fail("no evaluation of the run succeeded; `mechcalib show DIR` lists the failures", EXIT_FAILED)
+        counts = ", ".join(f"{n} {k}" for k, n in (s.get("failures") or {}).items()) or f"{s['n_failed']} failed"
+        why = f"; the last error: {s['last_error']}" if s.get("last_error") else ""
+        fail(
+            f"no evaluation of the run succeeded ({counts}){why}; `mechcalib show {rec.out_dir}` lists the "
+            "failures: check the bounds, conditions and model",
+            EXIT_FAILED,
+        )
 
 
 def _print_best(best: dict[str, float]) -> None:
@@ -182,7 +188,9 @@ def _resume_dataset(
 
 
 def show(
-    directory: Path = typer.Argument(..., metavar="DIR", help="Run folder."),
+    directory: Path = typer.Argument(
+        ..., metavar="DIR", help="Run folder, or a run store file (SQLite) written from Python."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object (for scripts)."),
     run_name: str = typer.Option(None, "--run", help="Run name in the store (default: the folder's run)."),
 ) -> None:
@@ -215,7 +223,9 @@ def show(
 
 
 def export(
-    directory: Path = typer.Argument(..., metavar="DIR", help="Run folder."),
+    directory: Path = typer.Argument(
+        ..., metavar="DIR", help="Run folder, or a run store file (SQLite) written from Python."
+    ),
     fmt: str = typer.Option("csv", "--format", help="Table format: csv or parquet (needs pandas and pyarrow)."),
     out: Path = typer.Option(None, "--out", "-o", help="Table file (default DIR/evaluations.csv or .parquet)."),
     dataset: Path = typer.Option(None, "--dataset", help="Also write parameters, losses and responses as .npz."),
@@ -243,7 +253,9 @@ def export(
 
 
 def report(
-    directory: Path = typer.Argument(..., metavar="DIR", help="Run folder."),
+    directory: Path = typer.Argument(
+        ..., metavar="DIR", help="Run folder, or a run store file (SQLite) written from Python."
+    ),
     run_name: str = typer.Option(None, "--run", help="Run name in the store (default: the folder's run)."),
 ) -> None:
     """Write DIR/convergence.png and DIR/fit_<experiment>.png (best fit against each experiment)."""

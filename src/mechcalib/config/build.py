@@ -348,6 +348,7 @@ class RunConfig(RunSchema):
                             )
                         )
                 cond = dict(exp.conditions) if exp is not None else dict(spec.conditions)
+                n_cond = len(issues)
                 for k, v in cond.items():
                     key = _key(*base, "conditions", k)
                     if k not in model.default_conditions:
@@ -369,6 +370,12 @@ class RunConfig(RunSchema):
                             )
                     elif not isinstance(v, int | float | str | bool):
                         issues.append(ConfigIssue(key, "a number, a string or a boolean", _found(v)))
+                if n_cond == len(issues) and not isinstance(model, ExternalModel):
+                    # the model's own rules (signs, finiteness, memory), so `run` refuses what `check` refuses
+                    try:
+                        model.validate_conditions(cond)
+                    except ConfigurationError as exc:
+                        issues.append(ConfigIssue(_key(*base, "conditions"), "conditions the model accepts", str(exc)))
             if out is not None and exp is not None:
                 out.append(exp)
         return {ch: w for ch, (w, _) in weights.items()}

@@ -297,8 +297,17 @@ class RunSchema(_Section):
     @field_validator("failure_loss")
     @classmethod
     def _not_nan(cls, v: float) -> float:
-        if math.isnan(v):
-            raise _fail("a number or inf", "nan")
+        # -inf (or nan) would rank a failed simulation above every real result
+        if math.isnan(v) or v == -math.inf:
+            raise _fail("a number or inf (finite, or +inf: a failed simulation must not beat a real result)", repr(v))
+        return v
+
+    @field_validator("name")
+    @classmethod
+    def _plain_name(cls, v: str) -> str:
+        # the run folder is <output.directory>/<name>: a path in the name would write elsewhere
+        if not v or v in (".", "..") or "/" in v or "\\" in v or "\0" in v or v != v.strip():
+            raise _fail("a plain name (no path separators, not '.' or '..', not empty, no edge spaces)", repr(v))
         return v
 
     @field_serializer("failure_loss")

@@ -68,6 +68,13 @@ class Parameter:
                 f"parameter {self.name!r}: `lower < upper` must hold, got lower={lo!r}, upper={hi!r}; "
                 "swap or widen the bounds (use fixed=... for a constant)"
             )
+        if self.scale == "linear" and not math.isfinite(hi - lo):
+            # the unit-cube map x = lower + u * (upper - lower) overflows: every proposal would be inf or nan
+            raise ConfigurationError(
+                f"parameter {self.name!r}: the range upper - lower must be a finite float64 (at most about "
+                f"1.8e308) for the unit-cube map, got lower={lo!r}, upper={hi!r}; narrow the bounds, or give "
+                "positive bounds with scale='log'"
+            )
         if self.scale == "log" and lo <= 0:
             raise ConfigurationError(
                 f"parameter {self.name!r}: a log scale needs a positive range, got lower={lo!r}, upper={hi!r}; "

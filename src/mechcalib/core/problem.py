@@ -72,6 +72,22 @@ def check_problem(problem: Any) -> None:
             f"a problem needs the members {list(PROBLEM_MEMBERS)}; {type(problem).__name__} lacks {missing}: "
             "subclass mechcalib.core.problem.ProblemBase (failure_loss = inf and fingerprint() -> None by default)"
         )
+    check_failure_loss(problem.failure_loss)
+
+
+def check_failure_loss(value: Any) -> float:
+    """``value`` as the loss of a failed evaluation: a finite number or ``+inf``. ``-inf`` or NaN would
+    rank a failed simulation at or above every real result, so both are refused."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        v = math.nan
+    if isinstance(value, bool) or math.isnan(v) or v == -math.inf:
+        raise ConfigurationError(
+            f"failure_loss must be a finite number or inf, got {value!r}: a failed simulation must not beat a "
+            "real result; give inf (the default) or a large finite penalty"
+        )
+    return v
 
 
 class ProblemBase(ABC):
@@ -125,6 +141,7 @@ class Problem(_PenaltyMixin):
         self.experiments = list(self.experiments)
         if not self.experiments:
             raise ConfigurationError("a Problem needs at least one experiment, got none")
+        check_failure_loss(self.failure_loss)
         if not isinstance(self.objective, Objective):
             raise ConfigurationError(
                 f"a Problem's objective must be a mechcalib.objectives.Objective (it declares values_many and "
@@ -289,6 +306,9 @@ class FunctionProblem(_PenaltyMixin):
     space: ParameterSpace
     vectorized: bool = True
     failure_loss: float = math.inf
+
+    def __post_init__(self) -> None:
+        check_failure_loss(self.failure_loss)
 
     @classmethod
     def from_bounds(cls, fn, lower, upper, **kw) -> FunctionProblem:

@@ -122,29 +122,58 @@ def flatten_response(resp: Any, prefix: str = "") -> dict[str, np.ndarray]:
 
 
 # -- identities ---------------------------------------------------------------------------------
-def problem_fingerprint(problem: Any) -> str | None:
+class _CanonicalPickler(pickle._Pickler):  # the pure-Python pickler (its dict writing can be overridden)
+    """A pickler that writes every dict's items sorted by key, so that two equal problems built from
+    mappings in another order (a config's ``conditions`` as written, or as stored with sorted keys) give one
+    fingerprint. Only hashed, never loaded."""
+
+    def _batch_setitems(self, items: Any, *args: Any) -> None:
+        items = list(items)
+        with contextlib.suppress(TypeError):  # keys that do not order: keep the insertion order
+            items = sorted(items, key=lambda kv: (type(kv[0]).__qualname__, kv[0]))
+        super()._batch_setitems(iter(items), *args)  # type: ignore[misc]  # private in the stubs
+
+
+def _canonical_pickle(obj: Any) -> bytes:
+    buf = io.BytesIO()
+    _CanonicalPickler(buf, protocol=4).dump(obj)
+    return buf.getvalue()
+
+
+def problem_fingerprint(problem: Any, *, legacy: bool = False) -> str | None:
     """A hash that identifies a problem (model, experiments, objective, space, penalty) for the cache.
 
     A problem's ``fingerprint()`` (declared by :class:`~mechcalib.core.problem.ProblemLike`) may return a
-    string itself; when it returns ``None`` the hash is taken over the problem's
-    pickle (cloudpickle for lambdas) and the package version. Code is pickled by reference, so after
+    string itself; when it returns ``None`` the hash is taken over the problem's pickle with every
+    mapping's keys sorted (cloudpickle, in insertion order, for lambdas) and the package version, so the
+    order in which a configuration lists its keys does not matter. Code is pickled by reference, so after
     changing a model's code give the run a new name or the problem a ``fingerprint`` that says so.
     ``None`` when the problem cannot be pickled (then the cache only serves the run itself).
+
+    ``legacy=True`` gives the hash of earlier versions (the plain pickle, in insertion order), which
+    stores written by them hold; a resumed run accepts either.
     """
     from .. import __version__
 
     custom = problem.fingerprint()
     if custom is not None:
         return "custom:" + str(custom)
-    try:
-        data = pickle.dumps(problem, protocol=4)
-    except Exception:
+    data: bytes | None = None
+    if not legacy:
         try:
-            import cloudpickle
-
-            data = cloudpickle.dumps(problem, protocol=4)
+            data = _canonical_pickle(problem)
         except Exception:
-            return None
+            data = None
+    if data is None:
+        try:
+            data = pickle.dumps(problem, protocol=4)
+        except Exception:
+            try:
+                import cloudpickle
+
+                data = cloudpickle.dumps(problem, protocol=4)
+            except Exception:
+                return None
     return hashlib.blake2b(data + __version__.encode(), digest_size=16).hexdigest()
 
 

@@ -107,8 +107,8 @@ class RunSession:
         if run_name is not None and store.has_run(run_name):
             if self.resume_mode is False:
                 raise ConfigurationError(
-                    f"a run named {run_name!r} already exists in {store.path}; pass resume=True to continue it or "
-                    "choose another run_name"
+                    f"a run named {run_name!r} already exists in {store.path}; continue it (`mechcalib resume DIR`, "
+                    "or resume=True in Python) or start it elsewhere (`--out` another folder, or another run_name)"
                 )
             info = store.run(run_name)
             self._check_same(info, optimizer, settings, space)
@@ -161,6 +161,11 @@ class RunSession:
                 f"{where} searched another parameter space; resume with the same space or choose another run_name"
             )
         if self.fingerprint is not None and info.fingerprint is not None and self.fingerprint != info.fingerprint:
+            if problem_fingerprint(self.problem, legacy=True) == info.fingerprint:
+                # a store written before fingerprints sorted mappings' keys: same problem; its cache keys
+                # were made with the stored fingerprint, so keep using it for this run
+                self.fingerprint = info.fingerprint
+                return
             raise ResumeError(
                 f"{where} was made with another problem (model, experiments, objective or penalty differ: fingerprint "
                 f"{info.fingerprint} != {self.fingerprint}); choose another run_name"
