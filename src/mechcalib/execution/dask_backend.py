@@ -22,7 +22,8 @@ A dask worker cannot kill a running task, so the per-evaluation ``timeout`` is e
 the simulation runs in a thread of the worker, and past its deadline the set is recorded as ``"timeout"``
 and the task goes on while the abandoned thread runs on until the simulation returns (restart such
 workers, e.g. with dask's ``--lifetime``, if simulations can hang for ever). A task lost with its worker is
-retried one set per task, so only the set that takes its worker down is recorded as ``"crashed"``.
+retried one set per task, and a set lost alone is run once more at the end of the batch with nothing beside
+it, so only the set that takes its worker down is recorded as ``"crashed"`` (not a bystander on that worker).
 """
 
 from __future__ import annotations
@@ -249,6 +250,7 @@ class DaskEvaluator(Evaluator):
             tasks[f.key] = (f, list(r), Xs)
         pending = set(tasks)
         resent: dict[int, int] = {}  # position -> times sent again after losing the problem
+        suspects: list[tuple[list[int], np.ndarray]] = []  # sets lost alone, decided at the end
         try:
             # results fetched by the client's event loop as tasks finish, not one round trip each here
             queue = as_completed([f for f, _, _ in tasks.values()], with_results=True, raise_errors=False)
@@ -274,23 +276,33 @@ class DaskEvaluator(Evaluator):
                             pending.add(g.key)
                             queue.add(g)
                         continue
-                    outs = failed_outcomes(
-                        self._problem,
-                        1,
-                        CRASHED,
-                        f"crashed: {type(exc).__name__}: {exc}",
-                        started=time.time(),
-                        worker="dask",
-                    )
-                    outs[0].index = positions[0]
-                else:
-                    outs = res
+                    # A set lost alone may still be a bystander of another set's crash on the same worker:
+                    # it is decided once the batch is done, run with nothing beside it.
+                    suspects.append((positions, Xs))
+                    continue
+                outs = res
                 self._learn(outs)
                 yield from outs
+            for positions, Xs in suspects:
+                yield from self._run_alone(positions, Xs)
         finally:
             rest = [tasks[k][0] for k in pending]
             if rest:  # abandoned iterator: do not leave tasks queued
                 self._client.cancel(rest)
+
+    def _run_alone(self, positions: list[int], Xs: np.ndarray) -> Iterator[Outcome]:
+        """One set, sent with no other task of the batch running: a second loss is its own crash."""
+        g = self._send(positions, Xs)
+        try:
+            outs = g.result()
+        except Exception as exc:  # noqa: BLE001 - the worker died under this set: record it, go on
+            outs = failed_outcomes(
+                self._problem, 1, CRASHED, f"crashed: {type(exc).__name__}: {exc}", started=time.time(), worker="dask"
+            )
+            outs[0].index = positions[0]
+        else:
+            self._learn(outs)
+        yield from outs
 
     def _learn(self, outs: list[Outcome]) -> None:
         """Update the running mean time of a set from the sets evaluated alone and ok."""
