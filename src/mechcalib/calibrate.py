@@ -166,7 +166,7 @@ def _alternatives(problem: ProblemLike, hist: History, k: int, min_distance: flo
 
 def calibrate(
     problem: ProblemLike,
-    optimizer: Optimizer,
+    optimizer: Optimizer | None = None,
     termination: Termination | None = None,
     *,
     max_evals: int | None = None,
@@ -192,7 +192,8 @@ def calibrate(
     Args:
         problem: a :class:`~mechcalib.core.problem.Problem` or any :class:`~mechcalib.core.problem.ProblemLike`
             (``space``, ``evaluate``, ``failure_loss``, ``fingerprint``; see ``ProblemBase``).
-        optimizer: an optimiser instance; it is (re)set up on the problem's dimension.
+        optimizer: an optimiser instance; it is (re)set up on the problem's dimension. Default:
+            :class:`~mechcalib.optimizers.auto.Auto` (unseeded; a store records the seed drawn).
         termination: stopping rules; ``max_evals=`` is a shortcut for ``Termination(max_evals=...)``.
         evaluate: a batch function replacing ``problem.evaluate`` (evaluated in-process, whole batches).
         callback: called after each batch with ``(batch index, optimizer, history)``; returning True stops.
@@ -235,11 +236,16 @@ def calibrate(
     if ce is not None and (isinstance(ce, bool) or not isinstance(ce, int) or ce < 0):
         raise ConfigurationError(f"checkpoint_every must be an integer >= 0 or None, got {checkpoint_every!r}")
     check_problem(problem)
+    if optimizer is None:
+        from .optimizers.auto import Auto
+
+        optimizer = Auto()
     # a residual optimiser (least squares) checks the problem and budget, and gets the problem that keeps
     # the responses its residuals are computed from
     needs_residuals = bool(getattr(optimizer, "needs_residuals", False))
     if needs_residuals:
         problem = optimizer.prepare_problem(problem, termination)  # type: ignore[attr-defined]
+    optimizer.set_budget(termination.max_evals)
     residuals_of = getattr(problem, "residuals_from_responses", None) if needs_residuals else None
     if residuals_of is not None and not getattr(problem, "has_residuals", False):
         residuals_of = None

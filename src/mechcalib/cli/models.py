@@ -69,7 +69,7 @@ def methods() -> None:
 
 
 def demo(
-    optimizer: str = typer.Option("tbpso", help="Optimiser registry name (see `mechcalib optimizers`)."),
+    optimizer: str = typer.Option("auto", help="Optimiser registry name (see `mechcalib optimizers`)."),
     evals: int = typer.Option(400, help="Evaluation budget."),
     noise: float = typer.Option(
         0.02, help="Measurement noise level of Ding et al. (2021) eq. 36 added to the synthetic data."

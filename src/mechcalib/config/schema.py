@@ -280,7 +280,8 @@ class RunSchema(_Section):
     parameters: dict[str, ParameterSpec] = {}
     experiments: list[ExperimentSpec] = Field(min_length=1)
     objective: Annotated[ObjectiveSection, BeforeValidator(_named)] = ObjectiveSection()
-    optimizer: Annotated[OptimizerSection, BeforeValidator(_named)]
+    #: without an [optimizer] section, the default method ``auto``
+    optimizer: Annotated[OptimizerSection, BeforeValidator(_named)] = OptimizerSection(name="auto")
     budget: BudgetSection
     evaluator: EvaluatorSection = EvaluatorSection()
     output: OutputSection

@@ -17,6 +17,7 @@ registry name       class                       source
 ``lsq``             :class:`LeastSquares`       multi-start ``scipy.optimize.least_squares`` on residuals
 ``lsq-trf``         :class:`LeastSquaresTRF`    trust-region reflective, one start
 ``lsq-lm``          :class:`LeastSquaresLM`     Levenberg-Marquardt (cosine transform), one start
+``auto``            :class:`Auto`               the default: Sobol design, least-squares polishing, CMA-ES fallback
 ==================  ==========================  ==============================================
 
 Classes are imported lazily so that one algorithm's module is loaded only when used.
@@ -52,6 +53,7 @@ OPTIMIZERS: Registry[type[Optimizer]] = Registry(
         "lsq": "mechcalib.optimizers.least_squares:LeastSquares",
         "lsq-trf": "mechcalib.optimizers.least_squares:LeastSquaresTRF",
         "lsq-lm": "mechcalib.optimizers.least_squares:LeastSquaresLM",
+        "auto": "mechcalib.optimizers.auto:Auto",
     },
 )
 _BY_CLASS = {
@@ -69,6 +71,7 @@ _BY_CLASS = {
     "LeastSquares": "lsq",
     "LeastSquaresTRF": "lsq-trf",
     "LeastSquaresLM": "lsq-lm",
+    "Auto": "auto",
 }
 
 __all__ = ["Optimizer", "OPTIMIZERS", "get_optimizer", "make_optimizer", *_BY_CLASS]

@@ -59,6 +59,11 @@ class Optimizer(ABC):
         s.update(changes)
         return type(self)(**s)
 
+    def set_budget(self, max_evals: int | None) -> None:
+        """Told the run's ``max_evals`` (``None``: no evaluation budget) by :func:`~mechcalib.calibrate` before
+        ``setup``; a method that plans its phases inside the budget (``auto``) keeps it. Default: ignored."""
+        return None
+
     def setup(self, dim: int) -> Optimizer:
         """(Re)start the optimiser on a ``dim``-dimensional unit cube; returns ``self``."""
         if not isinstance(dim, int | np.integer) or dim < 1:

@@ -1,0 +1,282 @@
+"""``auto``: the default method, a short space-filling design then least-squares polishing, with a
+derivative-free fallback (CMA-ES) where least squares does not apply."""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any, ClassVar
+
+import numpy as np
+from scipy.stats import qmc
+
+from ._base import Optimizer, SeedLike, check_positive_int, check_range
+from .cmaes import CMAES
+from .least_squares import LeastSquares, fd_steps, snap, stepped
+
+log = logging.getLogger(__name__)
+
+#: forward-difference steps (unit cube) of the smoothness check: least squares' own step and a coarse one
+_H_FINE = 1e-6
+_H_COARSE = 1e-3
+
+
+class Auto(Optimizer):
+    """The default method: a scrambled Sobol design, then trust-region least squares from its best distinct
+    points, all inside the budget; CMA-ES (Hansen 2016) where least squares does not apply.
+
+    Phases:
+
+    1. **Design**: ``n0 = max(2 d + 2, ceil(design_fraction * budget))`` points of a scrambled Sobol sequence
+       (:class:`scipy.stats.qmc.Sobol`, seeded), capped at a quarter of the budget (at least ``d + 1``) so that
+       polishing keeps most of it. The budget is ``max_evals`` (calibrate passes it through
+       :meth:`~mechcalib.optimizers._base.Optimizer.set_budget`); without one, ``n0 = max(2 d + 2, 10)``.
+    2. **Rule** (choosing least squares or CMA-ES), stated and tested: CMA-ES when (a) the batches are told
+       without residual vectors (an objective without residuals, ``has_residuals`` False, or direct ask/tell),
+       (b) the budget cannot hold one more residual and one forward Jacobian (``d + 1``) after the design, or
+       (c) the model is noisy or non-smooth: at the best design point the forward-difference Jacobians with
+       steps ``1e-6`` and ``1e-3`` (unit cube) differ, ``||J_fine - J_coarse||_F > smooth_tol ||J_coarse||_F``
+       (``smooth_tol`` 0.1), or the coarse one is zero or a difference point failed. For a smooth model the two agree to ``O(1e-3)`` (the curvature
+       times the coarse step); noise of relative size ``s`` puts ``s / 1e-6`` into the fine one, and a kink or a
+       step puts a zero or a jump into one of them. The fine Jacobian is the first one least squares needs (its step
+       is least squares' own, and the polishing answers it from memory), so the check costs ``d`` simulations.
+    3. **Polishing**: :class:`~mechcalib.optimizers.least_squares.LeastSquares` (TRF) started (``x0=``) from
+       the best design points that are more than ``distinct`` apart (max-norm), best first, then random
+       restarts while the budget lasts. Every point already evaluated is answered from memory, not asked
+       again. A batch that does not fit in the remaining budget (a Jacobian cut in half) is not asked: the run
+       stops (``converged``) at its best point rather than spend the rest on a Jacobian it cannot use.
+
+    Choices are logged (logger ``mechcalib.optimizers.auto``) and kept in :attr:`choices` (part of the
+    optimiser state that checkpoints store).
+
+    Args:
+        design_fraction: share of the budget for the design (before the caps).
+        smooth_tol: the threshold of rule (c).
+        distinct: the least max-norm distance between polishing starts.
+        max_starts: the most design points polished.
+        seed: seed of the design and of the methods it runs.
+    """
+
+    name: ClassVar[str] = "auto"
+    #: calibrate tells this optimiser the residual vectors where the problem has them
+    needs_residuals: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        *,
+        design_fraction: float = 0.1,
+        smooth_tol: float = 0.1,
+        distinct: float = 0.1,
+        max_starts: int = 5,
+        seed: SeedLike = None,
+    ) -> None:
+        super().__init__(seed=seed)
+        self.design_fraction = check_range(self.name, "design_fraction", design_fraction, 0.0, 1.0, hi_open=True)
+        self.smooth_tol = check_range(self.name, "smooth_tol", smooth_tol, 0.0, np.inf, lo_open=True)
+        self.distinct = check_range(self.name, "distinct", distinct, 0.0, 1.0)
+        self.max_starts = check_positive_int(self.name, "max_starts", max_starts)
+        self._budget: int | None = None
+        self._has_residuals: bool | None = None
+
+    # -- what calibrate asks of it -----------------------------------------------------------------------
+    def set_budget(self, max_evals: int | None) -> None:
+        self._budget = None if max_evals is None else int(max_evals)
+
+    def prepare_problem(self, problem: Any, termination: Any) -> Any:
+        """Note whether the problem has residuals; a problem with them is made to keep its responses."""
+        self._has_residuals = bool(getattr(problem, "has_residuals", False))
+        if self._has_residuals and not getattr(problem, "keep_responses", True):
+            from dataclasses import replace
+
+            problem = replace(problem, keep_responses=True)
+        return problem
+
+    @property
+    def choices(self) -> list[dict[str, Any]]:
+        """The choices made so far: ``{"choice": ..., "reason": ..., "at_eval": ...}`` records."""
+        return [dict(c) for c in getattr(self, "_choices", [])]
+
+    @property
+    def method(self) -> str | None:
+        """``"lsq"``, ``"cmaes"`` or ``None`` (still in the design)."""
+        return getattr(self, "_phase", None) if getattr(self, "_phase", None) != "design" else None
+
+    @property
+    def converged(self) -> bool:
+        return self.dim is not None and self._phase == "done"
+
+    def tell(self, X: np.ndarray, f: np.ndarray, residuals: np.ndarray | None = None) -> None:  # type: ignore[override]
+        self._told = None if residuals is None else np.atleast_2d(np.asarray(residuals, dtype=float))
+        super().tell(X, f)
+
+    # -- ask/tell --------------------------------------------------------------------------------------
+    def design_size(self, dim: int) -> int:
+        """The design's size for ``dim`` free parameters and the current budget (class docstring)."""
+        if self._budget is None:
+            return max(2 * dim + 2, 10)
+        n0 = max(2 * dim + 2, math.ceil(self.design_fraction * self._budget))
+        return max(min(n0, self._budget // 4), min(dim + 1, self._budget))
+
+    def _init_state(self) -> None:
+        assert self.dim is not None
+        n0 = self.design_size(self.dim)
+        m = 2 ** math.ceil(math.log2(max(n0, 1)))  # Sobol's balance holds for powers of two; take the first n0
+        sobol = qmc.Sobol(d=self.dim, scramble=True, rng=self.rng)
+        self._design = snap(sobol.random(m)[:n0])
+        self._phase = "design"
+        self._choices: list[dict[str, Any]] = []
+        self._memo: dict[bytes, tuple[float, np.ndarray | None]] = {}
+        self._told: np.ndarray | None = None
+        self._mode: str | None = None
+        self._sub: Optimizer | None = None
+        self._batch: np.ndarray | None = None  # the sub-optimiser's full batch, while only its unknown points are asked
+        self._check: np.ndarray | None = None  # the best design point under the smoothness check
+        self._log_choice("design", f"{n0} Sobol points (budget {self._budget})")
+
+    def _log_choice(self, choice: str, reason: str) -> None:
+        rec = {"choice": choice, "reason": reason, "at_eval": int(getattr(self, "n_evals", 0))}
+        self._choices.append(rec)
+        log.info("%s: %s: %s (after %d evaluations)", self.name, choice, reason, rec["at_eval"])
+
+    def _remaining(self) -> float:
+        return math.inf if self._budget is None else self._budget - self.n_evals
+
+    def _next_batch_size(self) -> int:
+        state = self.state_dict()
+        try:
+            return int(self._ask().shape[0])
+        finally:
+            self.load_state_dict(state)
+
+    def _ask(self) -> np.ndarray:
+        if self._phase == "design":
+            return self._design.copy()
+        if self._phase == "check":
+            assert self._check is not None
+            return np.array(self._fine_points(self._check) + self._coarse_points(self._check))
+        if self._phase == "cmaes":
+            assert self._sub is not None
+            return self._sub.ask()
+        return self._ask_lsq()
+
+    def _coarse_points(self, u: np.ndarray) -> list[np.ndarray]:
+        return [stepped(u, i, s) for i, ss in enumerate(fd_steps(u, _H_COARSE, False)) for s in ss]
+
+    def _fine_points(self, u: np.ndarray) -> list[np.ndarray]:
+        return [stepped(u, i, s) for i, ss in enumerate(fd_steps(u, _H_FINE, False)) for s in ss]
+
+    def _ask_lsq(self) -> np.ndarray:
+        sub = self._sub
+        assert isinstance(sub, LeastSquares)
+        while True:
+            U = sub.ask()
+            known = np.array([u.tobytes() in self._memo for u in U])
+            if known.all():  # everything answered from memory: tell it and go on
+                f = np.array([self._memo[u.tobytes()][0] for u in U])
+                sub.tell(U, f, residuals=self._rows(U))
+                continue
+            new = U[~known]
+            if new.shape[0] > self._remaining():
+                # a batch cut by the budget (half a Jacobian) would be wasted: end at the best point
+                sub._pending = None
+                self._phase = "done"
+                self._log_choice("stop", f"the next batch of {new.shape[0]} does not fit the {self._remaining()} left")
+                return np.array([self.best_x if self.best_x is not None else U[0]])
+            self._batch = U
+            return new
+
+    def _rows(self, U: np.ndarray) -> np.ndarray:
+        m = next(r.shape[0] for _, r in self._memo.values() if r is not None)
+        out = np.full((U.shape[0], m), np.nan)
+        for j, u in enumerate(U):
+            r = self._memo[u.tobytes()][1]
+            if r is not None:
+                out[j] = r
+        return out
+
+    def _tell(self, X: np.ndarray, f: np.ndarray) -> None:
+        R = self._told
+        self._told = None
+        for j, x in enumerate(X):
+            r = None if R is None or not np.all(np.isfinite(R[j])) or not math.isfinite(f[j]) else R[j].copy()
+            self._memo[x.tobytes()] = (float(f[j]), r)
+        if self._phase == "design":
+            self._after_design(X, f, R)
+        elif self._phase == "check":
+            self._after_check()
+        elif self._phase == "cmaes":
+            assert self._sub is not None
+            self._sub.tell(X, f)
+        elif self._phase == "lsq" and self._batch is not None:
+            U, self._batch = self._batch, None
+            assert isinstance(self._sub, LeastSquares)
+            self._sub.tell(U, np.array([self._memo[u.tobytes()][0] for u in U]), residuals=self._rows(U))
+
+    def _after_design(self, X: np.ndarray, f: np.ndarray, R: np.ndarray | None) -> None:
+        assert self.dim is not None
+        d = self.dim
+        if R is None or self._has_residuals is False:
+            return self._fallback("the objective gives no residual vectors")
+        if not np.isfinite(f).any():
+            return self._fallback("every design point failed")
+        if self._remaining() < 2 * d + 1:
+            return self._fallback(f"{self._remaining()} evaluations left cannot hold a smoothness check and a step")
+        self._check = X[int(np.argmin(f))].copy()
+        self._phase = "check"
+
+    def _after_check(self) -> None:
+        u = self._check
+        assert u is not None
+        mis = self.jacobian_mismatch(u)
+        if not mis <= self.smooth_tol:
+            return self._fallback(
+                f"noisy or non-smooth model: forward Jacobians with steps {_H_FINE:g} and {_H_COARSE:g} differ by "
+                f"{mis:.3g} (relative), more than smooth_tol={self.smooth_tol:g}"
+            )
+        self._log_choice("lsq", f"smooth model: the Jacobians with two steps differ by {mis:.3g} (relative)")
+        self._start_lsq()
+
+    def jacobian_mismatch(self, u: np.ndarray) -> float:
+        """``||J_fine - J_coarse||_F / ||J_coarse||_F`` at ``u`` from the told residuals (``inf`` when a
+        difference point failed or both Jacobians are zero)."""
+        r0 = self._memo[u.tobytes()][1]
+        cols = []
+        for pts in (self._fine_points(u), self._coarse_points(u)):
+            J = []
+            for i, p in enumerate(pts):
+                r = self._memo[p.tobytes()][1]
+                if r is None or r0 is None:
+                    return math.inf
+                J.append((r - r0) / (p[i] - u[i]))
+            cols.append(np.array(J).T)
+        jf, jc = cols
+        den = float(np.linalg.norm(jc))
+        if den == 0.0:
+            return math.inf
+        return float(np.linalg.norm(jf - jc)) / den
+
+    def _start_lsq(self) -> None:
+        assert self.dim is not None
+        design = [(self._memo[p.tobytes()][0], p) for p in self._design if self._memo[p.tobytes()][1] is not None]
+        design.sort(key=lambda e: e[0])
+        starts: list[np.ndarray] = []
+        for _, p in design:
+            if all(np.max(np.abs(p - s)) > self.distinct for s in starts):
+                starts.append(p)
+            if len(starts) == self.max_starts:
+                break
+        self._sub = LeastSquares(
+            method="trf",
+            x0=[s.tolist() for s in starts],
+            restart=True,
+            fd_step=_H_FINE,
+            seed=int(self.rng.integers(2**31)),
+        ).setup(self.dim)
+        self._phase = "lsq"
+        self._log_choice("polish", f"trust-region least squares from {len(starts)} distinct design points")
+
+    def _fallback(self, reason: str) -> None:
+        assert self.dim is not None
+        self._sub = CMAES(seed=int(self.rng.integers(2**31))).setup(self.dim)
+        self._phase = "cmaes"
+        self._log_choice("cmaes", reason)
