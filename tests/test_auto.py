@@ -1,0 +1,185 @@
+"""``auto``, the default method: design, least-squares polishing, and the CMA-ES fallback rule."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+import mechcalib as mc
+from mechcalib.cli import app
+from mechcalib.core.problem import FunctionProblem
+from mechcalib.models import get_model
+from mechcalib.objectives.curves import F2, L2
+from mechcalib.optimizers import OPTIMIZERS, make_optimizer
+from mechcalib.optimizers.auto import Auto
+from mechcalib.storage import RunStore
+
+CONFIG = """
+seed = 3
+[model]
+name = "duffing"
+preset = "default"
+[[experiments]]
+kind = "synthetic"
+name = "clean"
+noise = 0.0
+[objective]
+name = "l2"
+options = { channels = ["displacement"] }
+[budget]
+max_evals = 50
+[evaluator]
+kind = "serial"
+[output]
+directory = "out"
+"""
+
+
+def _duffing(objective=None):
+    model = get_model("duffing")
+    truth = model.preset("default")
+    exp = mc.experiment_from_model(model, truth, noise=0.0, seed=0, name="d")
+    return mc.Problem(model, exp, objective or L2(channels=("displacement",))), truth
+
+
+def _max_rel_error(params, truth):
+    return max(abs(params[k] - truth[k]) / abs(truth[k]) for k in params)
+
+
+def _kinds(opt):
+    return [c["choice"] for c in opt.choices]
+
+
+def test_registered_and_listed():
+    assert "auto" in OPTIMIZERS
+    out = CliRunner().invoke(app, ["optimizers"]).output
+    assert "auto" in out
+
+
+def test_config_without_optimizer_section_runs_auto_to_the_truth_in_50_simulations(tmp_path):
+    (tmp_path / "run.toml").write_text(CONFIG)
+    r = CliRunner().invoke(app, ["run", str(tmp_path / "run.toml")], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    out = tmp_path / "out"
+    result = json.loads(next(out.rglob("result.json")).read_text())
+    assert result["optimizer"] == "auto"
+    assert result["n_evaluations"] <= 50 and result["n_simulated"] == result["n_evaluations"]
+    truth = get_model("duffing").preset("default")
+    # measured: largest relative error about 1e-11 after 50 simulations (seed 3)
+    assert _max_rel_error(result["best"], truth) < 0.01
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_duffing_in_50_simulations_polishes_and_ends_at_its_best(seed):
+    prob, truth = _duffing()
+    opt = Auto(seed=seed)
+    res = mc.calibrate(prob, max_evals=50, optimizer=opt)
+    assert "polish" in _kinds(opt) and "cmaes" not in _kinds(opt)  # the rule does not fire on Duffing
+    assert _max_rel_error(res.best_params, truth) < 0.01
+    assert res.n_evals <= 50
+    # the run ends at its best: no batch was cut by the budget, and the best so far after the last
+    # evaluation is the result's best
+    assert all(res.history.told)
+    assert min(res.history.losses) == res.best_loss
+
+
+def test_calibrate_defaults_to_auto():
+    prob, truth = _duffing()
+    res = mc.calibrate(prob, max_evals=50)
+    assert res.optimizer == "auto"
+    assert _max_rel_error(res.best_params, truth) < 0.01
+
+
+def test_budget_shapes_the_design():
+    opt = Auto(seed=0)
+    opt.set_budget(50)
+    assert opt.design_size(3) == 8  # max(2 d + 2, 10 % of 50), under a quarter of the budget
+    opt.set_budget(1000)
+    assert opt.design_size(3) == 100
+    opt.set_budget(None)
+    assert opt.design_size(3) == 10
+
+
+def _drive(opt, residuals, n_evals):
+    """Ask/tell ``opt`` with residual vectors ``residuals(U)`` for ``n_evals`` evaluations."""
+    opt.set_budget(n_evals)
+    opt.setup(2)
+    while opt.n_evals < n_evals and not opt.converged:
+        U = opt.ask()
+        R = residuals(U)
+        opt.tell(U, np.sum(R**2, axis=1), residuals=R)
+    return opt
+
+
+def _smooth(U):
+    return np.column_stack([U[:, 0] - 0.3, 2.0 * (U[:, 1] - 0.6), U[:, 0] * U[:, 1] - 0.18])
+
+
+def test_rule_keeps_least_squares_on_a_smooth_model():
+    opt = _drive(Auto(seed=0), _smooth, 40)
+    assert _kinds(opt)[:3] == ["design", "lsq", "polish"]
+    assert opt.jacobian_mismatch(opt._check) < 0.1
+    np.testing.assert_allclose(opt.best_x, [0.3, 0.6], atol=1e-6)
+
+
+def test_rule_falls_back_to_cmaes_on_a_noisy_model():
+    noise = np.random.default_rng(0)
+
+    def noisy(U):  # every evaluation draws new noise of relative size 1e-3
+        R = _smooth(U)
+        return R + 1e-3 * noise.standard_normal(R.shape)
+
+    opt = _drive(Auto(seed=0), noisy, 40)
+    assert _kinds(opt)[:2] == ["design", "cmaes"]
+    assert "noisy or non-smooth" in opt.choices[1]["reason"]
+    assert opt.jacobian_mismatch(opt._check) > 0.1
+
+
+def test_rule_falls_back_on_a_noisy_function_problem_without_residuals():
+    noise = np.random.default_rng(1)
+    prob = FunctionProblem.from_bounds(
+        lambda X: np.sum((X - 0.5) ** 2, axis=1) + 1e-3 * noise.standard_normal(len(X)), [0, 0], [1, 1]
+    )
+    opt = Auto(seed=0)
+    res = mc.calibrate(prob, opt, max_evals=60)
+    assert _kinds(opt) == ["design", "cmaes"] and res.n_evals == 60
+
+
+def test_rule_falls_back_on_an_objective_without_residuals(caplog):
+    prob, _ = _duffing(F2(channels=("displacement",)))
+    opt = Auto(seed=0)
+    with caplog.at_level(logging.INFO, logger="mechcalib.optimizers.auto"):
+        res = mc.calibrate(prob, opt, max_evals=30)
+    assert _kinds(opt) == ["design", "cmaes"]
+    assert "no residual" in opt.choices[1]["reason"]
+    assert any("cmaes" in rec.getMessage() for rec in caplog.records)  # logged, not printed
+    assert res.n_evals == 30
+
+
+class _Stop(Exception):
+    pass
+
+
+def test_killed_polishing_run_resumes_identically_without_recomputing(tmp_path):
+    prob, _ = _duffing()
+    ref = mc.calibrate(prob, Auto(seed=5), max_evals=50)
+    seen = []
+
+    def hook(idx, batch, outcome):
+        if outcome.source != "replay":
+            seen.append(idx)
+            if len(seen) == 23:  # inside the polishing
+                raise _Stop
+
+    with RunStore(tmp_path / "r.db") as store:
+        with pytest.raises(_Stop):
+            mc.calibrate(prob, Auto(seed=5), max_evals=50, store=store, run_name="r", cache=False, on_evaluation=hook)
+        res = mc.calibrate(prob, make_optimizer("auto"), max_evals=50, store=store, run_name="r", cache=False)
+    assert res.n_replayed == 23 and res.n_simulated == res.n_evals - 23
+    assert res.best_loss == ref.best_loss and res.n_evals == ref.n_evals
+    np.testing.assert_array_equal(res.best_x, ref.best_x)
+    np.testing.assert_array_equal(res.history.losses, ref.history.losses)
