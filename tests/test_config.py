@@ -333,11 +333,20 @@ def test_error_names_key_expected_and_found(tmp_path, text, key, expected, found
 
 
 def test_unknown_top_level_key_and_missing_section(tmp_path):
+    # a misspelt [optimizer] is an unknown key (the section itself is optional: absent, the method is auto)
     text = _sub('[optimizer]\nname = "random"', '[optimiser]\nname = "random"')
     found = {i.key: i for i in issues_of(tmp_path, text)}
-    assert set(found) == {"optimiser", "optimizer"}
+    assert set(found) == {"optimiser"}
     assert "'optimizer'" in found["optimiser"].expected and found["optimiser"].found == "unknown key 'optimiser'"
-    assert found["optimizer"].expected.startswith("a value") and found["optimizer"].found == "nothing"
+    text = _sub("[budget]\nmax_evals = 20", "")
+    found = {i.key: i for i in issues_of(tmp_path, text)}
+    assert set(found) == {"budget"}
+    assert found["budget"].expected.startswith("a value") and found["budget"].found == "nothing"
+
+
+def test_config_without_optimizer_section_builds_auto(tmp_path):
+    text = _sub('[optimizer]\nname = "random"', "")
+    assert load_config(write(tmp_path, text)).build_optimizer().name == "auto"
 
 
 def test_missing_column_and_missing_mapping_key(tmp_path):
