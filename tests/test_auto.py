@@ -183,3 +183,18 @@ def test_killed_polishing_run_resumes_identically_without_recomputing(tmp_path):
     assert res.best_loss == ref.best_loss and res.n_evals == ref.n_evals
     np.testing.assert_array_equal(res.best_x, ref.best_x)
     np.testing.assert_array_equal(res.history.losses, ref.history.losses)
+
+
+def test_a_run_never_ends_on_a_cut_batch():
+    prob, truth = _duffing()
+    stopped = 0
+    for max_evals in range(36, 52):
+        opt = Auto(seed=1)
+        res = mc.calibrate(prob, opt, max_evals=max_evals)
+        assert res.n_evals <= max_evals and all(res.history.told), max_evals
+        assert _max_rel_error(res.best_params, truth) < 0.01
+        if res.stop_reason == "converged":  # a Jacobian did not fit: the last evaluation is the best point again
+            stopped += 1
+            assert "stop" in _kinds(opt)
+            np.testing.assert_array_equal(res.history.X[-1], res.best_x)
+    assert stopped > 0

@@ -44,7 +44,8 @@ class Auto(Optimizer):
        the best design points that are more than ``distinct`` apart (max-norm), best first, then random
        restarts while the budget lasts. Every point already evaluated is answered from memory, not asked
        again. A batch that does not fit in the remaining budget (a Jacobian cut in half) is not asked: the run
-       stops (``converged``) at its best point rather than spend the rest on a Jacobian it cannot use.
+       evaluates its best point once more and stops (``converged``) rather than spend the rest on a Jacobian
+       it cannot use.
 
     Choices are logged (logger ``mechcalib.optimizers.auto``) and kept in :attr:`choices` (part of the
     optimiser state that checkpoints store).
