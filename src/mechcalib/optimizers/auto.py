@@ -43,9 +43,9 @@ class Auto(Optimizer):
     3. **Polishing**: :class:`~mechcalib.optimizers.least_squares.LeastSquares` (TRF) started (``x0=``) from
        the best design points that are more than ``distinct`` apart (max-norm), best first, then random
        restarts while the budget lasts. Every point already evaluated is answered from memory, not asked
-       again. A batch that does not fit in the remaining budget (a Jacobian cut in half) is not asked: the run
-       evaluates its best point once more and stops (``converged``) rather than spend the rest on a Jacobian
-       it cannot use.
+       again. The next batch is planned as soon as the last one is told, so a batch that does not fit in the
+       remaining budget (a Jacobian cut in half) is never asked: the optimiser turns ``converged`` and the run
+       ends at its best rather than spend the rest on a Jacobian it cannot use.
 
     Choices are logged (logger ``mechcalib.optimizers.auto``) and kept in :attr:`choices` (part of the
     optimiser state that checkpoints store).
@@ -99,8 +99,8 @@ class Auto(Optimizer):
 
     @property
     def method(self) -> str | None:
-        """``"lsq"``, ``"cmaes"`` or ``None`` (still in the design)."""
-        return getattr(self, "_phase", None) if getattr(self, "_phase", None) != "design" else None
+        """``"check"``, ``"lsq"``, ``"cmaes"``, ``"done"``, or ``None`` (not set up, or still in the design)."""
+        return None if self.dim is None or self._phase == "design" else self._phase
 
     @property
     def converged(self) -> bool:
@@ -131,6 +131,7 @@ class Auto(Optimizer):
         self._mode: str | None = None
         self._sub: Optimizer | None = None
         self._batch: np.ndarray | None = None  # the sub-optimiser's full batch, while only its unknown points are asked
+        self._next: np.ndarray | None = None  # the unknown points of that batch, planned when the last one was told
         self._check: np.ndarray | None = None  # the best design point under the smoothness check
         self._log_choice("design", f"{n0} Sobol points (budget {self._budget})")
 
@@ -167,6 +168,11 @@ class Auto(Optimizer):
         return [stepped(u, i, s) for i, ss in enumerate(fd_steps(u, _H_FINE, False)) for s in ss]
 
     def _ask_lsq(self) -> np.ndarray:
+        assert self._next is not None  # planned by _plan_lsq when the previous batch was told
+        return self._next
+
+    def _plan_lsq(self) -> None:
+        """The polisher's next batch, less the points answered from memory; ``done`` when it does not fit."""
         sub = self._sub
         assert isinstance(sub, LeastSquares)
         while True:
@@ -180,11 +186,11 @@ class Auto(Optimizer):
             if new.shape[0] > self._remaining():
                 # a batch cut by the budget (half a Jacobian) would be wasted: end at the best point
                 sub._pending = None
-                self._phase = "done"
+                self._phase, self._next = "done", None
                 self._log_choice("stop", f"the next batch of {new.shape[0]} does not fit the {self._remaining()} left")
-                return np.array([self.best_x if self.best_x is not None else U[0]])
-            self._batch = U
-            return new
+                return
+            self._batch, self._next = U, new
+            return
 
     def _rows(self, U: np.ndarray) -> np.ndarray:
         m = next(r.shape[0] for _, r in self._memo.values() if r is not None)
@@ -212,6 +218,8 @@ class Auto(Optimizer):
             U, self._batch = self._batch, None
             assert isinstance(self._sub, LeastSquares)
             self._sub.tell(U, np.array([self._memo[u.tobytes()][0] for u in U]), residuals=self._rows(U))
+        if self._phase == "lsq":  # plan now, so that `converged` says whether a next batch fits the budget
+            self._plan_lsq()
 
     def _after_design(self, X: np.ndarray, f: np.ndarray, R: np.ndarray | None) -> None:
         assert self.dim is not None
