@@ -46,7 +46,7 @@ from .errors import ConfigurationError, MissingExtraError
 from .execution import Evaluator, make_evaluator
 from .runfolder import LOCK_FILE, RunDirError, folder_lock, locked_by_another
 from .storage import RunStore, Store
-from .storage.codec import problem_fingerprint, to_jsonable
+from .storage.codec import earlier_fingerprints, problem_fingerprint, to_jsonable
 from .storage.export import evaluation_columns
 
 log = logging.getLogger(__name__)
@@ -530,7 +530,7 @@ def _as_fingerprinted(
     only the file named in ``run.json`` gives the stored fingerprint, resume from that file (the same
     problem, with the recorded overrides)."""
     problem = built[0]
-    if fingerprint is None or fingerprint in (problem_fingerprint(problem), problem_fingerprint(problem, legacy=True)):
+    if fingerprint is None or fingerprint in (problem_fingerprint(problem), *earlier_fingerprints(problem)):
         return cfg, built
     man = _manifest(out)
     path = man.get("config_path")
@@ -541,7 +541,7 @@ def _as_fingerprinted(
         alt_problem = alt.build_problem()
     except ConfigurationError:
         return cfg, built
-    if problem_fingerprint(alt_problem, legacy=True) != fingerprint:
+    if fingerprint not in earlier_fingerprints(alt_problem):
         return cfg, built  # another problem indeed: the run session says so
     built[3].close()
     return alt, (alt_problem, alt.build_optimizer(), alt.build_termination(), build_evaluator(alt))

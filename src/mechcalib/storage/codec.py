@@ -134,7 +134,21 @@ class _CanonicalPickler(pickle._Pickler):  # the pure-Python pickler (its dict w
         super()._batch_setitems(iter(items), *args)  # type: ignore[misc]  # private in the stubs
 
 
-def _canonical_pickle(obj: Any) -> bytes:
+def _canonical_pickle(obj: Any, *, shared: bool = False) -> bytes:
+    """The canonical pickle, with every object written in full where it occurs (the pickler's "fast" mode,
+    no memo): an array that two curves share by reference and equal copies of it give the same bytes. That
+    sharing is an accident of how a model builds its response (NumPy returns the array itself or a new view
+    depending on its dtype object), not a property of the problem. A structure with a cycle cannot be written
+    that way; it is written with the memo (``shared=True`` forces that, the form of earlier versions)."""
+    if not shared:
+        buf = io.BytesIO()
+        pickler = _CanonicalPickler(buf, protocol=4)
+        pickler.fast = True
+        try:
+            pickler.dump(obj)
+            return buf.getvalue()
+        except RecursionError:
+            pass
     buf = io.BytesIO()
     _CanonicalPickler(buf, protocol=4).dump(obj)
     return buf.getvalue()
@@ -144,24 +158,36 @@ def problem_fingerprint(problem: Any, *, legacy: bool = False) -> str | None:
     """A hash that identifies a problem (model, experiments, objective, space, penalty) for the cache.
 
     A problem's ``fingerprint()`` (declared by :class:`~mechcalib.core.problem.ProblemLike`) may return a
-    string itself; when it returns ``None`` the hash is taken over the problem's pickle with every
-    mapping's keys sorted (cloudpickle, in insertion order, for lambdas) and the package version, so the
-    order in which a configuration lists its keys does not matter. Code is pickled by reference, so after
-    changing a model's code give the run a new name or the problem a ``fingerprint`` that says so.
-    ``None`` when the problem cannot be pickled (then the cache only serves the run itself).
+    string itself; when it returns ``None`` the hash is taken over the problem's canonical pickle (every
+    mapping's keys sorted, every object written in full where it occurs; cloudpickle for lambdas) and the
+    package version, so neither the order in which a configuration lists its keys nor which arrays happen to
+    be shared by reference matters. Code is pickled by reference, so after changing a model's code give the
+    run a new name or the problem a ``fingerprint`` that says so. ``None`` when the problem cannot be
+    pickled (then the cache only serves the run itself).
 
-    ``legacy=True`` gives the hash of earlier versions (the plain pickle, in insertion order), which
-    stores written by them hold; a resumed run accepts either.
+    ``legacy=True`` gives the hash of the first versions (the plain pickle, in insertion order);
+    :func:`earlier_fingerprints` lists every form earlier versions wrote, which a resumed run accepts.
     """
+    return _fingerprint(problem, "legacy" if legacy else "canonical")
+
+
+def earlier_fingerprints(problem: Any) -> tuple[str, ...]:
+    """The hashes earlier versions stored for this problem: the canonical pickle with shared objects written
+    once (which depended on how a model aliased its arrays), and the plain pickle in insertion order."""
+    found = (_fingerprint(problem, "shared"), _fingerprint(problem, "legacy"))
+    return tuple(f for f in found if f is not None)
+
+
+def _fingerprint(problem: Any, form: str) -> str | None:
     from .. import __version__
 
     custom = problem.fingerprint()
     if custom is not None:
         return "custom:" + str(custom)
     data: bytes | None = None
-    if not legacy:
+    if form != "legacy":
         try:
-            data = _canonical_pickle(problem)
+            data = _canonical_pickle(problem, shared=form == "shared")
         except Exception:
             data = None
     if data is None:

@@ -20,7 +20,15 @@ import numpy as np
 from ..errors import ConfigurationError
 from ..execution._base import DETERMINISTIC_STATUSES, Outcome
 from .base import Store
-from .codec import cache_keys, decode_response, dumps, encode_response, problem_fingerprint, versions
+from .codec import (
+    cache_keys,
+    decode_response,
+    dumps,
+    earlier_fingerprints,
+    encode_response,
+    problem_fingerprint,
+    versions,
+)
 from .records import EvaluationRecord
 
 log = logging.getLogger(__name__)
@@ -161,9 +169,10 @@ class RunSession:
                 f"{where} searched another parameter space; resume with the same space or choose another run_name"
             )
         if self.fingerprint is not None and info.fingerprint is not None and self.fingerprint != info.fingerprint:
-            if problem_fingerprint(self.problem, legacy=True) == info.fingerprint:
-                # a store written before fingerprints sorted mappings' keys: same problem; its cache keys
-                # were made with the stored fingerprint, so keep using it for this run
+            if info.fingerprint in earlier_fingerprints(self.problem):
+                # a store written by an earlier version (before fingerprints sorted mappings' keys and
+                # ignored shared references): same problem; its cache keys were made with the stored
+                # fingerprint, so keep using it for this run
                 self.fingerprint = info.fingerprint
                 return
             raise ResumeError(
