@@ -246,9 +246,15 @@ def _raise_machine(x):
     return x[:, 0]
 
 
-def test_the_pool_evaluator_stops_on_a_failure_of_the_machine():
+@pytest.mark.parametrize("kind", ["pool", "dask"])
+def test_process_evaluators_stop_on_a_failure_of_the_machine(kind):
     prob = mc.FunctionProblem.from_bounds(_raise_machine, [0.0], [1.0])
-    with mc.execution.PoolEvaluator(n_workers=1, chunk_size=1) as ev:
+    if kind == "dask":
+        pytest.importorskip("distributed")
+        evaluator = mc.execution.DaskEvaluator(n_workers=1, processes=False, chunk_size=1)
+    else:
+        evaluator = mc.execution.PoolEvaluator(n_workers=1, chunk_size=1)
+    with evaluator as ev:
         ev.start(prob)
         assert [o.loss for o in ev.submit(np.array([[0.25]]))] == [0.25]
         with pytest.raises(InfrastructureError, match="disk gone"):
