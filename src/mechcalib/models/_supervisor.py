@@ -34,6 +34,7 @@ import signal
 import subprocess
 import sys
 import time
+import typing
 from collections import deque
 
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
@@ -58,6 +59,7 @@ class Tail:
         self.path, self.limit, self.total, self.kept = path, limit, 0, 0
         self.chunks: deque[bytes] = deque()
         self.error: OSError | None = None
+        self.file: typing.BinaryIO | None
         try:
             self.file = open(path, "wb")  # noqa: SIM115 - closed in close()
         except OSError as exc:

@@ -80,7 +80,7 @@ def fill_template(text: str, values: Mapping[str, Any], *, where: str = "templat
     return PLACEHOLDER_RE.sub(sub, text)
 
 
-def relative_name(name: str, field: str) -> str:
+def relative_name(name: str, field: str | tuple) -> str:
     """A file name that stays inside the working directory (no absolute path, no ``..``)."""
     if not isinstance(name, str) or not name.strip():
         raise ExternalSetupError(field, "a file name relative to the working directory", repr(name))

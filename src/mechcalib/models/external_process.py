@@ -188,7 +188,7 @@ def prune_failed(root: Path, prefix: str, max_dirs: int, max_bytes: int) -> list
             continue
     kept.sort()
     sizes = [_size(d) for _, _, d in kept]
-    total, removed = sum(sizes), []
+    total, removed = sum(sizes), list[Path]()
     for (_, _, d), size in zip(kept, sizes, strict=True):
         if len(kept) - len(removed) <= max_dirs and total <= max_bytes:
             break
