@@ -157,6 +157,11 @@ def test_failed_folders_are_kept_up_to_a_count_and_a_size_oldest_first(tmp_path)
     (f,) = m3.simulate(np.array([[0.7]]))
     assert "working directory deleted" in f.message and "max_failed_bytes = 5000" in f.message
     assert list((tmp_path / "work").iterdir()) == []
+    other = tmp_path / "work" / "external-x-abcd1234"  # a failed folder of a model named "external-x"
+    other.mkdir()
+    (other / "failure.txt").write_text("failed\n")
+    m3.simulate(np.array([[0.8]]))
+    assert list((tmp_path / "work").iterdir()) == [other]
 
 
 @linux

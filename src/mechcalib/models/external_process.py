@@ -178,10 +178,12 @@ def _size(path: Path) -> int:
 
 
 def prune_failed(root: Path, prefix: str, max_dirs: int, max_bytes: int) -> list[Path]:
-    """Delete the oldest failed working folders ``root/<prefix>*`` (those holding :data:`FAILURE_TXT`) until
+    """Delete the oldest failed working folders ``root/<prefix>XXXXXXXX`` (those holding :data:`FAILURE_TXT`) until
     at most ``max_dirs`` are left and together they hold at most ``max_bytes``; returns the folders deleted."""
     kept = []
     for marker in root.glob(f"{prefix}*/{FAILURE_TXT}"):
+        if "-" in marker.parent.name[len(prefix) :]:  # another model's: "arch-x-..." is not "arch-"'s
+            continue
         try:
             kept.append((marker.stat().st_mtime, marker.parent.name, marker.parent))
         except OSError:  # deleted meanwhile by another process
