@@ -14,6 +14,7 @@ import pytest
 import mechcalib as mc
 from mechcalib import ConfigurationError, Curve
 from mechcalib.config import ConfigFileError, RunConfig, load_config
+from mechcalib.errors import InfrastructureError
 from mechcalib.models import SimulationFailure
 from mechcalib.models.external import (
     CsvOutput,
@@ -181,7 +182,7 @@ def test_nonzero_exit_is_a_failure_that_names_the_log(tmp_path):
     assert not isinstance(out[0], SimulationFailure)
     f = out[1]
     assert isinstance(f, SimulationFailure) and "exited with status 2" in f.message and "non-physical" in f.message
-    log = Path(f.message.split("see ")[-1].strip("'"))
+    log = Path(f.message.split("see '")[1].split("'")[0])
     assert log.name == "stderr.log" and "non-physical input" in log.read_text()  # kept: it failed
 
 
@@ -215,15 +216,16 @@ def test_missing_or_garbled_output_is_a_failure(tmp_path, code, needle):
     assert isinstance(f, SimulationFailure) and needle in f.message and "stdout.log" in f.message
 
 
-def test_missing_program_is_a_failure(tmp_path):
+def test_missing_program_is_an_infrastructure_error(tmp_path):
     m = ExternalModel(
         mc.ParameterSpace([mc.Parameter("a", 0.0, 1.0)]),
         [str(tmp_path / "no-such-program")],
         outputs={"y": CsvOutput("out.csv", "x", "y")},
-        workdir_root=tmp_path,
+        workdir_root=tmp_path / "work",
     )
-    (f,) = m.simulate(np.array([[0.5]]))
-    assert isinstance(f, SimulationFailure) and "cannot start" in f.message
+    with pytest.raises(InfrastructureError, match="cannot start .*no-such-program.*No such file"):
+        m.simulate(np.array([[0.5]]))
+    assert list((tmp_path / "work").iterdir()) == []  # nothing kept of a run that never started
 
 
 def test_parser_callable_and_spec(tmp_path):

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from .core.problem import EvaluationBatch, ProblemLike, check_problem
-from .errors import ConfigurationError
+from .errors import ConfigurationError, InfrastructureError
 from .execution._base import Evaluator, FunctionEvaluator, Outcome, outcomes_to_batch
 from .optimizers._base import Optimizer
 from .storage.base import Store
@@ -347,7 +347,9 @@ def calibrate(
             session.finish("finished", b, stop_reason=reason)
     except BaseException as exc:
         if session is not None:
-            status = "interrupted" if isinstance(exc, KeyboardInterrupt | GeneratorExit) else "failed"
+            # the machine failed (InfrastructureError): a pause, resumed once fixed, not a failed run
+            stopped = isinstance(exc, KeyboardInterrupt | GeneratorExit | InfrastructureError)
+            status = "interrupted" if stopped else "failed"
             try:
                 session.finish(status, b, error=f"{type(exc).__name__}: {exc}")
             except Exception:  # the original error matters more

@@ -42,6 +42,12 @@ class DataError(MechcalibError, ValueError):
     """Measured or simulated data cannot be used as given (NaN, too short, mismatched lengths...)."""
 
 
+class InfrastructureError(MechcalibError, RuntimeError):
+    """The machine, not the parameter set, made an evaluation fail: a full disk, no memory, a program that
+    cannot start. It is not recorded against the parameter set: the run stops with every evaluation done so
+    far stored, and resuming it (once the cause is fixed) evaluates that set again."""
+
+
 class MissingExtraError(MechcalibError, ImportError):
     """An optional dependency is needed; the message names the extra to install."""
 

@@ -5,7 +5,8 @@ Exit status of every ``mechcalib`` command (one policy, applied by :func:`errors
 * ``0``: success.
 * ``1``: the command's work ran and failed: a run that ended without one successful evaluation, a simulation that
   failed, a dataset generation that finished without one successful simulation, an evaluator that cannot work
-  (its workers do not start), or the operating system refusing a file (:class:`OSError`).
+  (its workers do not start), the operating system refusing a file (:class:`OSError`), or the machine failing
+  a simulation (:class:`~mechcalib.errors.InfrastructureError`: the run stopped and says how to continue).
 * ``2``: bad input or usage: an unknown or malformed option (typer/click usage errors, :func:`parse_assignments`),
   a configuration or data file that breaks a rule (:class:`~mechcalib.errors.MechcalibError`: configuration,
   data, a missing optional extra), a run folder or store that does not hold what the command needs.
@@ -54,7 +55,7 @@ def errors(resume: str | Path | None = None) -> Iterator[None]:
     interruption (named in the message); ``None`` for a command that has nothing to continue.
     """
     from ..config import ConfigFileError
-    from ..errors import MechcalibError
+    from ..errors import InfrastructureError, MechcalibError
     from ..execution import EvaluatorError
 
     try:
@@ -62,6 +63,9 @@ def errors(resume: str | Path | None = None) -> Iterator[None]:
     except ConfigFileError as exc:  # its message is a headed list of every broken rule
         typer.echo(str(exc), err=True)
         raise typer.Exit(EXIT_USAGE) from None
+    except InfrastructureError as exc:  # the machine, not the input: stopped, to be resumed once fixed
+        hint = f"; continue with `mechcalib resume {resume}`" if resume is not None else ""
+        fail(f"{exc}{hint}", EXIT_FAILED)
     except MechcalibError as exc:
         fail(str(exc), EXIT_USAGE)
     except (EvaluatorError, OSError) as exc:

@@ -84,6 +84,9 @@ External simulators replace ``[model] name`` by a ``[model.external]`` table (se
     timeout = 60
     workdir_root = "work"
     keep = "failed"                                                  # all | failed | none
+    max_failed_dirs = 20                                             # failed folders kept, oldest deleted first
+    max_failed_bytes = 1073741824                                    # ... and their total size
+    output_limit = 1048576                                           # bytes of stdout/stderr kept (the tail)
     max_workers = 1
     conditions = { w_max = 4.0 }                                     # numeric; usable as placeholders
     [model.external.outputs.force]                                   # or parser = "parse.py:parse" + channels

@@ -142,6 +142,9 @@ class RunConfig(RunSchema):
                     presets=e.presets or None,
                     name=e.name,
                     env=e.env,
+                    output_limit=e.output_limit,
+                    max_failed_dirs=e.max_failed_dirs,
+                    max_failed_bytes=e.max_failed_bytes,
                 )
             except ExternalSetupError as exc:
                 issues.append(ConfigIssue(_key("model", "external", *exc.parts), exc.expected, exc.found))

@@ -32,6 +32,7 @@ from pydantic import (
 )
 
 from ..models import MODELS
+from ..models.external_process import DEFAULT_MAX_FAILED_BYTES, DEFAULT_MAX_FAILED_DIRS, DEFAULT_OUTPUT_LIMIT
 from .errors import ConfigFileError, ConfigIssue, _fail, _found, _issues_from_validation
 
 SCHEMA_VERSION = 1
@@ -98,6 +99,9 @@ class ExternalSpec(_Section):
     conditions: dict[str, Finite] = {}
     presets: dict[str, dict[str, Finite]] = {}
     env: dict[str, Text] = {}
+    output_limit: Annotated[int, Strict(), Field(ge=1024)] = DEFAULT_OUTPUT_LIMIT
+    max_failed_dirs: NonNegativeInt = DEFAULT_MAX_FAILED_DIRS
+    max_failed_bytes: NonNegativeInt = DEFAULT_MAX_FAILED_BYTES
 
     @field_validator("parser")
     @classmethod

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, InfrastructureError
 from .data import Experiment
 from .model import Model, Response, SimulationFailure
 from .objective import Objective
@@ -285,6 +285,8 @@ def _simulate_isolated(simulate: Callable, x: np.ndarray, exp: Experiment) -> li
         if len(out) != x.shape[0]:
             raise RuntimeError(f"model returned {len(out)} responses for {x.shape[0]} parameter sets")
         return out
+    except InfrastructureError:  # the machine failed, not a set: the run stops
+        raise
     except Exception:
         if x.shape[0] == 1:
             return [SimulationFailure(traceback.format_exc(limit=3).strip().splitlines()[-1])]
@@ -323,12 +325,16 @@ class FunctionProblem(_PenaltyMixin):
         if self.vectorized:
             try:
                 raw = np.asarray(self.fn(x), dtype=float).reshape(n)
+            except InfrastructureError:
+                raise
             except Exception as exc:
                 errors = [f"{type(exc).__name__}: {exc}"] * n
         else:
             for i in range(n):
                 try:
                     raw[i] = float(self.fn(x[i]))
+                except InfrastructureError:
+                    raise
                 except Exception as exc:
                     errors[i] = f"{type(exc).__name__}: {exc}"
         for i in range(n):

@@ -32,7 +32,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..core.problem import OK, EvaluationBatch
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, InfrastructureError
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +118,8 @@ def evaluate_chunk(
         raw = np.asarray(res.raw_losses, dtype=float).reshape(-1)
         if losses.shape[0] != k or raw.shape[0] != k or len(res.status) != k or len(res.errors) != k:
             raise RuntimeError(f"problem.evaluate returned {losses.shape[0]} results for {k} parameter sets")
+    except InfrastructureError:  # not the sets' failure: the run stops (see calibrate)
+        raise
     except Exception as exc:
         text = traceback.format_exception_only(type(exc), exc)[-1].strip()
         log.warning("%s: evaluate raised for a whole chunk of %d set(s): %s", worker, k, text)

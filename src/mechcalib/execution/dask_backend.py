@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigurationError, require
+from ..errors import ConfigurationError, InfrastructureError, require
 from ._base import CRASHED, OK, Evaluator, Outcome, chunks, evaluate_chunk_timed, failed_outcomes
 
 #: times a task cancelled with the scattered problem (lost with its workers) is sent again
@@ -259,6 +259,8 @@ class DaskEvaluator(Evaluator):
                 pending.discard(f.key)
                 if f.status in ("error", "cancelled"):  # the task was lost with its worker (KilledWorker...)
                     exc = res[1] if isinstance(res, tuple) else res
+                    if isinstance(exc, InfrastructureError):  # the machine failed: the run stops
+                        raise exc
                     lost = not isinstance(exc, _killed_worker()) and self._problem_future.status != "finished"
                     if lost and resent.get(positions[0], 0) < _MAX_RESENDS:
                         # cancelled because the scattered problem died with the workers: send it again
@@ -295,6 +297,8 @@ class DaskEvaluator(Evaluator):
         g = self._send(positions, Xs)
         try:
             outs = g.result()
+        except InfrastructureError:
+            raise
         except Exception as exc:  # noqa: BLE001 - the worker died under this set: record it, go on
             outs = failed_outcomes(
                 self._problem, 1, CRASHED, f"crashed: {type(exc).__name__}: {exc}", started=time.time(), worker="dask"

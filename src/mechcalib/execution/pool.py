@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, InfrastructureError
 from ._base import CRASHED, TIMEOUT, Evaluator, EvaluatorError, Outcome, chunks, evaluate_chunk, failed_outcomes
 
 log = logging.getLogger(__name__)
@@ -90,7 +90,11 @@ def _worker_main(conn: Connection, parent_pid: int, name: str) -> None:
             conn.send(("ready", os.getpid()))
         elif kind == "eval":
             task_id, X = msg[1], msg[2]
-            outs = evaluate_chunk(problem, X, name)
+            try:
+                outs = evaluate_chunk(problem, X, name)
+            except InfrastructureError as exc:  # the parent raises it again: the run stops
+                conn.send(("infra", task_id, str(exc)))
+                continue
             try:
                 conn.send(("done", task_id, outs))
             except Exception as exc:  # a response that cannot be pickled: send the losses without it
@@ -251,6 +255,9 @@ class PoolEvaluator(Evaluator):
             return None
         if msg[0] == "error":
             raise EvaluatorError(f"a pool worker could not load the problem:\n{msg[1]}")
+        if msg[0] == "infra":
+            w.task, w.deadline = None, float("inf")
+            raise InfrastructureError(msg[2])
         task = w.task
         w.task, w.deadline = None, float("inf")
         if task is None or task.id != msg[1] or task.gen != gen:

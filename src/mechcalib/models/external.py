@@ -6,8 +6,10 @@ Per parameter set :class:`ExternalModel`
 1. creates a fresh working directory ``<workdir_root>/<name>-XXXXXXXX`` (``tempfile.mkdtemp``, so runs in
    threads, processes or on several hosts sharing the root never collide);
 2. copies the support ``files`` into it and writes each template with its placeholders filled in;
-3. runs ``command``, an argument list (never a shell string: ``shell=False``), with ``stdout.log`` and
-   ``stderr.log`` written in the working directory and an optional timeout;
+3. runs ``command``, an argument list (never a shell string: ``shell=False``), in a session of its own
+   with an optional timeout, through a supervisor process that keeps at most ``output_limit`` bytes of its
+   output in ``stdout.log`` and ``stderr.log`` (the tail; a note says what was cut) and kills every process
+   the run left behind, even one that started its own session (see :mod:`.external_process`);
 4. reads the output channels from named CSV columns, or with a user ``parse(workdir) -> {channel: Curve}``.
 
 Template syntax
@@ -20,30 +22,35 @@ not a parameter or a condition is refused when the model is built. The same plac
 inside command arguments; the only other token is the whole argument ``{python}``, replaced by the
 running interpreter (``sys.executable``).
 
-A failed run (non-zero exit status, timeout, the program not found, a missing or garbled output file, a
-parser that raises) gives a :class:`~mechcalib.models.SimulationFailure` whose message names the working
-directory and its logs; ``simulate`` never raises for it.
+A failed run (non-zero exit status, timeout, a missing or garbled output file, a parser that raises) gives a
+:class:`~mechcalib.models.SimulationFailure` whose message names the working directory and its logs and ends
+with the last lines of the program's output; ``simulate`` does not raise for it. Its working directory is kept
+(``keep="failed"``) with a ``failure.txt``; the oldest failed ones are deleted beyond ``max_failed_dirs``
+folders or ``max_failed_bytes`` bytes in all.
+
+A failure of the machine rather than of the parameter set raises
+:class:`~mechcalib.errors.InfrastructureError` instead: the program cannot start (not found, not executable,
+no process slot or memory), a working directory or a log cannot be written, the kernel's out-of-memory killer
+ended it, or the file system of the working directory is full when a run fails. The calibration then stops
+with every evaluation so far stored; resuming it, once the cause is fixed, evaluates that set again.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import json
+import logging
 import math
 import os
 import re
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
-import threading
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath, PureWindowsPath
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -51,27 +58,38 @@ import numpy as np
 from ..core.data import Curve, read_table
 from ..core.model import Channel, Model, Response, SimulationFailure
 from ..core.parameters import ParameterSpace
-from ..errors import ConfigurationError, DataError
+from ..errors import ConfigurationError, DataError, InfrastructureError
+from .external_files import (
+    PARAMS_JSON,
+    PLACEHOLDER_RE,
+    PYTHON_TOKEN,
+    SINGLE_TOKEN_RE,
+    STDERR_LOG,
+    STDOUT_LOG,
+    ExternalSetupError,
+    fill_template,
+    format_number,
+    load_callable,
+    placeholders,
+    positive_int,
+    relative_name,
+    template_target,
+)
+from .external_process import (
+    DEFAULT_MAX_FAILED_BYTES,
+    DEFAULT_MAX_FAILED_DIRS,
+    DEFAULT_OUTPUT_LIMIT,
+    FAILURE_TXT,
+    disk_full,
+    log_tail,
+    prune_failed,
+    run_contained,
+)
+
+log = logging.getLogger(__name__)
 
 Keep = Literal["all", "failed", "none"]
 Parser = Callable[[Path], Mapping[str, Curve]]
-
-PLACEHOLDER_RE = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
-_SINGLE_TOKEN_RE = re.compile(r"(?<!\{)\{([^{}]*)\}(?!\})")
-_NUMBER_RE = re.compile(r"^-?\d+(\.\d+)?(e[+-]\d+)?$")
-PYTHON_TOKEN = "{python}"
-STDOUT_LOG, STDERR_LOG, PARAMS_JSON = "stdout.log", "stderr.log", "parameters.json"
-
-
-class ExternalSetupError(ConfigurationError):
-    """A definition of an external model breaks a rule. ``field`` is the offending setting (a dotted
-    path below the model, such as ``templates.params.txt``), ``expected`` and ``found`` say why."""
-
-    def __init__(self, field: str | tuple, expected: str, found: str):
-        self.parts = field if isinstance(field, tuple) else (field,)
-        self.field = ".".join(map(str, self.parts))
-        self.expected, self.found = expected, found
-        super().__init__(f"external model: `{self.field}`: expected {expected}; got {found}")
 
 
 @dataclass(frozen=True)
@@ -92,93 +110,6 @@ class CsvOutput:
     y_unit: str | None = None
 
 
-def format_number(value: Any, what: str) -> str:
-    """``repr(float(value))``; refuses anything that is not a finite real number.
-
-    ``repr`` of a Python float round-trips exactly and is only digits, a sign, a point and an exponent,
-    so nothing but a number can reach a template or an argument."""
-    if isinstance(value, bool | str | bytes) or value is None:
-        raise ConfigurationError(f"{what} must be a finite number, got {value!r}")
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ConfigurationError(f"{what} must be a finite number, got {value!r}") from None
-    if not math.isfinite(v):
-        raise ConfigurationError(f"{what} must be a finite number, got {v!r}; non-finite values are not written")
-    text = repr(v)
-    if not _NUMBER_RE.match(text):  # pragma: no cover - repr(float) always matches
-        raise ConfigurationError(f"{what}: {text!r} is not a plain number")
-    return text
-
-
-def placeholders(text: str) -> list[str]:
-    """The placeholder names of a template text, stripped, in order of appearance (with repeats)."""
-    return [m.group(1).strip() for m in PLACEHOLDER_RE.finditer(text)]
-
-
-def fill_template(text: str, values: Mapping[str, Any], *, where: str = "template") -> str:
-    """Replace every ``{{ name }}`` by ``repr(float(values[name]))``.
-
-    Raises :class:`ConfigurationError` for a placeholder that ``values`` does not name, and for a value
-    that is not a finite number."""
-    formatted: dict[str, str] = {}
-
-    def sub(m: re.Match) -> str:
-        name = m.group(1).strip()
-        if name not in values:
-            raise ConfigurationError(
-                f"{where}: placeholder {m.group(0)!r} names no parameter or condition; valid names are {sorted(values)}"
-            )
-        if name not in formatted:
-            formatted[name] = format_number(values[name], f"{where}: value of {name!r}")
-        return formatted[name]
-
-    return PLACEHOLDER_RE.sub(sub, text)
-
-
-def _relative_name(name: str, field: str) -> str:
-    """A file name that stays inside the working directory (no absolute path, no ``..``)."""
-    if not isinstance(name, str) or not name.strip():
-        raise ExternalSetupError(field, "a file name relative to the working directory", repr(name))
-    for pure in (PurePosixPath(name), PureWindowsPath(name)):
-        if pure.is_absolute() or pure.drive or ".." in pure.parts:
-            raise ExternalSetupError(
-                field, "a file name relative to the working directory (no absolute path, no '..')", repr(name)
-            )
-    return name
-
-
-def load_callable(spec: str) -> Callable:
-    """``"module.sub:function"`` or ``"/path/to/file.py:function"`` -> the function."""
-    if not isinstance(spec, str) or ":" not in spec:
-        raise ConfigurationError(
-            f"a parser is given as 'package.module:function' or 'path/to/file.py:function', got {spec!r}"
-        )
-    target, _, func = spec.rpartition(":")
-    if target.endswith(".py"):
-        path = Path(target)
-        if not path.is_file():
-            raise ConfigurationError(f"parser file {str(path)!r} does not exist (from {spec!r})")
-        mod_name = f"_mechcalib_parser_{abs(hash(str(path.resolve())))}"
-        module = sys.modules.get(mod_name)
-        if module is None:
-            s = importlib.util.spec_from_file_location(mod_name, path)
-            if s is None or s.loader is None:  # pragma: no cover - a .py file always has a loader
-                raise ConfigurationError(f"cannot import parser file {str(path)!r}")
-            module = importlib.util.module_from_spec(s)
-            s.loader.exec_module(module)
-            sys.modules[mod_name] = module
-    else:
-        try:
-            module = importlib.import_module(target)
-        except ImportError as exc:
-            raise ConfigurationError(f"cannot import parser module {target!r} (from {spec!r}): {exc}") from None
-    fn = getattr(module, func, None)
-    if not callable(fn):
-        raise ConfigurationError(f"parser {spec!r}: {target!r} has no function {func!r}")
-    return fn
-
-
 class ExternalModel(Model):
     """A simulator run as a separate program that exchanges files with mechcalib.
 
@@ -195,6 +126,9 @@ class ExternalModel(Model):
         timeout: seconds a run may take before it is killed and counted as failed.
         workdir_root: folder for the working directories (default ``<tmp>/mechcalib-external``).
         keep: keep working directories of ``"all"`` runs, only ``"failed"`` ones (default) or ``"none"``.
+        output_limit: bytes of each of stdout and stderr kept in the logs (the last ones; default 1 MiB).
+        max_failed_dirs: failed working directories kept at most (the oldest are deleted first; default 20).
+        max_failed_bytes: total size of the failed working directories kept (default 1 GiB).
         max_workers: runs of one batch executed at the same time (threads waiting on processes).
         conditions: default numeric conditions, usable as placeholders; experiments override them.
         presets: ``{preset: {parameter: value}}``; default: the bounds' midpoints (geometric for log scale)
@@ -223,6 +157,9 @@ class ExternalModel(Model):
         presets: Mapping[str, Mapping[str, float]] | None = None,
         name: str = "external",
         env: Mapping[str, str] | None = None,
+        output_limit: int = DEFAULT_OUTPUT_LIMIT,
+        max_failed_dirs: int = DEFAULT_MAX_FAILED_DIRS,
+        max_failed_bytes: int = DEFAULT_MAX_FAILED_BYTES,
     ) -> None:
         if not isinstance(space, ParameterSpace):
             raise ExternalSetupError("space", "a ParameterSpace", type(space).__name__)
@@ -260,7 +197,7 @@ class ExternalModel(Model):
                         f"{{{{{p}}}}} in {arg!r}",
                     )
             stripped = PLACEHOLDER_RE.sub("", arg)
-            for tok in _SINGLE_TOKEN_RE.findall(stripped):
+            for tok in SINGLE_TOKEN_RE.findall(stripped):
                 if not (arg == PYTHON_TOKEN and tok == "python"):
                     raise ExternalSetupError(
                         ("command", i),
@@ -275,7 +212,7 @@ class ExternalModel(Model):
         self._template_text: dict[str, str] = {}
         for target, src in (templates or {}).items():
             field = ("templates", target)
-            _relative_name(target, field)
+            template_target(target, field)
             path = Path(src)
             if not path.is_file():
                 raise ExternalSetupError(field, "an existing template file", f"{str(path)!r} (not found)")
@@ -308,7 +245,7 @@ class ExternalModel(Model):
         for ch, spec in (outputs or {}).items():
             if not isinstance(spec, CsvOutput):
                 raise ExternalSetupError(("outputs", ch), "a CsvOutput", type(spec).__name__)
-            _relative_name(spec.file, ("outputs", ch, "file"))
+            relative_name(spec.file, ("outputs", ch, "file"))
             self.outputs[ch] = spec
         if parser is not None and self.outputs:
             raise ExternalSetupError("parser", "either outputs (CSV columns) or a parser, not both", "both")
@@ -360,6 +297,9 @@ class ExternalModel(Model):
         if keep not in ("all", "failed", "none"):
             raise ExternalSetupError("keep", "one of 'all', 'failed', 'none'", repr(keep))
         self.keep: Keep = keep
+        self.output_limit = positive_int(output_limit, "output_limit", 1024)
+        self.max_failed_dirs = positive_int(max_failed_dirs, "max_failed_dirs", 0)
+        self.max_failed_bytes = positive_int(max_failed_bytes, "max_failed_bytes", 0)
         if isinstance(max_workers, bool) or not isinstance(max_workers, int) or max_workers < 1:
             raise ExternalSetupError("max_workers", "an integer >= 1", repr(max_workers))
         self.max_workers = max_workers
@@ -439,18 +379,22 @@ class ExternalModel(Model):
         root = Path(self.workdir_root)
         root.mkdir(parents=True, exist_ok=True)
         wd = Path(tempfile.mkdtemp(prefix=f"{self.name}-", dir=root))
-        for f in self.files:
-            src = Path(f)
-            if src.is_dir():
-                shutil.copytree(src, wd / src.name)
-            else:
-                shutil.copy2(src, wd / src.name)
-        for target, text in filled.items():
-            dest = wd / target
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            dest.write_text(text)
-        record = {"parameters": {k: subst[k] for k in values}, "conditions": cond, "command": args}
-        (wd / PARAMS_JSON).write_text(json.dumps(record, indent=1))
+        try:
+            for f in self.files:
+                src = Path(f)
+                if src.is_dir():
+                    shutil.copytree(src, wd / src.name)
+                else:
+                    shutil.copy2(src, wd / src.name)
+            for target, text in filled.items():
+                dest = wd / target
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                _write_text(dest, text)
+            record = {"parameters": {k: subst[k] for k in values}, "conditions": cond, "command": args}
+            _write_text(wd / PARAMS_JSON, json.dumps(record, indent=1))
+        except OSError:  # a half-prepared folder is of no use (and may be what filled the disk)
+            shutil.rmtree(wd, ignore_errors=True)
+            raise
         return wd
 
     def arguments(self, values: Mapping[str, float]) -> list[str]:
@@ -463,24 +407,48 @@ class ExternalModel(Model):
     def run_one(
         self, values: Mapping[str, float], conditions: Mapping[str, Any] | None = None
     ) -> Response | SimulationFailure:
-        """Prepare, run and parse one parameter set; failures come back as :class:`SimulationFailure`."""
+        """Prepare, run and parse one parameter set; failures come back as :class:`SimulationFailure`, a
+        failure of the machine raises :class:`~mechcalib.errors.InfrastructureError`."""
         try:
             wd = self.make_workdir(values, conditions)
         except ConfigurationError as exc:
             return SimulationFailure(f"{self.name}: {exc}")
         except OSError as exc:
-            return SimulationFailure(
-                f"{self.name}: cannot prepare a working directory under {self.workdir_root!r}: {exc}"
-            )
-        result = self._execute(wd, {**self.conditions(conditions), **{k: float(v) for k, v in values.items()}})
-        failed = isinstance(result, SimulationFailure)
-        if self.keep == "none" or (self.keep == "failed" and not failed):
+            raise self._machine(f"cannot prepare a working directory under {self.workdir_root!r} ({exc})") from exc
+        try:
+            result = self._execute(wd, {**self.conditions(conditions), **{k: float(v) for k, v in values.items()}})
+        except InfrastructureError:
+            if self.keep != "all":
+                shutil.rmtree(wd, ignore_errors=True)
+            raise
+        if not isinstance(result, SimulationFailure):
+            if self.keep != "all":
+                shutil.rmtree(wd, ignore_errors=True)
+            return result
+        if self.keep == "none":
             shutil.rmtree(wd, ignore_errors=True)
-            if failed:
-                result = SimulationFailure(
-                    result.message + " (working directory deleted; set keep='failed' to keep its logs)"
-                )
+            return SimulationFailure(
+                result.message + "\n(working directory deleted; set keep='failed' to keep its logs)"
+            )
+        try:
+            _write_text(wd / FAILURE_TXT, result.message + "\n")
+        except OSError:  # a folder that cannot be marked could not be pruned later: do not keep it
+            shutil.rmtree(wd, ignore_errors=True)
+            return SimulationFailure(result.message + "\n(working directory deleted: it could not be marked)")
+        removed = prune_failed(Path(self.workdir_root), f"{self.name}-", self.max_failed_dirs, self.max_failed_bytes)
+        if wd in removed:
+            return SimulationFailure(
+                result.message + f"\n(working directory deleted: failed ones are kept up to max_failed_dirs = "
+                f"{self.max_failed_dirs} folders and max_failed_bytes = {self.max_failed_bytes} bytes)"
+            )
         return result
+
+    def _machine(self, what: str) -> InfrastructureError:
+        return InfrastructureError(
+            f"{self.name}: {what}. The machine failed, not the parameter set: the evaluation is not recorded and "
+            "the run stops with every evaluation so far stored; fix the cause and resume the run (this parameter "
+            "set is then evaluated again)"
+        )
 
     def _execute(self, wd: Path, subst: Mapping[str, float]) -> Response | SimulationFailure:
         args = self.arguments(subst)
@@ -488,29 +456,51 @@ class ExternalModel(Model):
         where = f"working directory {str(wd)!r}"
         env = {**os.environ, **self.env} if self.env else None
         try:
-            with open(out_log, "wb") as fo, open(err_log, "wb") as fe:
-                rc = _run(args, wd, fo, fe, self.timeout, env)
-        except FileNotFoundError as exc:
-            return SimulationFailure(f"{self.name}: cannot start {args[0]!r} ({exc.strerror}); {where}")
+            rep = run_contained(
+                args, wd, stdout=out_log, stderr=err_log, timeout=self.timeout, env=env, output_limit=self.output_limit
+            )
         except OSError as exc:
-            return SimulationFailure(f"{self.name}: cannot start {args[0]!r} ({exc}); {where}")
-        if rc is None:
-            return SimulationFailure(
-                f"{self.name}: timed out after {self.timeout:g} s and was killed; logs {str(out_log)!r}, {str(err_log)!r}"
+            raise self._machine(f"cannot start a process to run {args[0]!r} ({exc})") from exc
+        if rep.supervisor_error is not None:
+            raise self._machine(f"the process supervising {args[0]!r} failed ({rep.supervisor_error})")
+        if rep.start_error is not None:
+            raise self._machine(
+                f"cannot start {args[0]!r} ({rep.start_error[1]}); check `command` (the program must exist and be "
+                "executable) and that the machine has free memory and process slots"
             )
-        if rc != 0:
-            tail = _last_line(err_log) or _last_line(out_log)
-            return SimulationFailure(
-                f"{self.name}: exited with status {rc}" + (f" ({tail})" if tail else "") + f"; see {str(err_log)!r}"
+        if rep.log_error is not None:
+            raise self._machine(f"cannot write the program's output in {where} ({rep.log_error[1]})")
+        if rep.oom:
+            raise self._machine(f"{args[0]!r} was killed by the kernel's out-of-memory killer; {where}")
+        if rep.stopped and not rep.timed_out:
+            raise self._machine(
+                f"the run of {args[0]!r} was stopped from outside (its supervisor got SIGTERM); {where}"
             )
-        try:
-            resp = self._read_outputs(wd)
-        except Exception as exc:
-            detail = str(exc) if isinstance(exc, DataError | ConfigurationError) else f"{type(exc).__name__}: {exc}"
-            if not isinstance(exc, DataError | ConfigurationError):
-                detail += " [" + traceback.format_exc(limit=2).strip().splitlines()[-1] + "]"
-            return SimulationFailure(f"{self.name}: unusable output ({detail}); {where}, logs {str(out_log)!r}")
-        return resp
+        if rep.leftovers:
+            log.warning("%s: killed %d process(es) the program left running; %s", self.name, rep.leftovers, where)
+        logs = f"logs {str(out_log)!r}, {str(err_log)!r}"
+        failure: str | None = None
+        resp: Response | None = None
+        if rep.timed_out:
+            failure = f"timed out after {self.timeout:g} s and was killed with every process it started; {logs}"
+        elif rep.rc is not None and rep.rc < 0:
+            failure = f"was killed by signal {_signal_name(-rep.rc)}; {logs}"
+        elif rep.rc != 0:
+            failure = f"exited with status {rep.rc}; see {str(err_log)!r}"
+        else:
+            try:
+                resp = self._read_outputs(wd)
+            except Exception as exc:
+                detail = str(exc) if isinstance(exc, DataError | ConfigurationError) else f"{type(exc).__name__}: {exc}"
+                if not isinstance(exc, DataError | ConfigurationError):
+                    detail += " [" + traceback.format_exc(limit=2).strip().splitlines()[-1] + "]"
+                failure = f"unusable output ({detail}); {where}, {logs}"
+        if failure is None:
+            return resp  # type: ignore[return-value]
+        free = disk_full(wd)
+        if free is not None:
+            raise self._machine(f"the file system of {where} is full ({free} bytes free) and the run failed: {failure}")
+        return SimulationFailure(f"{self.name}: {failure}{_output_note(out_log, err_log, rep.bytes)}")
 
     def _read_outputs(self, wd: Path) -> dict[str, Curve]:
         if self.parser is not None:
@@ -549,35 +539,21 @@ class ExternalModel(Model):
         return out
 
 
-_POPEN_LOCK = threading.Lock()
+def _write_text(path: Path, text: str) -> None:
+    path.write_text(text)
 
 
-def _run(args: list[str], cwd: Path, fo, fe, timeout: float | None, env: Mapping[str, str] | None) -> int | None:
-    """Run ``args`` (no shell); the exit status, or ``None`` after a timeout (the whole process group is
-    killed, so a wrapper script's children do not outlive it)."""
-    posix = os.name == "posix"
-    # Popen from several threads at once can leak pipe handles into the wrong child on some platforms.
-    with _POPEN_LOCK:
-        proc = subprocess.Popen(
-            args, cwd=cwd, stdout=fo, stderr=fe, stdin=subprocess.DEVNULL, shell=False, env=env, start_new_session=posix
-        )
+def _signal_name(num: int) -> str:
     try:
-        return proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        try:
-            if posix:
-                os.killpg(proc.pid, signal.SIGKILL)
-            else:  # pragma: no cover - Windows
-                proc.kill()
-        except ProcessLookupError:  # pragma: no cover - ended in between
-            pass
-        proc.wait()
-        return None
+        return signal.Signals(num).name
+    except ValueError:
+        return str(num)
 
 
-def _last_line(path: Path, limit: int = 300) -> str:
-    try:
-        lines = [ln.strip() for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
-    except OSError:
-        return ""
-    return lines[-1][:limit] if lines else ""
+def _output_note(out_log: Path, err_log: Path, written: Mapping[str, int]) -> str:
+    """The last lines of stderr (or of stdout when stderr is empty) for a failure's message."""
+    for name, path in (("stderr", err_log), ("stdout", out_log)):
+        tail = log_tail(path)
+        if tail:
+            return f"\n--- last lines of {name} ({written.get(name, 0)} bytes written) ---\n{tail}"
+    return ""
