@@ -84,11 +84,18 @@ max_evals = 20
 """
 
 
-def test_config_bounds_scale_and_sign(tmp_path):
+def test_config_bounds_scale_sign_and_free(tmp_path):
     path = tmp_path / "run.toml"
     path.write_text(BASE + '[parameters.b]\nbounds = [0.5, 50.0]\nscale = "log"\nsign = "positive"\n')
     b = load_config(path).build_space()["b"]
     assert (b.lower, b.upper, b.scale, b.sign) == (0.5, 50.0, "log", "positive")
+    # a parameter the model fixes by default (the protocol model's Ao) is searched with free = true
+    path.write_text(
+        BASE.replace('"linear"', '"hysteresis_protocol"\noptions = { law = "boucwen_opensees" }')
+        + '[parameters.Ao]\nbounds = [1.0, 100.0]\nscale = "log"\nfree = true\n'
+    )
+    space = load_config(path).build_space()
+    assert "Ao" in space.free_names and space["Ao"].scale == "log"
 
 
 @pytest.mark.parametrize(
@@ -98,6 +105,7 @@ def test_config_bounds_scale_and_sign(tmp_path):
         ('bounds = [-5.0, 5.0]\nscale = "log"\n', "parameters.b.scale"),
         ("bounds = [1.0]\n", "parameters.b.bounds"),
         ('sign = "minus"\n', "parameters.b.sign"),
+        ("free = true\nfixed = 1.0\n", "not both"),
     ],
 )
 def test_config_bad_parameter_settings(tmp_path, extra, text):

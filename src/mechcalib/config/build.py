@@ -210,7 +210,7 @@ class RunConfig(RunSchema):
             lower, upper = s.bounds
         scale = s.scale or (base.scale if base else "linear")
         sign = s.sign or (base.sign if base else "any")
-        fixed = s.fixed if s.fixed is not None else (base.fixed if base else None)
+        fixed = s.fixed if s.fixed is not None else (base.fixed if base and not s.free else None)
         if not name.isidentifier():
             issues.append(
                 ConfigIssue(

@@ -170,7 +170,9 @@ def tangent_row(law: int, a: np.ndarray, c: int, r: float, u: float, s: float, e
     return math.nan
 
 
-@nb.njit(cache=True, inline="always")
+# Not inlined: the integrators inline tangent_row at every stage of every scheme, and these two laws' bodies
+# would multiply their compile time; one call per stage costs them nothing measurable.
+@nb.njit(cache=True)
 def _opensees_tangent(law: int, a: np.ndarray, c: int, r: float, u: float, s: float, eps: float) -> float:
     """``dr/du`` of laws 5 and 6 (OpenSees' BoucWen and BWBN), ``a[c] = [alpha ko, (1 - alpha) ko, n, gamma,
     beta, Ao, ...]``; see the module docstring."""
@@ -321,7 +323,7 @@ class LawSpec:
 
     ``paper`` holds the reference values (Ding et al. (2021)'s test values for laws 0-4, a unit-scale OpenSees
     example for laws 5 and 6). ``default_bounds`` are a *starting point* at that toy scale, stated here and in
-    docs/hysteresis.md, never derived from a user's values: laws 0-4 search 0.5x to 2x the paper's values (the
+    docs/hysteresis_protocols.md, never derived from a user's values: laws 0-4 search 0.5x to 2x the paper's values (the
     paper's own box), laws 5 and 6 the boxes written below. Set a measured specimen's bounds with
     ``space.with_bounds(...)`` or ``[parameters.NAME] bounds = [lo, hi]``. ``fixed_by_default`` names parameters
     fixed at their reference value (OpenSees' ``Ao`` only rescales ``z`` together with ``ko``, ``beta``,

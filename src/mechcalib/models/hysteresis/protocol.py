@@ -17,7 +17,8 @@ force offset ``F0`` with ``offset=True``. Default bounds are those of :class:`.l
 point at the toy scale of the reference values); a measured specimen needs its own
 (``space.with_bounds(...)``, ``[parameters.NAME] bounds = [lo, hi]``).
 
-Channels: ``force`` (force against time, or sample index without a time column), ``loop`` (force against
+Channels: ``force`` (force against time; a record without a time is sampled at the condition ``fs``, the
+generated protocol at ``period / points_per_cycle``), ``loop`` (force against
 displacement, time as progress) and ``energy_per_cycle`` (``oint F du`` of each complete cycle against the
 cycle number; cycles end at upward crossings of ``cycle_level`` after the path has gone below it by
 ``cycle_band`` times its largest excursion, so measurement noise does not split a cycle).
@@ -38,17 +39,27 @@ from ...errors import ConfigurationError
 from .laws import LAWS, drive, law_spec
 
 COULOMB = "coulomb"
-DEFAULT_PROTOCOL: dict[str, Any] = {"amplitudes": (0.25, 0.5, 1.0, 1.5, 2.0), "cycles": 2, "points_per_cycle": 40}
+DEFAULT_PROTOCOL: dict[str, Any] = {
+    "amplitudes": (0.25, 0.5, 1.0, 1.5, 2.0),
+    "cycles": 2,
+    "points_per_cycle": 40,
+    "period": 1.0,
+}
 
 
 def cyclic_protocol(
     amplitudes: Sequence[float] = DEFAULT_PROTOCOL["amplitudes"],
     cycles: int = 2,
     points_per_cycle: int = 40,
+    period: float = 1.0,
 ) -> np.ndarray:
     """A standard cyclic displacement protocol: ``cycles`` triangular cycles ``0 -> +A -> 0 -> -A -> 0`` at
     each amplitude ``A`` in turn (increasing, as in quasi-static test protocols), ``points_per_cycle`` samples
-    per cycle (a multiple of 4, so that peaks and zeros are samples). Returns ``(K,)`` displacements from 0."""
+    per cycle (a multiple of 4, so that peaks and zeros are samples). Returns ``(K,)`` displacements from 0;
+    the samples are ``period / points_per_cycle`` apart in time (the laws are rate-independent: the time only
+    labels the samples)."""
+    if not (isinstance(period, (int, float)) and np.isfinite(period) and period > 0):
+        raise ConfigurationError(f"protocol period must be a positive number of seconds, got {period!r}")
     amps = np.asarray(amplitudes, dtype=float)
     if amps.ndim != 1 or amps.size == 0 or not np.all(np.isfinite(amps)) or np.any(amps <= 0):
         raise ConfigurationError(
@@ -107,7 +118,7 @@ def displacement_record(
     bad = np.flatnonzero(~np.isfinite(u))
     if bad.size:
         raise ConfigurationError(
-            f"{where}: the displacement must be finite, got {u[bad[0]]!r} at sample {int(bad[0])} "
+            f"{where}: the displacement must be finite, got {float(u[bad[0]])!r} at sample {int(bad[0])} "
             f"({bad.size} non-finite sample(s)); remove or interpolate those rows"
         )
     if t is not None:
@@ -225,7 +236,7 @@ class DisplacementProtocol(Model):
         self.presets = {"default": values}
         fu, du = force_unit, displacement_unit
         self.channels = (
-            Channel("force", "time", "force", "s", fu, "force against time (sample index without a time)"),
+            Channel("force", "time", "force", "s", fu, "force against time"),
             Channel("loop", "displacement", "force", du, fu, "force-displacement loop, time as progress"),
             Channel("energy_per_cycle", "cycle", "dissipated energy", "-", f"{fu}*{du}", "oint F du per cycle"),
         )
@@ -234,6 +245,7 @@ class DisplacementProtocol(Model):
             "column": None,
             "time_column": None,
             "protocol": dict(DEFAULT_PROTOCOL),
+            "fs": 1.0,
             "cycle_level": 0.0,
             "cycle_band": 0.05,
         }
@@ -242,13 +254,14 @@ class DisplacementProtocol(Model):
     def validate_conditions(self, conditions: Mapping[str, Any] | None = None, *, n_sets: int = 1) -> dict[str, Any]:
         cond = super().validate_conditions(conditions, n_sets=n_sets)
         check_condition(self.name, "cycle_level", cond["cycle_level"])
+        check_condition(self.name, "fs", cond["fs"], low=0.0, low_open=True)
         check_condition(self.name, "cycle_band", cond["cycle_band"], low=0.0, high=1.0, high_open=True)
         for key in ("column", "time_column"):
             if cond[key] is not None and not isinstance(cond[key], str):
                 raise ConfigurationError(
                     f"model {self.name!r}: condition {key!r} must be a column name, got {cond[key]!r}"
                 )
-        _, u, _ = self.history(cond)
+        _, u = self.history(cond)
         self.check_memory(
             8.0 * u.size * 3 * max(n_sets, 1),
             f"a batch of {n_sets} set(s) of {u.size} samples",
@@ -256,9 +269,9 @@ class DisplacementProtocol(Model):
         )
         return cond
 
-    def history(self, cond: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray, bool]:
-        """``(t, u, timed)`` of the conditions: the record's or the protocol's, ``t`` the sample index where the
-        history has no time (``timed`` False)."""
+    def history(self, cond: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+        """``(t, u)`` of the conditions: the record's or the protocol's; a record without a time is sampled at
+        ``fs``."""
         t: np.ndarray | None
         if cond["displacement"] is not None:
             t, u, _ = displacement_record(cond["displacement"], column=cond["column"], time_column=cond["time_column"])
@@ -274,9 +287,12 @@ class DisplacementProtocol(Model):
                 raise ConfigurationError(
                     f"protocol: unknown key(s) {sorted(unknown)}; keys are {sorted(DEFAULT_PROTOCOL)}"
                 )
-            u = cyclic_protocol(**{**DEFAULT_PROTOCOL, **proto})
-            t = None
-        return (np.arange(u.size, dtype=float) if t is None else t), u, t is not None
+            p = {**DEFAULT_PROTOCOL, **proto}
+            u = cyclic_protocol(**p)
+            t = np.arange(u.size) * (float(p["period"]) / int(p["points_per_cycle"]))
+        if t is None:
+            t = np.arange(u.size) / float(cond["fs"])
+        return t, u
 
     def forces(self, theta: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(F, ok)``: the force ``(n, K)`` of each parameter set along ``u`` and which sets are valid."""
@@ -300,7 +316,7 @@ class DisplacementProtocol(Model):
         self, theta: np.ndarray, conditions: Mapping[str, Any] | None = None
     ) -> list[Response | SimulationFailure]:
         cond = self.validate_conditions(conditions, n_sets=np.atleast_2d(theta).shape[0])
-        t, u, timed = self.history(cond)
+        t, u = self.history(cond)
         F, ok = self.forces(theta, u)
         ends = cycle_ends(u, float(cond["cycle_level"]), float(cond["cycle_band"]))
         dW = 0.5 * (F[:, 1:] + F[:, :-1]) * np.diff(u)[None, :]
@@ -308,7 +324,6 @@ class DisplacementProtocol(Model):
         starts = np.concatenate([[0], ends[:-1]])
         E = W[:, ends] - W[:, starts]
         fu, du = self.force_unit, self.displacement_unit
-        tname, tunit = ("time", "s") if timed else ("sample", "-")
         out: list[Response | SimulationFailure] = []
         for i in range(F.shape[0]):
             if not ok[i]:
@@ -317,7 +332,7 @@ class DisplacementProtocol(Model):
                 out.append(SimulationFailure("the force diverged (non-finite or > 1e100)"))
             else:
                 resp = {
-                    "force": Curve(t, F[i], t=t, x_name=tname, y_name="force", x_unit=tunit, y_unit=fu),
+                    "force": Curve(t, F[i], t=t, x_name="time", y_name="force", x_unit="s", y_unit=fu),
                     "loop": Curve(u, F[i], t=t, x_name="displacement", y_name="force", x_unit=du, y_unit=fu),
                 }
                 if ends.size >= 2:
