@@ -239,7 +239,10 @@ def test_law_specs_and_errors():
     assert LAWS["degradation"].paper == (2.0, 1.0, 2.0, 0.02, 0.02, 0.02)
     assert LAWS["pinching"].paper == (10.0, 5.0, 5.0, 2.0, 2.0, 2.0)
     for spec in LAWS.values():
-        assert spec.bounds == tuple((0.5 * v, 2.0 * v) for v in spec.paper)
+        if spec.opensees_named:  # stated unit-scale boxes around the reference values
+            assert all(lo <= v <= hi for (lo, hi), v in zip(spec.bounds, spec.paper, strict=True)), spec.key
+        else:  # the paper's box: 0.5x-2x its values
+            assert spec.bounds == tuple((0.5 * v, 2.0 * v) for v in spec.paper)
         assert spec.padded(spec.paper).shape == (1, L.MAX_PARAMS)
     with pytest.raises(ConfigurationError, match="valid laws"):
         hysteresis_loop("bouc", [1, 2, 3, 4], [0.0, 1.0])

@@ -89,6 +89,15 @@ CASES: dict[str, Case] = {
     "sdof_degradation": _SDOF,
     "sdof_pinching": _SDOF,
     "mdof_frame": Case({"t_end": 0.5}, bad=_SDOF_BAD),
+    "hysteresis_protocol": Case(
+        {"protocol": {"amplitudes": [0.5, 1.0, 2.0], "cycles": 1, "points_per_cycle": 16}},
+        bad=(
+            ({"displacement": [0.0, float("nan"), 1.0]}, "must be finite"),
+            ({"protocol": {"amplitudes": [1.0], "cycle": 2}}, "unknown key(s)"),
+            ({"fs": 0.0}, "'fs' must be a finite number > 0"),
+            ({"cycle_band": 2.0}, "'cycle_band'"),
+        ),
+    ),
     "eepa_triaxial": Case(
         {"E_scale": 0.01, "t_load": 0.004, "t_end": 0.006, "n_out": 7},
         options={"specimen": "tiny"},

@@ -209,8 +209,11 @@ class RunConfig(RunSchema):
         nan = math.nan
         lower = s.lower if s.lower is not None else (base.lower if base else nan)
         upper = s.upper if s.upper is not None else (base.upper if base else nan)
+        if s.bounds is not None:
+            lower, upper = s.bounds
         scale = s.scale or (base.scale if base else "linear")
-        fixed = s.fixed if s.fixed is not None else (base.fixed if base else None)
+        sign = s.sign or (base.sign if base else "any")
+        fixed = s.fixed if s.fixed is not None else (base.fixed if base and not s.free else None)
         if not name.isidentifier():
             issues.append(
                 ConfigIssue(
@@ -224,12 +227,12 @@ class RunConfig(RunSchema):
                     ConfigIssue(_key("parameters", name), "lower < upper", f"lower={lower!r}, upper={upper!r}")
                 )
                 return None
-            if scale == "log" and lower <= 0:
+            if scale == "log" and (upper >= 0 if sign == "negative" else lower <= 0):
                 issues.append(
                     ConfigIssue(
                         _key("parameters", name, "scale"),
-                        'scale = "linear", or positive bounds for "log"',
-                        f"scale = 'log' with lower={lower!r}",
+                        'scale = "linear", or positive bounds for "log" (bounds below zero with sign = "negative")',
+                        f"scale = 'log' with lower={lower!r}, upper={upper!r}, sign={sign!r}",
                     )
                 )
                 return None
@@ -242,6 +245,7 @@ class RunConfig(RunSchema):
                 s.unit if s.unit is not None else (base.unit if base else ""),
                 fixed,
                 s.description if s.description is not None else (base.description if base else ""),
+                sign,
             )
         except ConfigurationError as exc:
             issues.append(ConfigIssue(_key("parameters", name), "a valid parameter", str(exc)))

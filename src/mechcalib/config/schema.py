@@ -65,14 +65,27 @@ class _Section(BaseModel):
 
 
 class ParameterSpec(_Section):
-    """Overrides of one parameter; a key left out keeps the model's value."""
+    """Overrides of one parameter; a key left out keeps the model's value. ``bounds = [lower, upper]`` is
+    ``lower`` and ``upper`` in one key; ``sign`` is ``"any"``, ``"positive"`` or ``"negative"``; ``free = true``
+    searches a parameter the model fixes by default."""
 
     lower: Finite | None = None
     upper: Finite | None = None
+    bounds: tuple[Finite, Finite] | None = None
     scale: Literal["linear", "log"] | None = None
+    sign: Literal["any", "positive", "negative"] | None = None
     unit: Text | None = None
     fixed: Finite | None = None
+    free: Literal[True] | None = None
     description: Text | None = None
+
+    @model_validator(mode="after")
+    def _one_way_to_bound(self) -> ParameterSpec:
+        if self.bounds is not None and (self.lower is not None or self.upper is not None):
+            raise _fail("bounds = [lower, upper] or lower/upper, not both", _found(self.bounds), ("bounds",))
+        if self.free and self.fixed is not None:
+            raise _fail("`free = true` or `fixed = value`, not both", _found(self.fixed), ("free",))
+        return self
 
 
 class CsvOutputSpec(_Section):

@@ -4,20 +4,51 @@ A :class:`ParameterSpace` maps between physical parameter values and the unit cu
 which every optimiser works. A parameter is free (bounds, linear or logarithmic scale) or fixed
 (a constant that the model receives but no optimiser sees). Mareš et al. (2016) (Table 1) searches B2 through
 a logarithm: ``Parameter("B2", 8e-7, 8e-3, scale="log")``.
+
+A space is set in one line without rebuilding it: ``space.with_bounds(a3=(-1, 1))``,
+``space.with_bounds(k=(1e3, 1e6, "log"))``, ``space.with_scale(k="log")``, ``space.with_sign(gamma="negative")`` or
+all at once ``space.with_settings(k=dict(bounds=(1e3, 1e6), scale="log"), n=dict(fixed=2.0))``; a config writes
+``[parameters.k] bounds = [1e3, 1e6], scale = "log"``. ``sign`` states which side of zero a parameter lives on:
+``"positive"`` and ``"negative"`` refuse bounds that cross zero, and a negative parameter may take a log scale
+(its magnitude is searched logarithmically). Default bounds are a starting point stated by each model; a model
+that derives a box from a value it was given says so with a :class:`DerivedBoundsWarning`
+(:func:`derived_bounds`).
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
 from ..errors import ConfigurationError
 
 Scale = Literal["linear", "log"]
+Sign = Literal["any", "positive", "negative"]
+_SETTINGS = ("bounds", "lower", "upper", "scale", "sign", "fixed", "unit", "description")
+
+
+class DerivedBoundsWarning(UserWarning):
+    """A parameter's search box was derived from a value given for another purpose (e.g. 0.5x-2x a constant)."""
+
+
+def derived_bounds(owner: str, name: str, value: float, low: float = 0.5, high: float = 2.0) -> tuple[float, float]:
+    """``(low * value, high * value)`` (``(0, 1)`` for ``value = 0``), announced with a
+    :class:`DerivedBoundsWarning` that names the box and how to set another: a box derived from a value is a
+    guess, not a measurement."""
+    lo, hi = (low * value, high * value) if value > 0 else ((high * value, low * value) if value < 0 else (0.0, 1.0))
+    warnings.warn(
+        f"{owner}: parameter {name!r} will be searched in [{lo:g}, {hi:g}], derived from its given value {value:g} "
+        f"({low:g}x to {high:g}x), not from your data; set the box you mean with "
+        f"space.with_bounds({name}=(lower, upper)) or `[parameters.{name}] bounds = [lower, upper]`",
+        DerivedBoundsWarning,
+        stacklevel=3,
+    )
+    return lo, hi
 
 
 @dataclass(frozen=True)
@@ -27,10 +58,13 @@ class Parameter:
     Args:
         name: identifier used in configs, results and the model.
         lower, upper: search bounds in physical units (``lower < upper``, both finite).
-        scale: ``"linear"`` or ``"log"`` (log needs ``lower > 0``): how the unit cube maps onto the bounds.
+        scale: ``"linear"`` or ``"log"`` (log needs ``lower > 0``, or ``upper < 0`` with ``sign="negative"``):
+            how the unit cube maps onto the bounds.
         unit: physical unit, for reports and plots.
         fixed: if given, the parameter is held at this value and is not searched.
         description: free text.
+        sign: ``"any"`` (default), ``"positive"`` (``lower >= 0``) or ``"negative"`` (``upper <= 0``); a negative
+            log-scaled parameter is searched on the log of its magnitude.
     """
 
     name: str
@@ -40,6 +74,7 @@ class Parameter:
     unit: str = ""
     fixed: float | None = None
     description: str = ""
+    sign: Sign = "any"
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.isidentifier():
@@ -49,6 +84,10 @@ class Parameter:
             )
         if self.scale not in ("linear", "log"):
             raise ConfigurationError(f"parameter {self.name!r}: scale must be 'linear' or 'log', got {self.scale!r}")
+        if self.sign not in ("any", "positive", "negative"):
+            raise ConfigurationError(
+                f"parameter {self.name!r}: sign must be 'any', 'positive' or 'negative', got {self.sign!r}"
+            )
         if self.fixed is not None:
             if not math.isfinite(float(self.fixed)):
                 raise ConfigurationError(
@@ -75,10 +114,25 @@ class Parameter:
                 f"1.8e308) for the unit-cube map, got lower={lo!r}, upper={hi!r}; narrow the bounds, or give "
                 "positive bounds with scale='log'"
             )
-        if self.scale == "log" and lo <= 0:
+        if self.sign == "positive" and lo < 0:
+            raise ConfigurationError(
+                f"parameter {self.name!r}: sign='positive' needs lower >= 0, got lower={lo!r}, upper={hi!r}; "
+                "raise the lower bound or use sign='any'"
+            )
+        if self.sign == "negative" and hi > 0:
+            raise ConfigurationError(
+                f"parameter {self.name!r}: sign='negative' needs upper <= 0, got lower={lo!r}, upper={hi!r}; "
+                "lower the upper bound or use sign='any'"
+            )
+        if self.scale == "log" and self.sign == "negative" and hi >= 0:
+            raise ConfigurationError(
+                f"parameter {self.name!r}: a negative log scale needs upper < 0, got lower={lo!r}, upper={hi!r}; "
+                "use scale='linear' or bounds below zero"
+            )
+        if self.scale == "log" and self.sign != "negative" and lo <= 0:
             raise ConfigurationError(
                 f"parameter {self.name!r}: a log scale needs a positive range, got lower={lo!r}, upper={hi!r}; "
-                "use scale='linear' or positive bounds"
+                "use scale='linear', positive bounds, or sign='negative' with bounds below zero"
             )
         object.__setattr__(self, "lower", lo)
         object.__setattr__(self, "upper", hi)
@@ -90,6 +144,8 @@ class Parameter:
     def to_unit(self, value: np.ndarray | float) -> np.ndarray:
         """Physical value(s) -> unit interval (values outside the bounds map outside [0, 1])."""
         v = np.asarray(value, dtype=float)
+        if self.scale == "log" and self.sign == "negative":
+            return (np.log(-v) - math.log(-self.lower)) / (math.log(-self.upper) - math.log(-self.lower))
         if self.scale == "log":
             return (np.log(v) - math.log(self.lower)) / (math.log(self.upper) - math.log(self.lower))
         return (v - self.lower) / (self.upper - self.lower)
@@ -97,12 +153,62 @@ class Parameter:
     def from_unit(self, u: np.ndarray | float) -> np.ndarray:
         """Unit interval -> physical value(s)."""
         u = np.asarray(u, dtype=float)
+        if self.scale == "log" and self.sign == "negative":
+            return -np.exp(math.log(-self.lower) + u * (math.log(-self.upper) - math.log(-self.lower)))
         if self.scale == "log":
             return np.exp(math.log(self.lower) + u * (math.log(self.upper) - math.log(self.lower)))
         return self.lower + u * (self.upper - self.lower)
 
     def with_fixed(self, value: float | None) -> Parameter:
-        return Parameter(self.name, self.lower, self.upper, self.scale, self.unit, value, self.description)
+        return Parameter(self.name, self.lower, self.upper, self.scale, self.unit, value, self.description, self.sign)
+
+    def with_settings(self, **settings: Any) -> Parameter:
+        """A copy with any of ``bounds=(lower, upper)`` (or ``lower``, ``upper``), ``scale``, ``sign``,
+        ``fixed`` (``None`` frees it), ``unit``, ``description`` replaced; the rest kept."""
+        unknown = set(settings) - set(_SETTINGS)
+        if unknown:
+            raise ConfigurationError(
+                f"parameter {self.name!r}: unknown setting(s) {sorted(unknown)}; settings are {list(_SETTINGS)}"
+            )
+        v: dict[str, Any] = {
+            "lower": self.lower,
+            "upper": self.upper,
+            "scale": self.scale,
+            "unit": self.unit,
+            "fixed": self.fixed,
+            "description": self.description,
+            "sign": self.sign,
+        }
+        if "bounds" in settings:
+            b = settings.pop("bounds")
+            if "lower" in settings or "upper" in settings:
+                raise ConfigurationError(
+                    f"parameter {self.name!r}: give bounds=(lower, upper) or lower/upper, not both"
+                )
+            if isinstance(b, str | bytes) or not isinstance(b, Sequence) or len(b) not in (2, 3):
+                raise ConfigurationError(
+                    f"parameter {self.name!r}: bounds must be (lower, upper) or (lower, upper, scale), got {b!r}"
+                )
+            v["lower"], v["upper"] = b[0], b[1]
+            if len(b) == 3:
+                if "scale" in settings:
+                    raise ConfigurationError(f"parameter {self.name!r}: the scale is given twice (in bounds and scale)")
+                v["scale"] = b[2]
+        v.update(settings)
+        if v["fixed"] is None and (math.isnan(float(v["lower"])) or math.isnan(float(v["upper"]))):
+            raise ConfigurationError(
+                f"parameter {self.name!r} has no bounds to search; give bounds=(lower, upper) when freeing it"
+            )
+        return Parameter(
+            self.name,
+            v["lower"],
+            v["upper"],
+            v["scale"],
+            v["unit"],
+            v["fixed"],
+            v["description"],
+            v["sign"],
+        )
 
 
 @dataclass(frozen=True)
@@ -155,20 +261,32 @@ class ParameterSpace:
             )
         return ParameterSpace(p.with_fixed(values[p.name]) if p.name in values else p for p in self.parameters)
 
-    def with_bounds(self, **bounds: tuple[float, float]) -> ParameterSpace:
-        """A copy with new ``(lower, upper)`` bounds for the named parameters."""
-        unknown = set(bounds) - set(self.names)
+    def with_bounds(self, **bounds: tuple[float, float] | tuple[float, float, str]) -> ParameterSpace:
+        """A copy with new ``(lower, upper)`` or ``(lower, upper, scale)`` bounds for the named parameters."""
+        return self.with_settings(**{n: {"bounds": b} for n, b in bounds.items()})
+
+    def with_scale(self, **scales: Scale) -> ParameterSpace:
+        """A copy with the named parameters' scale (``"linear"`` or ``"log"``) changed, bounds kept."""
+        return self.with_settings(**{n: {"scale": s} for n, s in scales.items()})
+
+    def with_sign(self, **signs: Sign) -> ParameterSpace:
+        """A copy with the named parameters' sign (``"any"``, ``"positive"``, ``"negative"``) changed."""
+        return self.with_settings(**{n: {"sign": s} for n, s in signs.items()})
+
+    def with_settings(self, **settings: Mapping[str, Any]) -> ParameterSpace:
+        """A copy with per-parameter settings changed in one call: ``{name: {bounds, scale, sign, fixed, unit,
+        description}}`` (see :meth:`Parameter.with_settings`); unnamed parameters and settings are kept."""
+        unknown = set(settings) - set(self.names)
         if unknown:
             raise ConfigurationError(
-                f"cannot bound unknown parameter(s) {sorted(unknown)}; valid names are {list(self.names)}"
+                f"cannot set unknown parameter(s) {sorted(unknown)}; valid names are {list(self.names)}"
             )
-        out = []
-        for p in self.parameters:
-            if p.name in bounds:
-                lo, hi = bounds[p.name]
-                p = Parameter(p.name, lo, hi, p.scale, p.unit, p.fixed, p.description)
-            out.append(p)
-        return ParameterSpace(out)
+        for n, st in settings.items():
+            if not isinstance(st, Mapping):
+                raise ConfigurationError(
+                    f"parameter {n!r}: settings must be a mapping such as dict(bounds=(1, 2), scale='log'), got {st!r}"
+                )
+        return ParameterSpace(p.with_settings(**settings[p.name]) if p.name in settings else p for p in self.parameters)
 
     # -- views ----------------------------------------------------------------------------
     def __len__(self) -> int:

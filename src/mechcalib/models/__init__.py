@@ -27,6 +27,7 @@ MODELS: Registry[type[Model]] = Registry(
         "sdof_degradation": "mechcalib.models.hysteresis.sdof:SDOFDegradation",
         "sdof_pinching": "mechcalib.models.hysteresis.sdof:SDOFPinching",
         "mdof_frame": "mechcalib.models.hysteresis.mdof:FrameMDOF",
+        "hysteresis_protocol": "mechcalib.models.hysteresis.protocol:DisplacementProtocol",
         "eepa_triaxial": "mechcalib.models.granular.triaxial:EEPATriaxial",
     },
 )

@@ -21,9 +21,28 @@ law id      law (registry key)                   ``a`` (Ding et al. (2021))
 3           Baber-Wen degradation                eqs. 12-18: ``[beta, gamma, n, dA, dnu, deta]``
             (``"degradation"``)
 4           Baber-Noori pinching (``"pinching"``)  eqs. 19-23: ``[A, beta, gamma, n, ds/sigma, 1/(2 sigma^2)]``
+5           Bouc-Wen with degradation, OpenSees  ``[alpha ko, (1-alpha) ko, n, gamma, beta, Ao, deltaA, deltaNu,
+            ``BoucWen`` material                 deltaEta]`` (Haukaas's BoucWenMaterial; user names
+            (``"boucwen_opensees"``)              ``alpha, ko, n, gamma, beta, Ao, deltaA, deltaNu, deltaEta``)
+6           Bouc-Wen-Baber-Noori, OpenSees       ``[alpha ko, (1-alpha) ko, n, gamma, beta, Ao, q, zetas, p, Shi,
+            ``BWBN`` material (``"bwbn"``)       deltaShi, lambda]`` (Foliente (1995))
 ==========  ===================================  ========================================================
 
-Parameter arrays passed to the kernels have ``MAX_PARAMS`` = 6 entries; a law reads its first ones.
+Parameter arrays passed to the kernels have ``MAX_PARAMS`` = 12 entries; a law reads its first ones. A law's
+user parameters map onto its kernel row through :meth:`LawSpec.padded` (the identity, padded, for laws 0-4).
+
+Laws 5 and 6 keep OpenSees' parameter names and equations: the force is the *total* material stress
+``r = alpha ko u + (1 - alpha) ko z`` with the dimensionless ``z`` recovered from the state as
+``z = (r - alpha ko u) / ((1 - alpha) ko)`` (so they start unloaded at ``u = 0``), ``z' = dz/du u'`` with
+
+* BoucWen: ``dz/du = (A - nu |z|^n (gamma + beta sgn(u' z))) / eta``, ``A = Ao - deltaA e``,
+  ``nu = 1 + deltaNu e``, ``eta = 1 + deltaEta e``;
+* BWBN: ``dz/du = h (Ao - |z|^n (gamma + beta sgn(u' z)))``, ``h = 1 - zeta1 exp(-(z sgn(u') - q zu)^2 / zeta2^2)``,
+  ``zeta1 = zetas (1 - exp(-p e))``, ``zeta2 = (Shi + deltaShi e)(lambda + zeta1)``, ``zu = (beta + gamma)^(-1/n)``;
+
+and OpenSees' energy ``e = int (1 - alpha) ko z du = eps - alpha ko u^2 / 2``. ``beta`` multiplies the
+direction-dependent term and ``gamma`` the constant one (Wen's convention; docs/hysteresis_protocols.md lists
+the mapping to Ding et al.'s ``a1..a4``). OpenSees integrates them by backward Euler per strain step; here RK4.
 
 Conventions the paper leaves open, fixed here:
 
@@ -55,7 +74,9 @@ BILINEAR_EQUAL = 1
 BOUC_WEN = 2
 DEGRADATION = 3
 PINCHING = 4
-MAX_PARAMS = 6
+BOUC_WEN_OPENSEES = 5
+BWBN = 6
+MAX_PARAMS = 12
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
@@ -144,7 +165,36 @@ def tangent_row(law: int, a: np.ndarray, c: int, r: float, u: float, s: float, e
         psi = a[c, 0] - _abs_pow(ar, a[c, 3]) * (a[c, 1] * s * sr + a[c, 2])
         h = _SQRT_2_OVER_PI * a[c, 4] * eps * math.exp(-a[c, 5] * r * r)
         return psi / (1.0 + h * psi)
+    if law in (BOUC_WEN_OPENSEES, BWBN):
+        return _opensees_tangent(law, a, c, r, u, s, eps)
     return math.nan
+
+
+# Not inlined: the integrators inline tangent_row at every stage of every scheme, and these two laws' bodies
+# would multiply their compile time; one call per stage costs them nothing measurable.
+@nb.njit(cache=True)
+def _opensees_tangent(law: int, a: np.ndarray, c: int, r: float, u: float, s: float, eps: float) -> float:
+    """``dr/du`` of laws 5 and 6 (OpenSees' BoucWen and BWBN), ``a[c] = [alpha ko, (1 - alpha) ko, n, gamma,
+    beta, Ao, ...]``; see the module docstring."""
+    kp, kh = a[c, 0], a[c, 1]
+    z = (r - kp * u) / kh
+    e = eps - 0.5 * kp * u * u
+    az = _abs_pow(abs(z), a[c, 2])
+    psi = a[c, 3] + a[c, 4] * s * sgn(z)
+    if law == BOUC_WEN_OPENSEES:  # a[c, 5:9] = Ao, deltaA, deltaNu, deltaEta
+        big_a = a[c, 5] - a[c, 6] * e
+        nu = 1.0 + a[c, 7] * e
+        eta = 1.0 + a[c, 8] * e
+        return kp + kh * (big_a - az * psi * nu) / eta
+    # BWBN, a[c, 5:12] = Ao, q, zetas, p, Shi, deltaShi, lambda
+    zeta1 = a[c, 7] * (1.0 - math.exp(-a[c, 8] * e))
+    h = 1.0
+    if zeta1 != 0.0:
+        zeta2 = (a[c, 9] + a[c, 10] * e) * (a[c, 11] + zeta1)
+        zu = math.exp(-math.log(a[c, 4] + a[c, 3]) / a[c, 2])
+        d = z * s - a[c, 6] * zu
+        h = 1.0 - zeta1 * math.exp(-d * d / (zeta2 * zeta2))
+    return kp + kh * h * (a[c, 5] - az * psi)
 
 
 @nb.njit(cache=True, inline="always")
@@ -258,10 +308,26 @@ def drive(law: int, a: np.ndarray, path: np.ndarray, substeps: int) -> tuple[np.
 # --------------------------------------------------------------------------------------------
 # Descriptions used by the models
 # --------------------------------------------------------------------------------------------
+def _opensees_row(a: np.ndarray) -> np.ndarray:
+    """OpenSees ``(alpha, ko, n, gamma, beta, rest...)`` -> kernel ``(alpha ko, (1 - alpha) ko, n, gamma, beta,
+    rest...)`` (laws 5 and 6)."""
+    out = a.copy()
+    out[:, 0] = a[:, 0] * a[:, 1]
+    out[:, 1] = (1.0 - a[:, 0]) * a[:, 1]
+    return out
+
+
 @dataclass(frozen=True)
 class LawSpec:
-    """A law's id, its effective parameters (names ``a1...``, meaning, unit), the paper's test values and
-    the default search bounds (0.5x to 2x the test values)."""
+    """A law's id, its user parameters (names, meaning, unit), reference values and default search bounds.
+
+    ``paper`` holds the reference values (Ding et al. (2021)'s test values for laws 0-4, a unit-scale OpenSees
+    example for laws 5 and 6). ``default_bounds`` are a *starting point* at that toy scale, stated here and in
+    docs/hysteresis_protocols.md, never derived from a user's values: laws 0-4 search 0.5x to 2x the paper's values (the
+    paper's own box), laws 5 and 6 the boxes written below. Set a measured specimen's bounds with
+    ``space.with_bounds(...)`` or ``[parameters.NAME] bounds = [lo, hi]``. ``fixed_by_default`` names parameters
+    fixed at their reference value (OpenSees' ``Ao`` only rescales ``z`` together with ``ko``, ``beta``,
+    ``gamma``, so a calibration fixes it at 1)."""
 
     key: str
     law_id: int
@@ -270,24 +336,44 @@ class LawSpec:
     meanings: tuple[str, ...]
     units: tuple[str, ...]
     paper: tuple[float, ...]
+    param_names: tuple[str, ...] = ()
+    given_bounds: tuple[tuple[float, float], ...] = ()
+    fixed_by_default: tuple[str, ...] = ()
 
     @property
     def names(self) -> tuple[str, ...]:
-        return tuple(f"a{i + 1}" for i in range(len(self.paper)))
+        return self.param_names or tuple(f"a{i + 1}" for i in range(len(self.paper)))
 
     @property
     def bounds(self) -> tuple[tuple[float, float], ...]:
-        return tuple((0.5 * v, 2.0 * v) for v in self.paper)
+        return self.given_bounds or tuple((0.5 * v, 2.0 * v) for v in self.paper)
+
+    @property
+    def opensees_named(self) -> bool:
+        return self.law_id in (BOUC_WEN_OPENSEES, BWBN)
 
     def padded(self, a: np.ndarray) -> np.ndarray:
-        """``(n, len(paper))`` parameters -> ``(n, MAX_PARAMS)`` kernel rows."""
+        """``(n, len(paper))`` user parameters -> ``(n, MAX_PARAMS)`` kernel rows."""
         a = np.atleast_2d(np.asarray(a, dtype=float))
+        if self.opensees_named:
+            a = _opensees_row(a)
         out = np.zeros((a.shape[0], MAX_PARAMS))
         out[:, : a.shape[1]] = a
         return out
 
 
 _BW_UNIT = "1/(m N^(n-1))"
+_OS_MEANINGS = (
+    "alpha: post-yield to initial stiffness ratio",
+    "ko: initial stiffness",
+    "n: exponent",
+    "gamma: constant shape term",
+    "beta: direction-dependent shape term (sgn(u' z))",
+    "Ao: initial A (redundant with ko; fixed at 1 by default)",
+)
+_OS_UNITS = ("-", "N/m", "-", "-", "-", "-")
+#: default boxes of the OpenSees-named laws at the unit scale of their reference values (a starting point)
+_OS_BOUNDS = ((0.0, 0.5), (0.5, 8.0), (1.0, 4.0), (-1.0, 1.0), (0.05, 4.0), (0.5, 2.0))
 LAWS: dict[str, LawSpec] = {
     spec.key: spec
     for spec in (
@@ -337,6 +423,39 @@ LAWS: dict[str, LawSpec] = {
             ("N/m", _BW_UNIT, _BW_UNIT, "-", "m/(N J)", "1/N^2"),
             (10.0, 5.0, 5.0, 2.0, 2.0, 2.0),
         ),
+        LawSpec(
+            "boucwen_opensees",
+            BOUC_WEN_OPENSEES,
+            "Bouc-Wen with degradation (OpenSees BoucWen)",
+            "Haukaas's OpenSees BoucWenMaterial; Baber and Wen (1981)",
+            _OS_MEANINGS
+            + ("deltaA: A degradation", "deltaNu: strength degradation", "deltaEta: stiffness degradation"),
+            _OS_UNITS + ("1/J", "1/J", "1/J"),
+            (0.1, 2.0, 2.0, 0.5, 1.0, 1.0, 0.0, 0.0, 0.0),
+            ("alpha", "ko", "n", "gamma", "beta", "Ao", "deltaA", "deltaNu", "deltaEta"),
+            _OS_BOUNDS + ((0.0, 0.1), (0.0, 0.1), (0.0, 0.1)),
+            ("Ao",),
+        ),
+        LawSpec(
+            "bwbn",
+            BWBN,
+            "Bouc-Wen-Baber-Noori pinching (OpenSees BWBN)",
+            "OpenSees BWBN material; Baber and Noori (1986), Foliente (1995)",
+            _OS_MEANINGS
+            + (
+                "q: pinching onset (fraction of zu)",
+                "zetas: pinching severity",
+                "p: pinching growth rate",
+                "Shi: pinching spread",
+                "deltaShi: spread growth",
+                "lambda: spread-severity coupling",
+            ),
+            _OS_UNITS + ("-", "-", "1/J", "-", "1/J", "-"),
+            (0.1, 2.0, 2.0, 0.5, 1.0, 1.0, 0.1, 0.5, 1.0, 0.2, 0.0, 0.5),
+            ("alpha", "ko", "n", "gamma", "beta", "Ao", "q", "zetas", "p", "Shi", "deltaShi", "lambda"),
+            _OS_BOUNDS + ((0.0, 0.5), (0.0, 0.99), (0.0, 10.0), (0.01, 2.0), (0.0, 0.5), (0.01, 2.0)),
+            ("Ao",),
+        ),
     )
 }
 
@@ -352,7 +471,9 @@ def law_spec(key: str) -> LawSpec:
 
 def hysteresis_loop(law: str, a, path, substeps: int = 20) -> tuple[np.ndarray, np.ndarray]:
     """Restoring force ``r`` and energy measure ``eps`` of one or several parameter sets along a
-    prescribed displacement ``path`` (see :func:`drive`); ``a`` is ``(len(a),)`` or ``(n, len(a))``.
+    prescribed displacement ``path`` (see :func:`drive`); ``a`` is ``(len(a),)`` or ``(n, len(a))``, the
+    law's user parameters (OpenSees' names for ``"boucwen_opensees"`` and ``"bwbn"``, whose ``r`` is the
+    material's total stress and whose path should start at ``u = 0``, as an OpenSees material does).
     Returns arrays of shape ``(K,)`` for one set, ``(n, K)`` for several."""
     spec = law_spec(law)
     a_arr = np.asarray(a, dtype=float)
