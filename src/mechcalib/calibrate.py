@@ -335,7 +335,7 @@ def calibrate(
                 if told and checkpoint_every and b % checkpoint_every == 0:
                     session.checkpoint(b, hist.n_evals, optimizer)
                 else:
-                    session.touch(b)
+                    session.touch(b, hist.n_evals)
             cur = hist.best_per_batch[-1]
             stale = 0 if cur < best - termination.min_delta else stale + 1
             best = min(best, cur)

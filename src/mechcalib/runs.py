@@ -48,6 +48,8 @@ from .runfolder import LOCK_FILE, RunDirError, folder_lock, locked_by_another
 from .storage import RunStore, Store
 from .storage.codec import problem_fingerprint, to_jsonable
 from .storage.export import evaluation_columns
+from .storage.integrity import StoreDamagedError, repair_hint
+from .storage.repair import RepairReport, repair_store
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +72,7 @@ __all__ = [
     "export_run",
     "folder_lock",
     "load_run_config",
+    "repair_run",
     "resume_run",
     "run_config",
     "run_summary",
@@ -496,6 +499,11 @@ def _resume_locked(
     plots: bool | None,
 ) -> RunRecord:
     with RunStore(_store_path(out), readonly=True) as store:
+        if store.damage:  # writing more into a damaged file risks the rows still readable
+            raise StoreDamagedError(
+                f"the run store {store.path} is damaged ({'; '.join(store.damage[:3])}), so it is not resumed; "
+                f"{repair_hint(store.path)}"
+            )
         name = _run_name(store, out, run)
         info = store.run(name)
         n_done = info.n_evals
@@ -545,6 +553,31 @@ def _as_fingerprinted(
         return cfg, built  # another problem indeed: the run session says so
     built[3].close()
     return alt, (alt_problem, alt.build_optimizer(), alt.build_termination(), build_evaluator(alt))
+
+
+def repair_run(path: str | os.PathLike[str], out: str | os.PathLike[str] | None = None) -> RepairReport:
+    """Salvage a damaged run store (:func:`~mechcalib.storage.repair.repair_store`). ``path``: a run folder
+    (the salvage is a new run folder, default ``<path>.repaired``, holding the salvaged store and a copy of
+    ``run.json``, ready for :func:`resume_run`) or a store file (default ``<stem>.repaired.sqlite``)."""
+    src = Path(path)
+    if src.is_dir():
+        dest = Path(out) if out is not None else src.with_name(src.name + ".repaired")
+        if dest.exists():
+            raise RunDirError(f"{str(dest)!r} exists; give a new folder with --out")
+        dest.mkdir(parents=True)
+        try:
+            report = repair_store(_store_path(src), dest / STORE_FILE)
+        except BaseException:
+            import shutil
+
+            shutil.rmtree(dest, ignore_errors=True)
+            raise
+        if (src / MANIFEST_FILE).is_file():
+            _write_json(dest / MANIFEST_FILE, _manifest(src) | {"repaired_from": str(src), "created": _now()})
+        report.target = dest
+        return report
+    dest = Path(out) if out is not None else src.with_name(f"{src.stem}.repaired{src.suffix or '.sqlite'}")
+    return repair_store(src, dest)
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -669,10 +702,17 @@ def export_run(
     return res
 
 
-def write_report(out_dir: str | os.PathLike[str], *, run: str | None = None, problem: Any = None) -> list[Path]:
+def write_report(
+    out_dir: str | os.PathLike[str],
+    *,
+    run: str | None = None,
+    problem: Any = None,
+    folder: str | os.PathLike[str] | None = None,
+) -> list[Path]:
     """Write ``convergence.png`` (every evaluation's loss and the best so far against the evaluation
     count, log scale) and ``fit_<experiment>.png`` per experiment (measured curves against the best
-    parameter set's simulation) into the run folder; returns the files written.
+    parameter set's simulation) into the run folder (or ``folder``: a read-only run's plots go elsewhere);
+    returns the files written.
 
     The fit plots use the stored responses of the best evaluation when the run kept them, else simulate
     the best parameter set once per experiment with the problem rebuilt from the stored configuration
@@ -685,7 +725,8 @@ def write_report(out_dir: str | os.PathLike[str], *, run: str | None = None, pro
 
     out = Path(out_dir)
     spath = _store_path(out)
-    folder = spath.parent  # the run folder, or the folder of a store file
+    folder = spath.parent if folder is None else Path(folder)  # default: the run folder, or a store file's
+    folder.mkdir(parents=True, exist_ok=True)
     with RunStore(spath, readonly=True) as store:
         name = _run_name(store, out, run)
         info = store.run(name)
