@@ -350,8 +350,8 @@ def calibrate(
             status = "interrupted" if isinstance(exc, KeyboardInterrupt | GeneratorExit) else "failed"
             try:
                 session.finish(status, b, error=f"{type(exc).__name__}: {exc}")
-            except Exception:  # the original error matters more
-                log.exception("could not record the end of run %r", session.run_name)
+            except Exception as end_exc:  # the original error matters more (a full disk refuses both)
+                log.warning("could not record the end of run %r: %s", session.run_name, end_exc)
         raise
     finally:
         if own_evaluator:

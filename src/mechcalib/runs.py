@@ -591,7 +591,8 @@ def run_summary(out_dir: str | os.PathLike[str], *, run: str | None = None, n_fa
     ``recent_failures`` (the last ``n_failures``: ``idx``, ``status``, ``error``), ``best`` (every parameter
     of the best ok evaluation by name, ``null`` when none succeeded), ``best_loss``, ``best_index``,
     ``budget`` (the termination rules), ``n_batches``, ``created``, ``updated``, ``store``, ``result``
-    (the ``result.json`` path when written).
+    (the ``result.json`` path when written), ``damage`` (the integrity check's complaints: ``[]`` when the
+    store is sound, ``null`` when it was too large to check quickly).
     """
     out = Path(out_dir)
     spath = _store_path(out)
@@ -600,6 +601,7 @@ def run_summary(out_dir: str | os.PathLike[str], *, run: str | None = None, n_fa
         info = store.run(name)
         fails = store.failures(name)
         best = store.best(name)
+        damage = store.damage
     params = None
     if best is not None:
         params = {p["name"]: (p["fixed"] if p.get("fixed") is not None else best.params[p["name"]]) for p in info.space}
@@ -626,6 +628,7 @@ def run_summary(out_dir: str | os.PathLike[str], *, run: str | None = None, n_fa
             "updated": info.updated,
             "store": str(spath),
             "result": str(out / RESULT_FILE) if (out / RESULT_FILE).is_file() else None,
+            "damage": damage,
         }
     )
 

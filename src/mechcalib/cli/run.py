@@ -220,6 +220,12 @@ def show(
         _print_best(s["best"])
     for f in s["recent_failures"]:
         echo_plain(f"failed evaluation {f['idx']} ({f['status']}): {f['error']}")
+    if s["damage"]:
+        typer.echo(
+            f"warning: the run store {s['store']} is damaged ({'; '.join(s['damage'][:3])}); salvage it with "
+            f"`mechcalib repair {directory}` and resume the salvage",
+            err=True,
+        )
 
 
 def export(

@@ -87,8 +87,8 @@ def store_error(path: Path | str, exc: BaseException, action: str) -> StoreError
     if isinstance(exc, sqlite3.OperationalError) and ("disk is full" in low or "database or disk is full" in low):
         return StoreFullError(
             f"the disk holding the run store {path} is full ({free_space(path)}; {action}): the run stopped; "
-            "every evaluation stored before is kept. Free some space, then continue with `mechcalib resume` "
-            "(nothing stored is simulated again)"
+            f"every evaluation stored before is kept. Free some space, then continue with `mechcalib resume "
+            f"{Path(path).parent}` (nothing stored is simulated again)"
         )
     if isinstance(exc, sqlite3.OperationalError) and (
         "readonly" in low or "read-only" in low or "unable to open" in low
@@ -164,24 +164,43 @@ def connect_readonly(path: Path, timeout: float) -> sqlite3.Connection:
 
 
 def quick_check(con: sqlite3.Connection, seconds: float = CHECK_SECONDS) -> list[str] | None:
-    """``PRAGMA quick_check``'s complaints (``[]``: the file is sound; damage that stops the check itself is
-    its one complaint), ``None`` when it took longer than ``seconds`` and was stopped."""
+    """``PRAGMA quick_check``'s complaints and the JSON cells ``json_valid`` rejects (``[]``: the file is
+    sound; damage that stops the check itself is its one complaint), ``None`` when it took longer than
+    ``seconds`` and was stopped."""
     deadline = time.monotonic() + seconds
     con.set_progress_handler(lambda: time.monotonic() > deadline, 20_000)
     try:
         rows = con.execute("PRAGMA quick_check(20)").fetchall()
+        msgs = [str(r[0]) for r in rows]
+        msgs = [] if msgs == ["ok"] else msgs
+        msgs += _bad_json(con)
     except sqlite3.OperationalError as exc:
-        if "interrupt" in str(exc):
-            return None
-        if "locked" in str(exc) or "busy" in str(exc):
-            return None  # a writer holds the file: not checked now
+        if "interrupt" in str(exc) or "locked" in str(exc) or "busy" in str(exc):
+            return None  # too large to check now, or a writer holds the file
         return [str(exc)]
     except sqlite3.DatabaseError as exc:  # "malformed", "not a database": the queries will say so too
         return [str(exc)]
     finally:
         con.set_progress_handler(None, 0)
-    msgs = [str(r[0]) for r in rows]
-    return [] if msgs == ["ok"] else msgs
+    return msgs
+
+
+def _bad_json(con: sqlite3.Connection) -> list[str]:
+    """The cells of JSON text that SQLite's ``json_valid`` rejects (a garbled cell the file check misses)."""
+    tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+
+    def bad(c: str) -> str:  # Python's json writes NaN and Infinity, which json_valid does not know
+        return f"({c} IS NOT NULL AND NOT json_valid(replace(replace({c}, 'NaN', '0'), 'Infinity', '0')))"
+
+    out = []
+    if "runs" in tables:
+        cols = ["settings", "seed", "termination", "evaluator", "space", "fingerprint", "config", "versions"]
+        sql = f"SELECT id FROM runs WHERE {' OR '.join(map(bad, cols))} LIMIT 5"
+        out += [f"run {r[0]}: a garbled JSON cell" for r in con.execute(sql)]
+    if "evaluations" in tables:
+        sql = f"SELECT run_id, idx FROM evaluations WHERE {bad('params')} OR {bad('u')} LIMIT 5"
+        out += [f"run {r[0]} evaluation {r[1]}: a garbled JSON cell" for r in con.execute(sql)]
+    return out
 
 
 # ------------------------------------------------------------------------------------------------------
