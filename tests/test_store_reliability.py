@@ -313,9 +313,10 @@ PROBLEM = textwrap.dedent(
     prob.fingerprint = lambda: "wal-test"  # the same problem in the writer's process and the test's
     """
 )
-WRITER = (
-    PROBLEM
-    + 'import sys\nmc.calibrate(prob, RandomSearch(seed=4, batch_size=10), max_evals=300, store=sys.argv[1], run_name="r")\n'
+WRITER = PROBLEM + (
+    "import sys\nfrom mechcalib.storage import RunStore\n"
+    "mc.calibrate(prob, RandomSearch(seed=4, batch_size=10), max_evals=300, "
+    "store=RunStore(sys.argv[1], sync_seconds=0), run_name='r')\n"
 )
 
 
@@ -377,9 +378,15 @@ def test_counts_file_follows_each_batch(tmp_path):
     def cb(b, optimizer, hist):
         seen.append(json.loads(counts_path(db).read_text())["runs"]["1"]["n_evals"])
 
-    mc.calibrate(prob, opt, max_evals=50, store=str(db), run_name="r", callback=cb)
-    assert seen == [10, 20, 30, 40, 50]
-    with RunStore(db) as st:
+    with RunStore(db, sync_seconds=0) as st:
+        mc.calibrate(prob, opt, max_evals=50, store=st, run_name="r", callback=cb)
+        assert seen == [10, 20, 30, 40, 50]
+        assert st.recorded_evaluations(1) == 50
+    seen.clear()
+    db = tmp_path / "t.sqlite"
+    with RunStore(db, sync_seconds=3600) as st:  # at most once an hour (the first batch), and at the end
+        mc.calibrate(*_problem(), max_evals=50, store=st, run_name="r", callback=cb)
+        assert seen == [10] * 5
         assert st.recorded_evaluations(1) == 50
 
 

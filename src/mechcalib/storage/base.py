@@ -156,9 +156,10 @@ class Store(ABC):
     def touch(self, run_id: int, n_batches: int) -> None:
         """Update a run's batch count and ``updated`` time (a heartbeat)."""
 
-    def sync(self, run_id: int, n_evals: int) -> None:
+    def sync(self, run_id: int, n_evals: int, *, force: bool = False) -> None:
         """After a batch: make what is stored durable in the store's own file and record ``n_evals`` (the
-        run's stored evaluations) outside it, for :meth:`recorded_evaluations` (nothing to do in memory)."""
+        run's stored evaluations) outside it, for :meth:`recorded_evaluations` (nothing to do in memory). A
+        store may skip a call that comes soon after the last one, unless ``force``."""
         return None
 
     def recorded_evaluations(self, run_id: int) -> int | None:

@@ -10,11 +10,13 @@ from __future__ import annotations
 import contextlib
 import errno
 import logging
+import math
 import os
 import pickle
 import socket
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -63,6 +65,7 @@ class RunStore(Store):
             power cut; an fsync per evaluation).
         timeout: seconds to wait for a lock held by another writer.
         readonly: open for queries only (any number of processes may read while a run writes).
+        sync_seconds: the least time between two :meth:`sync` calls that write (0: after every batch).
 
     Queries take a run by name or id: :meth:`runs`, :meth:`run`, :meth:`status`, :meth:`n_evaluations`,
     :meth:`evaluations`, :meth:`failures`, :meth:`best`, :meth:`trace`, :meth:`timing`, :meth:`checkpoints`,
@@ -82,12 +85,15 @@ class RunStore(Store):
         durability: str = "process",
         timeout: float = 30.0,
         readonly: bool = False,
+        sync_seconds: float = 1.0,
     ) -> None:
         if durability not in ("process", "power"):
             raise ConfigurationError(f"RunStore: durability must be 'process' or 'power', got {durability!r}")
         self.path = Path(path)
         self.durability = durability
         self.readonly = readonly
+        self.sync_seconds = float(sync_seconds)
+        self._synced = -math.inf  # monotonic time of the last sync
         self._lock = threading.RLock()
         self._compactions = False  # whether the file has the compactions table, once seen
         #: ``PRAGMA quick_check``'s complaints on open (``[]``: sound; ``None``: not checked, too large)
@@ -516,10 +522,15 @@ class RunStore(Store):
         with self._lock:
             self._con.execute("UPDATE runs SET n_batches=?, updated=? WHERE id=?", (n_batches, now(), run_id))
 
-    def sync(self, run_id: int, n_evals: int) -> None:
+    def sync(self, run_id: int, n_evals: int, *, force: bool = False) -> None:
         """After a batch: record ``n_evals`` (the run's stored evaluations) in the counts file beside the
         store and fold the write-ahead log into the file (``PRAGMA wal_checkpoint(PASSIVE)``: never waits for
-        readers), so that at most the last batch lives only in the log."""
+        readers), so that only the evaluations since then live only in the log. Done at most every
+        ``sync_seconds`` (both steps write to disk with an fsync, some milliseconds), unless ``force``."""
+        t = time.monotonic()
+        if not force and t - self._synced < self.sync_seconds:
+            return
+        self._synced = t
         with self._tx() as con:  # the transaction serialises the processes sharing the counts file
             name = con.execute("SELECT name FROM runs WHERE id=?", (run_id,)).fetchone()
             try:
