@@ -453,3 +453,20 @@ def test_full_disk_on_a_small_file_system_then_resume(finished, tmp_path):
     summary = json.loads((tmp_path / "result.json").read_text())
     _same_result(summary, ref)
     assert 0 < kept < 200 and summary["n_replayed"] == kept
+
+
+def test_resume_of_a_run_killed_before_it_was_recorded_starts_it(finished, tmp_path):
+    ref_dir, ref = finished
+    cfg = tmp_path / "duff.toml"
+    cfg.write_text(CONFIG.format(budget=60))
+    for what in ("empty store", "no store"):
+        run = tmp_path / what.replace(" ", "_")
+        run.mkdir()
+        shutil.copy(ref_dir / "run.json", run / "run.json")
+        man = json.loads((run / "run.json").read_text())
+        (run / "run.json").write_text(json.dumps({**man, "config_path": str(cfg)}))
+        if what == "empty store":
+            RunStore(run / STORE_FILE).close()  # the tables, no run: killed right after creating the store
+        r = _invoke("resume", run, "-q")
+        assert r.exit_code == 0, r.output
+        _same_result(json.loads((run / RESULT_FILE).read_text()), ref)

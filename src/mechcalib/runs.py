@@ -472,7 +472,8 @@ def resume_run(
     """
     t0 = time.perf_counter()
     out = Path(out_dir)
-    with folder_lock(_store_path(out).parent):  # before run.json is touched: a refused resume changes nothing
+    folder = out if out.is_dir() and (out / MANIFEST_FILE).is_file() else _store_path(out).parent
+    with folder_lock(folder):  # before run.json is touched: a refused resume changes nothing
         return _resume_locked(
             out,
             t0,
@@ -498,6 +499,16 @@ def _resume_locked(
     progress: ProgressHook | None,
     plots: bool | None,
 ) -> RunRecord:
+    man = _manifest(out)
+    if run is None and out.is_dir() and man.get("config_path") and not _holds_a_run(out / STORE_FILE):
+        # killed before its run was recorded (nothing was computed): start it as `run` would have
+        log.warning("the run in %s was stopped before it was recorded; starting it from %s", out, man["config_path"])
+        cfg = _apply(load_config(config or man["config_path"]), man.get("overrides") or {})
+        ov = _overrides(budget=budget, seed=None, workers=workers, scheduler=scheduler, timeout=cfg.evaluator.timeout)
+        cfg = _apply(cfg, ov)
+        return _calibrate_in(
+            out, cfg, _build(cfg), run_name=cfg.name, resume=False, progress=progress, plots=plots, t0=t0
+        )
     with RunStore(_store_path(out), readonly=True) as store:
         if store.damage:  # writing more into a damaged file risks the rows still readable
             raise StoreDamagedError(
@@ -528,6 +539,13 @@ def _resume_locked(
         man["overrides"] = {**(man.get("overrides") or {}), **ov}
         _write_json(out / MANIFEST_FILE, man)
     return _calibrate_in(out, cfg, built, run_name=name, resume=True, progress=progress, plots=plots, t0=t0)
+
+
+def _holds_a_run(path: Path) -> bool:
+    if not path.is_file():
+        return False
+    with RunStore(path, readonly=True) as store:
+        return bool(store.runs())
 
 
 def _as_fingerprinted(
