@@ -378,7 +378,7 @@ def test_counts_file_follows_each_batch(tmp_path):
     def cb(b, optimizer, hist):
         seen.append(json.loads(counts_path(db).read_text())["runs"]["1"]["n_evals"])
 
-    with RunStore(db, sync_seconds=0) as st:
+    with RunStore(db) as st:  # after every batch by default
         mc.calibrate(prob, opt, max_evals=50, store=st, run_name="r", callback=cb)
         assert seen == [10, 20, 30, 40, 50]
         assert st.recorded_evaluations(1) == 50

@@ -65,7 +65,9 @@ class RunStore(Store):
             power cut; an fsync per evaluation).
         timeout: seconds to wait for a lock held by another writer.
         readonly: open for queries only (any number of processes may read while a run writes).
-        sync_seconds: the least time between two :meth:`sync` calls that write (0: after every batch).
+        sync_seconds: the least time between two :meth:`sync` calls that write (default 0: after every
+            batch; some milliseconds each, which a model of microseconds may save with 1.0, leaving up to a
+            second of evaluations only in the write-ahead log and unrecorded).
 
     Queries take a run by name or id: :meth:`runs`, :meth:`run`, :meth:`status`, :meth:`n_evaluations`,
     :meth:`evaluations`, :meth:`failures`, :meth:`best`, :meth:`trace`, :meth:`timing`, :meth:`checkpoints`,
@@ -85,7 +87,7 @@ class RunStore(Store):
         durability: str = "process",
         timeout: float = 30.0,
         readonly: bool = False,
-        sync_seconds: float = 1.0,
+        sync_seconds: float = 0.0,
     ) -> None:
         if durability not in ("process", "power"):
             raise ConfigurationError(f"RunStore: durability must be 'process' or 'power', got {durability!r}")
@@ -526,7 +528,7 @@ class RunStore(Store):
         """After a batch: record ``n_evals`` (the run's stored evaluations) in the counts file beside the
         store and fold the write-ahead log into the file (``PRAGMA wal_checkpoint(PASSIVE)``: never waits for
         readers), so that only the evaluations since then live only in the log. Done at most every
-        ``sync_seconds`` (both steps write to disk with an fsync, some milliseconds), unless ``force``."""
+        ``sync_seconds`` (the checkpoint syncs the file to disk: some milliseconds), unless ``force``."""
         t = time.monotonic()
         if not force and t - self._synced < self.sync_seconds:
             return
