@@ -294,7 +294,8 @@ def report(data: dict) -> list[str]:
         + "; ".join(f"`--only {','.join(p['only']) if isinstance(p['only'], list) else p['only']}` {p['when']}, "
                     f"{p['pass_minutes']} min, load {p['load'][0]}" for p in data["passes"])
         + f"); Python {platform.python_version()}, {os.cpu_count()} CPUs shared with other work (times are "
-        "indicative). Regenerated from `benchmarks/results/reliability.json`, which each pass updates.",
+        "indicative). Regenerated from `benchmarks/results/reliability.json`, which each pass updates: a later "
+        "pass of a scenario replaces its row (passes ran on successive commits of one branch).",
         "",
         "Runs: Duffing (PSO, swarm 6, 120 evaluations, t_end 10 s at 50 Hz) and the linear model (DE, 60 "
         "evaluations). Held, as issue 19 defines it: no data lost, a clear message (no traceback), integrity "
