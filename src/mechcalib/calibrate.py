@@ -335,7 +335,7 @@ def calibrate(
                 if told and checkpoint_every and b % checkpoint_every == 0:
                     session.checkpoint(b, hist.n_evals, optimizer)
                 else:
-                    session.touch(b)
+                    session.touch(b, hist.n_evals)
             cur = hist.best_per_batch[-1]
             stale = 0 if cur < best - termination.min_delta else stale + 1
             best = min(best, cur)
@@ -352,8 +352,8 @@ def calibrate(
             status = "interrupted" if stopped else "failed"
             try:
                 session.finish(status, b, error=f"{type(exc).__name__}: {exc}")
-            except Exception:  # the original error matters more
-                log.exception("could not record the end of run %r", session.run_name)
+            except Exception as end_exc:  # the original error matters more (a full disk refuses both)
+                log.warning("could not record the end of run %r: %s", session.run_name, end_exc)
         raise
     finally:
         if own_evaluator:

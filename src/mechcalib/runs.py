@@ -48,6 +48,8 @@ from .runfolder import LOCK_FILE, RunDirError, folder_lock, locked_by_another
 from .storage import RunStore, Store
 from .storage.codec import earlier_fingerprints, problem_fingerprint, to_jsonable
 from .storage.export import evaluation_columns
+from .storage.integrity import StoreDamagedError, repair_hint
+from .storage.repair import RepairReport, repair_store
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +72,7 @@ __all__ = [
     "export_run",
     "folder_lock",
     "load_run_config",
+    "repair_run",
     "resume_run",
     "run_config",
     "run_summary",
@@ -469,7 +472,8 @@ def resume_run(
     """
     t0 = time.perf_counter()
     out = Path(out_dir)
-    with folder_lock(_store_path(out).parent):  # before run.json is touched: a refused resume changes nothing
+    folder = out if out.is_dir() and (out / MANIFEST_FILE).is_file() else _store_path(out).parent
+    with folder_lock(folder):  # before run.json is touched: a refused resume changes nothing
         return _resume_locked(
             out,
             t0,
@@ -495,7 +499,22 @@ def _resume_locked(
     progress: ProgressHook | None,
     plots: bool | None,
 ) -> RunRecord:
+    man = _manifest(out)
+    if run is None and out.is_dir() and man.get("config_path") and not _holds_a_run(out / STORE_FILE):
+        # killed before its run was recorded (nothing was computed): start it as `run` would have
+        log.warning("the run in %s was stopped before it was recorded; starting it from %s", out, man["config_path"])
+        cfg = _apply(load_config(config or man["config_path"]), man.get("overrides") or {})
+        ov = _overrides(budget=budget, seed=None, workers=workers, scheduler=scheduler, timeout=cfg.evaluator.timeout)
+        cfg = _apply(cfg, ov)
+        return _calibrate_in(
+            out, cfg, _build(cfg), run_name=cfg.name, resume=False, progress=progress, plots=plots, t0=t0
+        )
     with RunStore(_store_path(out), readonly=True) as store:
+        if store.damage:  # writing more into a damaged file risks the rows still readable
+            raise StoreDamagedError(
+                f"the run store {store.path} is damaged ({'; '.join(store.damage[:3])}), so it is not resumed; "
+                f"{repair_hint(store.path)}"
+            )
         name = _run_name(store, out, run)
         info = store.run(name)
         n_done = info.n_evals
@@ -520,6 +539,13 @@ def _resume_locked(
         man["overrides"] = {**(man.get("overrides") or {}), **ov}
         _write_json(out / MANIFEST_FILE, man)
     return _calibrate_in(out, cfg, built, run_name=name, resume=True, progress=progress, plots=plots, t0=t0)
+
+
+def _holds_a_run(path: Path) -> bool:
+    if not path.is_file():
+        return False
+    with RunStore(path, readonly=True) as store:
+        return bool(store.runs())
 
 
 def _as_fingerprinted(
@@ -547,6 +573,31 @@ def _as_fingerprinted(
     return alt, (alt_problem, alt.build_optimizer(), alt.build_termination(), build_evaluator(alt))
 
 
+def repair_run(path: str | os.PathLike[str], out: str | os.PathLike[str] | None = None) -> RepairReport:
+    """Salvage a damaged run store (:func:`~mechcalib.storage.repair.repair_store`). ``path``: a run folder
+    (the salvage is a new run folder, default ``<path>.repaired``, holding the salvaged store and a copy of
+    ``run.json``, ready for :func:`resume_run`) or a store file (default ``<stem>.repaired.sqlite``)."""
+    src = Path(path)
+    if src.is_dir():
+        dest = Path(out) if out is not None else src.with_name(src.name + ".repaired")
+        if dest.exists():
+            raise RunDirError(f"{str(dest)!r} exists; give a new folder with --out")
+        dest.mkdir(parents=True)
+        try:
+            report = repair_store(_store_path(src), dest / STORE_FILE)
+        except BaseException:
+            import shutil
+
+            shutil.rmtree(dest, ignore_errors=True)
+            raise
+        if (src / MANIFEST_FILE).is_file():
+            _write_json(dest / MANIFEST_FILE, _manifest(src) | {"repaired_from": str(src), "created": _now()})
+        report.target = dest
+        return report
+    dest = Path(out) if out is not None else src.with_name(f"{src.stem}.repaired{src.suffix or '.sqlite'}")
+    return repair_store(src, dest)
+
+
 # ------------------------------------------------------------------------------------------------------
 # Show, export, report
 # ------------------------------------------------------------------------------------------------------
@@ -558,7 +609,8 @@ def run_summary(out_dir: str | os.PathLike[str], *, run: str | None = None, n_fa
     ``recent_failures`` (the last ``n_failures``: ``idx``, ``status``, ``error``), ``best`` (every parameter
     of the best ok evaluation by name, ``null`` when none succeeded), ``best_loss``, ``best_index``,
     ``budget`` (the termination rules), ``n_batches``, ``created``, ``updated``, ``store``, ``result``
-    (the ``result.json`` path when written).
+    (the ``result.json`` path when written), ``damage`` (the integrity check's complaints: ``[]`` when the
+    store is sound, ``null`` when it was too large to check quickly).
     """
     out = Path(out_dir)
     spath = _store_path(out)
@@ -567,6 +619,7 @@ def run_summary(out_dir: str | os.PathLike[str], *, run: str | None = None, n_fa
         info = store.run(name)
         fails = store.failures(name)
         best = store.best(name)
+        damage = store.damage
     params = None
     if best is not None:
         params = {p["name"]: (p["fixed"] if p.get("fixed") is not None else best.params[p["name"]]) for p in info.space}
@@ -593,6 +646,7 @@ def run_summary(out_dir: str | os.PathLike[str], *, run: str | None = None, n_fa
             "updated": info.updated,
             "store": str(spath),
             "result": str(out / RESULT_FILE) if (out / RESULT_FILE).is_file() else None,
+            "damage": damage,
         }
     )
 
@@ -669,10 +723,17 @@ def export_run(
     return res
 
 
-def write_report(out_dir: str | os.PathLike[str], *, run: str | None = None, problem: Any = None) -> list[Path]:
+def write_report(
+    out_dir: str | os.PathLike[str],
+    *,
+    run: str | None = None,
+    problem: Any = None,
+    folder: str | os.PathLike[str] | None = None,
+) -> list[Path]:
     """Write ``convergence.png`` (every evaluation's loss and the best so far against the evaluation
     count, log scale) and ``fit_<experiment>.png`` per experiment (measured curves against the best
-    parameter set's simulation) into the run folder; returns the files written.
+    parameter set's simulation) into the run folder (or ``folder``: a read-only run's plots go elsewhere);
+    returns the files written.
 
     The fit plots use the stored responses of the best evaluation when the run kept them, else simulate
     the best parameter set once per experiment with the problem rebuilt from the stored configuration
@@ -685,7 +746,8 @@ def write_report(out_dir: str | os.PathLike[str], *, run: str | None = None, pro
 
     out = Path(out_dir)
     spath = _store_path(out)
-    folder = spath.parent  # the run folder, or the folder of a store file
+    folder = spath.parent if folder is None else Path(folder)  # default: the run folder, or a store file's
+    folder.mkdir(parents=True, exist_ok=True)
     with RunStore(spath, readonly=True) as store:
         name = _run_name(store, out, run)
         info = store.run(name)

@@ -19,6 +19,7 @@ Command modules import from here and never from one another, nor from the packag
 
 from __future__ import annotations
 
+import errno
 import logging
 import math
 import re
@@ -54,9 +55,12 @@ def errors(resume: str | Path | None = None) -> Iterator[None]:
     ``resume``: the arguments of the ``mechcalib resume`` that continues the command's work after an
     interruption (named in the message); ``None`` for a command that has nothing to continue.
     """
+    import sqlite3
+
     from ..config import ConfigFileError
     from ..errors import InfrastructureError, MechcalibError
     from ..execution import EvaluatorError
+    from ..storage.integrity import DECODE_ERRORS, StoreError, free_space
 
     try:
         yield
@@ -66,10 +70,34 @@ def errors(resume: str | Path | None = None) -> Iterator[None]:
     except InfrastructureError as exc:  # the machine, not the input: stopped, to be resumed once fixed
         hint = f"; continue with `mechcalib resume {resume}`" if resume is not None else ""
         fail(f"{exc}{hint}", EXIT_FAILED)
+    except StoreError as exc:  # a damaged, read-only or full store: the message says what to do
+        fail(str(exc), exc.exit_code)
     except MechcalibError as exc:
         fail(str(exc), EXIT_USAGE)
-    except (EvaluatorError, OSError) as exc:
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC:
+            hint = f"; free some space and continue with `mechcalib resume {resume}`" if resume is not None else ""
+            fail(
+                f"no space left on the disk writing {exc.filename} ({free_space(exc.filename or '.')}){hint}",
+                EXIT_FAILED,
+            )
+        if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+            fail(
+                f"cannot write {exc.filename} ({exc.strerror}): the folder is read-only; write elsewhere "
+                "(--out), or copy the run folder to a writable place",
+                EXIT_FAILED,
+            )
         fail(f"{type(exc).__name__}: {exc}", EXIT_FAILED)
+    except EvaluatorError as exc:
+        fail(f"{type(exc).__name__}: {exc}", EXIT_FAILED)
+    except DECODE_ERRORS as exc:  # read outside the store's own methods: no file to name
+        if isinstance(exc, sqlite3.IntegrityError | sqlite3.ProgrammingError | sqlite3.InterfaceError):
+            raise
+        fail(
+            f"a run store could not be read ({type(exc).__name__}: {exc}); it is probably damaged: salvage it "
+            "with `mechcalib repair STORE`",
+            EXIT_USAGE,
+        )
     except KeyboardInterrupt:
         hint = f"; continue with `mechcalib resume {resume}`" if resume is not None else ""
         typer.echo(f"interrupted{hint}", err=True)

@@ -220,6 +220,12 @@ def show(
         _print_best(s["best"])
     for f in s["recent_failures"]:
         echo_plain(f"failed evaluation {f['idx']} ({f['status']}): {f['error']}")
+    if s["damage"]:
+        typer.echo(
+            f"warning: the run store {s['store']} is damaged ({'; '.join(s['damage'][:3])}); salvage it with "
+            f"`mechcalib repair {directory}` and resume the salvage",
+            err=True,
+        )
 
 
 def export(
@@ -257,12 +263,13 @@ def report(
         ..., metavar="DIR", help="Run folder, or a run store file (SQLite) written from Python."
     ),
     run_name: str = typer.Option(None, "--run", help="Run name in the store (default: the folder's run)."),
+    out: Path = typer.Option(None, "--out", "-o", help="Folder for the plots (default DIR; for a read-only run)."),
 ) -> None:
     """Write DIR/convergence.png and DIR/fit_<experiment>.png (best fit against each experiment)."""
     from ..runs import write_report
 
     with errors():
-        paths = write_report(directory, run=run_name)
+        paths = write_report(directory, run=run_name, folder=out)
     for p in paths:
         typer.echo(f"wrote {p}")
 
@@ -282,6 +289,9 @@ def compact(
         1, "--keep-checkpoints", min=0, help="Latest optimiser checkpoints to keep per run."
     ),
     vacuum: bool = typer.Option(False, "--vacuum", help="Rebuild the file afterwards so that it shrinks."),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Say what would be dropped, changing nothing (works on a read-only store)."
+    ),
 ) -> None:
     """Shrink finished runs to their record, failures and improving evaluations (counts, best, best-so-far
     trace and timings stay exact; a compacted run can no longer be resumed). Without --vacuum the freed
@@ -291,6 +301,7 @@ def compact(
     from ..errors import ConfigurationError
     from ..runs import STORE_FILE
     from ..storage import RunStore
+    from ..storage.compaction import plan_compaction
 
     path = store / STORE_FILE if store.is_dir() else store
     if not path.is_file():
@@ -298,7 +309,7 @@ def compact(
     if not run_names and not all_finished:
         raise typer.BadParameter("give --run NAME (repeatable) or --all-finished", param_hint="--run")
     with errors():
-        with RunStore(path) as st:
+        with RunStore(path, readonly=dry_run) as st:
             names = list(dict.fromkeys(run_names))
             for name in names:  # an unknown or unfinished run fails before anything is dropped
                 status = st.run(name).status
@@ -316,19 +327,43 @@ def compact(
             for col in ("run", "status", "evaluations", "kept", "dropped", "checkpoints dropped"):
                 t.add_column(col)
             for name in names:
-                s = st.compact_run(name, keep_checkpoints=keep_checkpoints)
-                t.add_row(
-                    s.run, st.status(name), str(s.n_evals), str(s.n_kept), str(s.n_dropped), str(s.checkpoints_dropped)
-                )
-            if vacuum:
+                if dry_run:
+                    p = plan_compaction(st, name, keep_checkpoints)
+                    row = (p["n_evals"], p["n_kept"], p["n_dropped"], p["checkpoints_dropped"])
+                else:
+                    s = st.compact_run(name, keep_checkpoints=keep_checkpoints)
+                    row = (s.n_evals, s.n_kept, s.n_dropped, s.checkpoints_dropped)
+                t.add_row(name, st.status(name), *map(str, row))
+            if vacuum and not dry_run:
                 st.vacuum()
         after = _file_bytes(path)
     console.print(t)
+    if dry_run:
+        echo_plain(f"{path}: {before / 2**20:.2f} MiB; dry run, nothing changed")
+        return
     note = "" if vacuum else " (run with --vacuum to shrink the file)"
     echo_plain(f"{path}: {before / 2**20:.2f} MiB before, {after / 2**20:.2f} MiB after{note}")
 
 
+def repair(
+    store: Path = typer.Argument(..., metavar="STORE", help="Run folder or run store file (SQLite) to salvage."),
+    out: Path = typer.Option(
+        None, "--out", "-o", help="New run folder or store file (default DIR.repaired or STEM.repaired.sqlite)."
+    ),
+) -> None:
+    """Salvage every readable evaluation of a damaged store into a new one and say what was lost; resume the
+    salvage to simulate the lost evaluations again."""
+    from ..runs import repair_run
+
+    with errors():
+        rep = repair_run(store, out)
+    for line in rep.lines():
+        echo_plain(line)
+    if rep.target.is_dir():
+        echo_plain(f"continue with `mechcalib resume {rep.target}` (the lost evaluations are simulated again)")
+
+
 def register(app: typer.Typer) -> None:
     """Add this group's commands to the top-level application."""
-    for command in (check, run, resume, show, export, report, compact):
+    for command in (check, run, resume, show, export, report, compact, repair):
         app.command()(command)

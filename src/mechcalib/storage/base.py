@@ -156,6 +156,17 @@ class Store(ABC):
     def touch(self, run_id: int, n_batches: int) -> None:
         """Update a run's batch count and ``updated`` time (a heartbeat)."""
 
+    def sync(self, run_id: int, n_evals: int, *, force: bool = False) -> None:
+        """After a batch: make what is stored durable in the store's own file and record ``n_evals`` (the
+        run's stored evaluations) outside it, for :meth:`recorded_evaluations` (nothing to do in memory). A
+        store may skip a call that comes soon after the last one, unless ``force``."""
+        return None
+
+    def recorded_evaluations(self, run_id: int) -> int | None:
+        """The evaluation count :meth:`sync` last recorded for a run outside the store (``None``: none), so
+        a resume can tell when the store lost evaluations (a deleted write-ahead log)."""
+        return None
+
     @abstractmethod
     def iter_checkpoints(self, run_id: int) -> Iterator[tuple[int, int, bytes]]:
         """``(batch, n_evals, pickled state)``, newest first."""

@@ -169,3 +169,24 @@ def compact_sqlite(store: RunStore, run: str | int, keep_checkpoints: int) -> Co
         active_seconds=float(comp["active_seconds"]),
         created=comp["created"],
     )
+
+
+def plan_compaction(store: RunStore, run: str | int, keep_checkpoints: int) -> dict[str, int]:
+    """What :meth:`RunStore.compact_run` would drop, read only (``compact --dry-run``; works on a read-only
+    store): ``{"n_evals", "n_kept", "n_dropped", "checkpoints_dropped"}`` (``n_dropped``: rows it would drop
+    now)."""
+    keep_checkpoints = check_keep_checkpoints(keep_checkpoints)
+    info = store.run(run)
+    if info.status not in ("finished", "failed"):
+        raise _not_finished(info.name, store.path, info.status)
+    recs = store.evaluations(info.id)
+    loss = np.array([r.loss for r in recs], dtype=float)
+    ok = np.array([r.status == "ok" for r in recs], dtype=bool)
+    kept = int(keep_mask(loss, ok).sum())
+    n_ckpt = len(store.checkpoints(info.id))
+    return {
+        "n_evals": info.n_evals,
+        "n_kept": kept,
+        "n_dropped": len(recs) - kept,
+        "checkpoints_dropped": max(0, n_ckpt - keep_checkpoints),
+    }

@@ -101,6 +101,9 @@ class RunSession:
         self.fingerprint = problem_fingerprint(problem)
         self.resumed = False
         self.replay: dict[int, EvaluationRecord] = {}
+        #: evaluations recorded as stored that the store no longer holds (found on resume)
+        self.lost = 0
+        self._n_evals: int | None = None  # evaluations stored as of this session's last batch
         self._warned_unpicklable = False  # the optimiser's state could not be pickled (said once)
         self._open(optimizer, termination, evaluator, run_name, config)
         # Unfingerprinted problems: keys unique to this run, so the cache only serves the run itself.
@@ -132,6 +135,18 @@ class RunSession:
             self.run_id, self.run_name, self.resumed = info.id, info.name, True
             self.replay = store.stored_evaluations(info.id)
             log.info("resuming run %r: %d stored evaluations", run_name, len(self.replay))
+            recorded = store.recorded_evaluations(info.id)
+            if recorded is not None and recorded > len(self.replay) and not info.compacted:
+                log.warning(
+                    "run %r: the store holds %d evaluations but %d were recorded as stored (its write-ahead log "
+                    "%s-wal was probably deleted after the run stopped); %d evaluations will be simulated again",
+                    run_name,
+                    len(self.replay),
+                    recorded,
+                    store.path,
+                    recorded - len(self.replay),
+                )
+                self.lost = recorded - len(self.replay)
             return
         if optimizer.seed is None:
             optimizer.seed = secrets.randbits(63)  # recorded, so that the run can be resumed exactly
@@ -298,12 +313,22 @@ class RunSession:
             if not self._warned_unpicklable:
                 log.warning("optimizer %s: state cannot be pickled (%s); resume will replay", optimizer.name, exc)
                 self._warned_unpicklable = True
-            self.store.touch(self.run_id, batch)
+            self.touch(batch, n_evals)
             return
         self.store.save_checkpoint(self.run_id, batch, n_evals, state)
+        self._sync(n_evals)
 
-    def touch(self, batch: int) -> None:
+    def touch(self, batch: int, n_evals: int | None = None) -> None:
+        """The heartbeat after a batch; with ``n_evals``, also the store's :meth:`~Store.sync`."""
         self.store.touch(self.run_id, batch)
+        if n_evals is not None:
+            self._sync(n_evals)
+
+    def _sync(self, n_evals: int) -> None:
+        self._n_evals = n_evals
+        self.store.sync(self.run_id, n_evals)
 
     def finish(self, status: str, n_batches: int, stop_reason: str | None = None, error: str | None = None) -> None:
         self.store.finish_run(self.run_id, status=status, n_batches=n_batches, stop_reason=stop_reason, error=error)
+        if status == "finished" and self._n_evals is not None:
+            self.store.sync(self.run_id, self._n_evals, force=True)

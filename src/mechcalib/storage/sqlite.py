@@ -7,12 +7,16 @@ process; ``"power"`` (``synchronous=FULL``) also a power cut, at the price of an
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import logging
+import math
 import os
 import pickle
 import socket
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,6 +29,15 @@ from . import export
 from .base import Store
 from .codec import decode_response, dumps
 from .compaction import ACTIVE_GAP_S, best_so_far, compact_sqlite, timing_of
+from .integrity import (
+    connect_readonly,
+    guarded,
+    quick_check,
+    recorded_counts,
+    repair_hint,
+    store_error,
+    write_counts,
+)
 from .records import (
     CompactionSummary,
     EvaluationRecord,
@@ -52,6 +65,9 @@ class RunStore(Store):
             power cut; an fsync per evaluation).
         timeout: seconds to wait for a lock held by another writer.
         readonly: open for queries only (any number of processes may read while a run writes).
+        sync_seconds: the least time between two :meth:`sync` calls that write (default 0: after every
+            batch; some milliseconds each, which a model of microseconds may save with 1.0, leaving up to a
+            second of evaluations only in the write-ahead log and unrecorded).
 
     Queries take a run by name or id: :meth:`runs`, :meth:`run`, :meth:`status`, :meth:`n_evaluations`,
     :meth:`evaluations`, :meth:`failures`, :meth:`best`, :meth:`trace`, :meth:`timing`, :meth:`checkpoints`,
@@ -71,29 +87,41 @@ class RunStore(Store):
         durability: str = "process",
         timeout: float = 30.0,
         readonly: bool = False,
+        sync_seconds: float = 0.0,
     ) -> None:
         if durability not in ("process", "power"):
             raise ConfigurationError(f"RunStore: durability must be 'process' or 'power', got {durability!r}")
         self.path = Path(path)
         self.durability = durability
         self.readonly = readonly
+        self.sync_seconds = float(sync_seconds)
+        self._synced = -math.inf  # monotonic time of the last sync
         self._lock = threading.RLock()
         self._compactions = False  # whether the file has the compactions table, once seen
+        #: ``PRAGMA quick_check``'s complaints on open (``[]``: sound; ``None``: not checked, too large)
+        self.damage: list[str] | None = None
         if readonly:
             if not self.path.exists():
                 raise ConfigurationError(f"RunStore: no store at {self.path}; open it writable to create it")
-            self._con = sqlite3.connect(
-                f"file:{self.path}?mode=ro", uri=True, timeout=timeout, isolation_level=None, check_same_thread=False
-            )
+            self._con = connect_readonly(self.path, timeout)
             self._con.execute("PRAGMA query_only=ON")
-            return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._con = sqlite3.connect(self.path, timeout=timeout, isolation_level=None, check_same_thread=False)
-        self._con.execute("PRAGMA journal_mode=WAL")
-        self._con.execute(f"PRAGMA synchronous={'FULL' if durability == 'power' else 'NORMAL'}")
-        self._con.execute("PRAGMA foreign_keys=ON")
-        with self._tx() as con:
-            ensure_schema(con, self.path)
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._con = sqlite3.connect(self.path, timeout=timeout, isolation_level=None, check_same_thread=False)
+            self._con.execute("PRAGMA journal_mode=WAL")
+            self._con.execute(f"PRAGMA synchronous={'FULL' if durability == 'power' else 'NORMAL'}")
+            self._con.execute("PRAGMA foreign_keys=ON")
+        self.damage = quick_check(self._con)
+        if self.damage:
+            log.warning(
+                "the run store %s is damaged (integrity check: %s); %s",
+                self.path,
+                "; ".join(self.damage[:3]),
+                repair_hint(self.path),
+            )
+        if not readonly:
+            with self._tx() as con:
+                ensure_schema(con, self.path)
 
     # -- plumbing ----------------------------------------------------------------------------------
     @contextmanager
@@ -103,7 +131,8 @@ class RunStore(Store):
             try:
                 yield self._con
             except BaseException:
-                self._con.execute("ROLLBACK")
+                with contextlib.suppress(sqlite3.Error):  # SQLite may have rolled back already (disk full)
+                    self._con.execute("ROLLBACK")
                 raise
             self._con.execute("COMMIT")
 
@@ -495,6 +524,32 @@ class RunStore(Store):
         with self._lock:
             self._con.execute("UPDATE runs SET n_batches=?, updated=? WHERE id=?", (n_batches, now(), run_id))
 
+    def sync(self, run_id: int, n_evals: int, *, force: bool = False) -> None:
+        """After a batch: record ``n_evals`` (the run's stored evaluations) in the counts file beside the
+        store and fold the write-ahead log into the file (``PRAGMA wal_checkpoint(PASSIVE)``: never waits for
+        readers), so that only the evaluations since then live only in the log. Done at most every
+        ``sync_seconds`` (the checkpoint syncs the file to disk: some milliseconds), unless ``force``."""
+        t = time.monotonic()
+        if not force and t - self._synced < self.sync_seconds:
+            return
+        self._synced = t
+        with self._tx() as con:  # the transaction serialises the processes sharing the counts file
+            name = con.execute("SELECT name FROM runs WHERE id=?", (run_id,)).fetchone()
+            try:
+                write_counts(Path(self.path), run_id, name[0] if name else str(run_id), n_evals)
+            except OSError as exc:
+                if exc.errno == errno.ENOSPC:
+                    raise store_error(self.path, sqlite3.OperationalError("database or disk is full"), "sync") from exc
+                log.warning("cannot record the evaluation count beside %s: %s", self.path, exc)
+        with self._lock:
+            self._con.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+
+    def recorded_evaluations(self, run_id: int) -> int | None:
+        """The evaluation count last recorded by :meth:`sync` for a run (``None``: none recorded)."""
+        rec = recorded_counts(Path(self.path)).get(str(run_id))
+        n = rec.get("n_evals") if isinstance(rec, dict) else None
+        return n if isinstance(n, int) else None
+
     def checkpoints(self, run: str | int) -> list[tuple[int, int, str]]:
         """``(batch, n_evals, created)`` of a run's checkpoints, oldest first."""
         rid = self._run_id(run)
@@ -521,3 +576,15 @@ class RunStore(Store):
     ) -> Path:
         """Write :meth:`dataset` to a ``.npz`` file (``numpy.load(path)`` reads it back)."""
         return export.export_dataset(self, run, path, include_failed=include_failed, unique=unique)
+
+
+# Every public method (and the constructor): SQLite's and the decoders' errors become StoreError naming the
+# file and what to do (repair, free space, copy the folder).
+_GUARDED = (
+    "__init__ runs run has_run status create_run reopen_run finish_run delete_run rename_run add_evaluation lookup "
+    "evaluations n_evaluations failures best stored_evaluations trace timing compact_run vacuum save_checkpoint "
+    "touch sync checkpoints load_checkpoint export_dataset export_csv dataset"
+)
+for _name in _GUARDED.split():
+    setattr(RunStore, _name, guarded(getattr(RunStore, _name)))
+del _name
