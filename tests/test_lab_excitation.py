@@ -185,3 +185,39 @@ max_evals = 2
     (tmp_path / "m.csv").write_text("time [s],disp [volts]\n0,1.0\n1,2.0\n")
     with pytest.raises(ConfigurationError, match=r"experiments\[0\]\.channels\.displacement.*'volts' is not known"):
         load_config(tmp_path / "run.toml")
+
+
+def test_models_command_shows_one_model_in_full_and_the_overview_fits_80_columns():
+    from typer.testing import CliRunner
+
+    from mechcalib.cli import app
+
+    runner = CliRunner()
+    r = runner.invoke(app, ["models", "sdof_boucwen"], env={"COLUMNS": "80"})
+    assert r.exit_code == 0, r.output
+    for word in ("a1", "[N] a measured force", "ground_acceleration", "t_end", "fs", "substeps", "samples_per_step"):
+        assert word in r.output, word
+    r = runner.invoke(app, ["models"], env={"COLUMNS": "80"})
+    assert r.exit_code == 0 and "mdof_frame" in r.output and "…" not in r.output
+    assert max(len(line) for line in r.output.splitlines()) <= 80
+    r = runner.invoke(app, ["models", "no_such_model"])
+    assert r.exit_code != 0 and "sdof_boucwen" in r.output
+
+
+def test_check_reports_the_step_convergence(tmp_path):
+    from typer.testing import CliRunner
+
+    from mechcalib.cli import app
+
+    t, F = record()
+    np.savetxt(tmp_path / "shaker.csv", np.c_[t, F], delimiter=",", header="t,F", comments="")
+    base = CONFIG.replace("data/shaker.csv", "shaker.csv").replace('units = {F = "kN"}\n', "")
+    (tmp_path / "ok.toml").write_text(base)
+    options = "options = {k = 158.0, c = 2.5, samples_per_step = 4}  # f_n = 2 Hz, one step per 40 ms\n"
+    coarse = base.replace("[parameters.a1]", options + "[parameters.a1]")
+    (tmp_path / "coarse.toml").write_text(coarse)
+    runner = CliRunner()
+    r = runner.invoke(app, ["check", str(tmp_path / "ok.toml")])
+    assert r.exit_code == 0 and "converged" in r.output and "warning" not in r.output, r.output
+    r = runner.invoke(app, ["check", str(tmp_path / "coarse.toml")])
+    assert r.exit_code == 0 and "warning:" in r.output and "substeps" in r.output, r.output
