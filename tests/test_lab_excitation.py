@@ -155,6 +155,11 @@ def test_config_record_paths_resolve_from_the_config_folder(tmp_path, monkeypatc
     force = cfg.experiments[0].conditions["force"]
     assert force["path"] == str((folder / "data" / "shaker.csv").resolve())
     assert force["interpolation"] == "cubic"  # the choice travels with the run's configuration
+    (folder / "implicit.toml").write_text(
+        CONFIG.replace('interpolation = "cubic"', "period = 4.0").replace('[{op = "trim", end = 2.0}]', "[]")
+    )
+    implicit = load_config(folder / "implicit.toml").experiments[0].conditions["force"]
+    assert implicit["interpolation"] == "bandlimited"  # the default rule's pick, stated in the stored config
     problem = cfg.build_problem()
     batch = problem.evaluate(problem.space.from_unit(np.full((1, problem.space.dim), 0.5)))
     assert batch.status == ["ok"] and np.isfinite(batch.losses[0]), batch.errors

@@ -32,6 +32,7 @@ from pydantic import (
 )
 
 from ..models import MODELS
+from ..records.interp import default_interpolation
 from .errors import ConfigFileError, ConfigIssue, _fail, _found, _issues_from_validation
 
 SCHEMA_VERSION = 1
@@ -49,11 +50,14 @@ def _resolve_path(value: str, info: ValidationInfo) -> str:
 
 
 def _condition_path(value: Any, info: ValidationInfo) -> Any:
-    """A file condition with its path resolved: a string, or the ``path`` of a table."""
+    """A file condition with its path resolved: a string, or the ``path`` of a table; a table also gets the
+    interpolation its default rule picks, so that the run's stored configuration states the one used."""
     if isinstance(value, str):
         return _resolve_path(value, info)
     if isinstance(value, Mapping) and isinstance(value.get("path"), str):
-        return {**value, "path": _resolve_path(value["path"], info)}
+        value = {**value, "path": _resolve_path(value["path"], info)}
+        if value.get("interpolation") is None:
+            value["interpolation"] = default_interpolation(value.get("period"))
     return value
 
 
