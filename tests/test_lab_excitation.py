@@ -209,6 +209,7 @@ def test_models_command_shows_one_model_in_full_and_the_overview_fits_80_columns
     assert r.exit_code != 0 and "sdof_boucwen" in r.output
 
 
+@pytest.mark.filterwarnings("ignore::mechcalib.models.hysteresis.steps.StepWarning")  # printed by check instead
 def test_check_reports_the_step_convergence(tmp_path):
     from typer.testing import CliRunner
 
