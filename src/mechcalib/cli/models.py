@@ -10,22 +10,82 @@ import typer
 from .common import EXIT_FAILED, console, errors, fail, parse_assignments
 
 
-def models() -> None:
-    """List the built-in models with their parameters, default bounds and presets."""
+def models(
+    name: str = typer.Argument(None, help="A model to show in full (parameters, conditions, options, channels)."),
+) -> None:
+    """List the built-in models, or show one (NAME) in full: every parameter, condition and option it takes,
+    with units and defaults."""
     from rich.table import Table
 
+    from ..errors import ConfigurationError
     from ..models import MODELS, get_model
 
-    for name in MODELS:
-        m = get_model(name)
-        t = Table(title=f"{name}: {m.description}", title_justify="left")
-        for col in ("parameter", "unit", "lower", "upper", "scale", *m.presets):
-            t.add_column(col)
-        for p in m.space:
-            presets = (f"{m.presets[k].get(p.name, float('nan')):g}" for k in m.presets)
-            t.add_row(p.name, p.unit, f"{p.lower:g}", f"{p.upper:g}", p.scale, *presets)
-        console.print(t)
-        console.print("channels: " + ", ".join(f"{c.name} ({c.y_name} vs {c.x_name})" for c in m.channels))
+    if name is not None:
+        try:
+            MODELS.resolve(name)
+        except ConfigurationError as exc:
+            raise typer.BadParameter(str(exc), param_hint="NAME") from None
+        with errors():
+            show_model(get_model(name))
+        return
+    t = Table(title="models (mechcalib models NAME shows one in full)", title_justify="left")
+    t.add_column("model", no_wrap=True)
+    t.add_column("parameters (default bounds in NAME)")
+    t.add_column("description")
+    for key in MODELS:
+        m = get_model(key)
+        t.add_row(key, ", ".join(m.space.names), m.description)
+    console.print(t)
+
+
+def show_model(m: Any) -> None:
+    """Print one model in full: parameters with bounds, units and presets; conditions with defaults; the
+    constructor's options with defaults; channels with units."""
+    import inspect
+
+    from rich.markup import escape
+    from rich.table import Table
+
+    def table(title: str, *cols: str) -> Table:
+        t = Table(title=escape(title), title_justify="left")
+        for c in cols:
+            t.add_column(escape(c), overflow="fold")
+        return t
+
+    def row(t: Table, *cells: str) -> None:
+        t.add_row(*(escape(str(c)) for c in cells))
+
+    console.print(f"[bold]{escape(m.name)}[/]: {escape(m.description)}")
+    t = table("parameters", "name", "unit", "lower", "upper", "scale", "fixed", "description")
+    for p in m.space:
+        fixed = "" if p.fixed is None else f"{p.fixed:g}"
+        row(t, p.name, p.unit, f"{p.lower:g}", f"{p.upper:g}", p.scale, fixed, p.description)
+    console.print(t)
+    for key, values in m.presets.items():
+        console.print(escape(f"preset {key}: " + ", ".join(f"{k}={v:g}" for k, v in values.items())))
+    t = table("conditions (per experiment: [experiments.conditions])", "condition", "default", "meaning [unit]")
+    help_ = m.condition_help
+    for k, v in m.default_conditions.items():
+        row(t, k, repr(v), help_.get(k, ""))
+    console.print(t)
+    t = table("options (constructor keywords: [model.options])", "option", "default")
+    for p in inspect.signature(type(m).__init__).parameters.values():
+        if p.name == "self" or p.kind is p.VAR_POSITIONAL:
+            continue
+        if p.kind is p.VAR_KEYWORD:
+            row(t, f"**{p.name}", "see below")
+        else:
+            row(t, p.name, "(required)" if p.default is p.empty else repr(p.default))
+    console.print(t)
+    for cls in type(m).__mro__:  # the first docstring that explains the options
+        doc = inspect.getdoc(cls) if "__doc__" in vars(cls) else None
+        if doc and "Args:" in doc:
+            console.print(escape(doc[doc.index("Args:") :]), highlight=False)
+            break
+    t = table("channels", "channel", "y [unit]", "against x [unit]", "description")
+    for c in m.channels:
+        row(t, c.name, f"{c.y_name} [{c.y_unit}]", f"{c.x_name} [{c.x_unit}]", c.description)
+    console.print(t)
 
 
 def optimizers() -> None:

@@ -48,9 +48,27 @@ def check(config: Path = typer.Argument(..., help="Run configuration (TOML).")) 
     for e in problem.experiments:
         chans = ", ".join(f"{k} ({len(c)} points)" for k, c in e.channels.items())
         echo_plain(f"experiment {e.name!r} (weight {e.weight:g}): {chans}")
+        _report_steps(problem.model, cfg.model.preset, e)
     echo_plain(f"objective {problem.objective.name}; optimizer {opt.name} {opt.settings()}")
     rules = {k: v for k, v in vars(term).items() if v is not None and not (k == "min_delta" and v == 0)}
     echo_plain(f"budget {rules}; evaluator {cfg.evaluator.kind}; seed {cfg.seed}")
+
+
+def _report_steps(model: Any, preset: str, exp: Any) -> None:
+    """The model's convergence report of its time integration under the experiment's conditions, at the
+    configuration's preset (a model without one, or a preset it lacks, reports nothing)."""
+    import warnings
+
+    try:
+        theta = model.full_vector(preset=preset)[None, :]
+    except Exception:
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # printed here once instead
+        with errors():
+            msg = model.check_steps(theta, exp.conditions)
+    if msg:
+        echo_plain(f"  {'' if 'converged' in msg else 'warning: '}{msg}")
 
 
 def _print_result(rec: Any, quiet: bool) -> None:

@@ -20,6 +20,7 @@ from ..calibrate import Termination
 from ..core.data import Experiment, read_table
 from ..core.parameters import Parameter, ParameterSpace
 from ..core.problem import Problem, experiment_from_model
+from ..core.units import curve_to_units
 from ..errors import ConfigurationError, DataError
 from ..models import MODELS, Model
 from ..models.external import CsvOutput, ExternalModel, ExternalSetupError
@@ -375,7 +376,9 @@ class RunConfig(RunSchema):
                                     _found(v),
                                 )
                             )
-                    elif not isinstance(v, int | float | str | bool):
+                    elif not isinstance(v, int | float | str | bool) and not (
+                        isinstance(v, Mapping) and k in model.file_conditions
+                    ):
                         issues.append(ConfigIssue(key, "a number, a string or a boolean", _found(v)))
                 if n_cond == len(issues) and not isinstance(model, ExternalModel):
                     # the model's own rules (signs, finiteness, memory), so `run` refuses what `check` refuses
@@ -383,6 +386,8 @@ class RunConfig(RunSchema):
                         model.validate_conditions(cond)
                     except ConfigurationError as exc:
                         issues.append(ConfigIssue(_key(*base, "conditions"), "conditions the model accepts", str(exc)))
+            if model is not None and exp is not None and isinstance(spec, FileExperiment):
+                exp = _to_model_units(exp, model, base, issues)
             if out is not None and exp is not None:
                 out.append(exp)
         return {ch: w for ch, (w, _) in weights.items()}
@@ -631,6 +636,22 @@ class RunConfig(RunSchema):
                 issues.append(issue_from_error(exc, ("optimizer", "settings"), o.settings, ("optimizer",)))
                 return None
         return opt
+
+
+def _to_model_units(exp: Experiment, model: Model, base: tuple, issues: list[ConfigIssue]) -> Experiment | None:
+    """The experiment's curves in the model's channel units (:mod:`mechcalib.core.units`, the mechanism records
+    use): a unit that differs by a known factor converts, one that does not convert is an issue."""
+    units = {c.name: (c.x_unit, c.y_unit) for c in model.channels}
+    curves = dict(exp.channels)
+    for ch, cur in exp.channels.items():
+        if ch not in units:
+            continue
+        try:
+            curves[ch] = curve_to_units(cur, *units[ch], what=f"experiment {exp.name!r}, channel {ch!r}")
+        except DataError as exc:
+            issues.append(ConfigIssue(_key(*base, "channels", ch), "units that convert to the model's", str(exc)))
+            return None
+    return replace(exp, channels=curves)
 
 
 def _resolve(registry: Registry, name: str, key: str, issues: list[ConfigIssue]) -> Any:

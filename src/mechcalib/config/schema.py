@@ -33,6 +33,7 @@ from pydantic import (
 
 from ..models import MODELS
 from ..models.external_process import DEFAULT_MAX_FAILED_BYTES, DEFAULT_MAX_FAILED_DIRS, DEFAULT_OUTPUT_LIMIT
+from ..records.interp import default_interpolation
 from .errors import ConfigFileError, ConfigIssue, _fail, _found, _issues_from_validation
 
 SCHEMA_VERSION = 1
@@ -47,6 +48,18 @@ def _resolve_path(value: str, info: ValidationInfo) -> str:
     if not p.is_absolute():
         p = (Path(base) if base is not None else Path.cwd()) / p
     return str(p.resolve())
+
+
+def _condition_path(value: Any, info: ValidationInfo) -> Any:
+    """A file condition with its path resolved: a string, or the ``path`` of a table; a table also gets the
+    interpolation its default rule picks, so that the run's stored configuration states the one used."""
+    if isinstance(value, str):
+        return _resolve_path(value, info)
+    if isinstance(value, Mapping) and isinstance(value.get("path"), str):
+        value = {**value, "path": _resolve_path(value["path"], info)}
+        if value.get("interpolation") is None:
+            value["interpolation"] = default_interpolation(value.get("period"))
+    return value
 
 
 Number = Annotated[float, Strict()]
@@ -311,6 +324,32 @@ class RunSchema(_Section):
         if isinstance(data, Mapping) and "output" not in data:
             data = {**data, "output": {}}
         return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _condition_paths(cls, data: Any, info: ValidationInfo) -> Any:
+        # a model's file conditions (a measured force's record) resolve against the config file's folder, as
+        # every other path does, so that `check` and `run` read the same file wherever they are started
+        if not isinstance(data, Mapping) or not isinstance(data.get("experiments"), list):
+            return data
+        model = data.get("model")
+        name = model if isinstance(model, str) else model.get("name") if isinstance(model, Mapping) else None
+        if not isinstance(name, str):
+            return data
+        try:
+            keys = tuple(getattr(MODELS.resolve(name), "file_conditions", ()))
+        except Exception:  # an unknown model is reported at `model.name`
+            return data
+        if not keys:
+            return data
+        exps = []
+        for e in data["experiments"]:
+            cond = e.get("conditions") if isinstance(e, Mapping) else None
+            if isinstance(cond, Mapping):
+                cond = {k: _condition_path(v, info) if k in keys else v for k, v in cond.items()}
+                e = {**e, "conditions": cond}
+            exps.append(e)
+        return {**data, "experiments": exps}
 
     @field_validator("failure_loss")
     @classmethod

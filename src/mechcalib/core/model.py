@@ -128,6 +128,10 @@ class Model(ABC):
     channels: tuple[Channel, ...]
     presets: Mapping[str, Mapping[str, float]]
     default_conditions: Mapping[str, Any] = {}
+    #: what each condition means, with its unit (``mechcalib models NAME`` prints it)
+    condition_help: Mapping[str, str] = {}
+    #: conditions whose string values are file paths: a configuration resolves them from its own folder
+    file_conditions: tuple[str, ...] = ()
 
     @abstractmethod
     def simulate(
@@ -199,6 +203,12 @@ class Model(ABC):
         ``None`` means unsupported (the default); callers then go through :meth:`simulate`. A model that
         supports it returns an array for every input, so an empty batch ``(0, len(space))`` is a free probe.
         """
+        return None
+
+    def check_steps(self, theta: np.ndarray, conditions: Mapping[str, Any] | None = None) -> str | None:
+        """A report of the time integration's convergence for the first set of ``theta`` under ``conditions``
+        (``mechcalib check`` prints it), warning when it is not converged; ``None`` (the default) when the
+        model has nothing to report."""
         return None
 
     def check_memory(self, nbytes: float, what: str, fix: str) -> None:

@@ -21,8 +21,9 @@ one after another (at most ``MAX_EVENTS_PER_STEP``; beyond that the step is acce
 ``locate_events=False`` integrates the literal right-hand side of eq. 1 instead (sign functions evaluated
 at every stage), which is only first-order accurate across a switch; it is kept for comparisons.
 
-The force is ``amplitude * sin(omega t)`` (``force_mode = 0``) or linear interpolation in a table
-(``force_mode = 1``; held at the end values outside it). It does not depend on the parameters, so its
+The force is ``amplitude * sin(omega t)`` (``force_mode = 0``), linear interpolation in a table
+(``force_mode = 1``) or cubic Hermite interpolation in a table of values and slopes (``force_mode = 2``, how
+a measured record arrives, :mod:`mechcalib.records`; both held at the end values outside the table). It does not depend on the parameters, so its
 values at the grid's stage times (every half step) are computed once per batch; only the steps cut at a
 located switch evaluate it elsewhere.
 """
@@ -54,7 +55,9 @@ class ForceHistory(NamedTuple):
     """The force history ``F(t)`` of a batch (one for all sets), scaling the load pattern ``p``.
 
     ``mode`` 0: ``amp sin(omega t)`` (``amp`` [N], ``omega`` [rad/s]); mode 1: the table ``t`` ``(k,)`` [s],
-    ``values`` ``(k,)`` [N] interpolated linearly and held at its end values outside it (mode 0 ignores it).
+    ``values`` ``(k,)`` [N] interpolated linearly and held at its end values outside it (mode 0 ignores it);
+    mode 2: the table with its ``slopes`` ``(k,)`` [N/s], interpolated by cubic Hermite polynomials (error
+    ``~ (omega dt)^4 / 384``), held outside it. Modes 0 and 1 ignore ``slopes``.
     """
 
     mode: int
@@ -62,6 +65,7 @@ class ForceHistory(NamedTuple):
     omega: float
     t: np.ndarray
     values: np.ndarray
+    slopes: np.ndarray
 
 
 class Records(NamedTuple):
@@ -78,6 +82,13 @@ class Records(NamedTuple):
 
 
 @nb.njit(cache=True, inline="always")
+def _hermite(th, g0, d0, g1, d1):
+    t2 = th * th
+    t3 = t2 * th
+    return (2.0 * t3 - 3.0 * t2 + 1.0) * g0 + (t3 - 2.0 * t2 + th) * d0 + (3.0 * t2 - 2.0 * t3) * g1 + (t3 - t2) * d1
+
+
+@nb.njit(cache=True, inline="always")
 def force_at(t: float, force: ForceHistory) -> float:
     """``F(t)`` of a :class:`ForceHistory`: ``amp sin(omega t)`` (mode 0) or its table interpolated (mode 1)."""
     if force.mode == 0:
@@ -89,7 +100,10 @@ def force_at(t: float, force: ForceHistory) -> float:
     if t >= ft[ft.size - 1]:
         return fv[fv.size - 1]
     j = np.searchsorted(ft, t, side="right")
-    w = (t - ft[j - 1]) / (ft[j] - ft[j - 1])
+    L = ft[j] - ft[j - 1]
+    w = (t - ft[j - 1]) / L
+    if force.mode == 2:
+        return _hermite(w, fv[j - 1], force.slopes[j - 1] * L, fv[j], force.slopes[j] * L)
     return fv[j - 1] + w * (fv[j] - fv[j - 1])
 
 
@@ -148,13 +162,6 @@ def _rk4(X, D0, h, Fm, Fe, Xout, Dout, K2, K3, K4, Xt, n, m, laws, a, S, T, s, p
     for k in range(q):
         Xout[k] = X[k] + h / 6.0 * (D0[k] + 2.0 * K2[k] + 2.0 * K3[k] + K4[k])
     _rhs(Fe, Xout, Dout, n, m, laws, a, S, T, s, p, literal)
-
-
-@nb.njit(cache=True, inline="always")
-def _hermite(th, g0, d0, g1, d1):
-    t2 = th * th
-    t3 = t2 * th
-    return (2.0 * t3 - 3.0 * t2 + 1.0) * g0 + (t3 - 2.0 * t2 + th) * d0 + (3.0 * t2 - 2.0 * t3) * g1 + (t3 - t2) * d1
 
 
 @nb.njit(cache=True)
@@ -574,6 +581,7 @@ def integrate_batch(
     *,
     samples_per_step: int = 1,
     general: bool = False,
+    fd: np.ndarray | None = None,
 ):
     """Integrate ``N`` parameter sets of eq. 26 from rest (``u = u' = r = eps = 0``).
 
@@ -582,7 +590,8 @@ def integrate_batch(
         A: ``(N, m, MAX_PARAMS)`` effective law parameters per set and component (SI units).
         S: ``(N, n, 2n + 1 + m)`` system rows ``[M^-1 K | M^-1 C | M^-1 p | M^-1 T^T]`` (:func:`system_rows`).
         T: ``(m, n)`` component kinematics ``y = T u``.
-        fmode, famp, fom, ft, fv: force history (the fields of :class:`ForceHistory`).
+        fmode, famp, fom, ft, fv: force history (the fields of :class:`ForceHistory`); ``fd``: the table's
+            slopes for ``fmode = 2`` (cubic Hermite).
         dt_out, n_out: output interval and number of samples (the first at ``t = 0``).
         substeps: RK4 steps per output interval.
         locate_events: freeze and locate switches (default scheme) or integrate eq. 1 literally.
@@ -611,6 +620,7 @@ def integrate_batch(
         float(fom),
         np.ascontiguousarray(ft, dtype=float),
         np.ascontiguousarray(fv, dtype=float),
+        np.ascontiguousarray(np.zeros(2) if fd is None else fd, dtype=float),
     )
     args = (
         np.ascontiguousarray(laws, dtype=np.int64),

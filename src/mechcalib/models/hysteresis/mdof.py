@@ -166,7 +166,8 @@ class FrameMDOF(_common.BatchedModel):
             storey's drift.
         measured_nodes: nodes whose horizontal accelerations are channels.
         load_node: node of the horizontal force.
-        substeps: RK4 steps per output sample. locate_events: see :mod:`.integrate`.
+        substeps: RK4 steps per output sample (``None``: 10 under the sine, under a measured ``force`` or
+            ``ground_acceleration`` the rule of :mod:`.steps`). locate_events: see :mod:`.integrate`.
         geometry: any of :func:`build_frame`'s ``span``, ``storey_height`` [m], ``E`` [Pa], ``b``, ``h``
             (section width and depth [m]) and ``density`` [kg/m^3] (defaults there).
     """
@@ -182,7 +183,7 @@ class FrameMDOF(_common.BatchedModel):
         component_storeys: Sequence[int] = (1, 2),
         measured_nodes: Sequence[int] = (5, 7, 13, 19),
         load_node: int = 5,
-        substeps: int = DEFAULT_SUBSTEPS,
+        substeps: int | None = None,
         locate_events: bool = True,
         **geometry: float,
     ) -> None:
@@ -205,7 +206,8 @@ class FrameMDOF(_common.BatchedModel):
         for st in component_storeys:
             if not 1 <= st <= n:
                 raise ConfigurationError(f"component storeys must be in 1-{n}, got {st!r}")
-        self.substeps = _common.check_substeps(substeps)
+        self.auto_steps = substeps is None
+        self.substeps = _common.check_substeps(DEFAULT_SUBSTEPS if substeps is None else substeps)
         self.locate_events = bool(locate_events)
         self.measured_nodes = tuple(int(x) for x in measured_nodes)
         self.load_node = int(load_node)
@@ -273,13 +275,44 @@ class FrameMDOF(_common.BatchedModel):
             "amplitude": 1000.0,
             "omega": 2 * np.pi * 4.0,
             "force": None,
+            "ground_acceleration": None,
             "t_end": 5.0,
             "fs": 200.0,
         }
 
-    def integrate(self, theta: np.ndarray, conditions: Mapping[str, Any] | None = None) -> dict[str, np.ndarray]:
+    def natural_frequencies(self) -> np.ndarray:
+        pre = self.presets["default"]
+        m = self.T.shape[0]
+        kh = np.array([2.0 * pre[f"a{c}1"] + pre[f"a{c}2"] for c in range(1, m + 1)]) * KN_PER_MM  # eq. 4: k1
+        K = self.frame.K + self.T.T @ np.diag(kh) @ self.T
+        w2 = scipy.linalg.eigh(K, np.diag(self.frame.M), eigvals_only=True)
+        return np.sqrt(np.maximum(w2, 0.0)) / (2.0 * np.pi)
+
+    def explicit_steps(self) -> tuple[int, int] | None:
+        return None if self.auto_steps else (self.substeps, 1)
+
+    def sine_steps(self) -> tuple[int, int]:
+        return (self.substeps, 1)
+
+    def _pattern(self, node: int | None) -> np.ndarray:
+        """``M^-1 p`` of a horizontal force at ``node`` (``None``: the model's ``load_node``)."""
+        nd = self.load_node if node is None else int(node)
+        if not 1 <= nd <= len(self.frame.coords) or self.frame.level[nd - 1] == 0:
+            raise ConfigurationError(
+                f"{self.name}: the force's node must be above the ground, numbered 1-{len(self.frame.coords)} "
+                f"(see docs/hysteresis.md), got {nd!r}"
+            )
+        p = np.zeros(len(self.frame.M))
+        p[self.frame.level[nd - 1] - 1] = 1.0
+        return p / self.frame.M
+
+    def integrate(
+        self, theta: np.ndarray, conditions: Mapping[str, Any] | None = None, *, steps: tuple[int, int] | None = None
+    ) -> dict[str, np.ndarray]:
         """Raw arrays: ``t`` ``(n_out,)``; ``u, v, a`` ``(n, n_out, levels)``; ``r, y, eps``
-        ``(n, n_out, components)``; ``status``, ``events`` ``(n,)``."""
+        ``(n, n_out, components)``; ``status``, ``events`` ``(n,)``. ``steps``: ``(substeps, 1)`` instead of the
+        model's choice. Under a ``ground_acceleration`` ``u``, ``v`` are relative to the ground, ``a`` absolute;
+        a measured force acts at its record's ``node`` (default ``load_node``)."""
         theta = self.check_theta(theta)
         N = theta.shape[0]
         m, n = self.T.shape
@@ -287,17 +320,21 @@ class FrameMDOF(_common.BatchedModel):
         a = np.where(ok[:, None], theta, 0.0).reshape(N, m, 3)
         A = np.zeros((N, m, MAX_PARAMS))
         A[:, :, :3] = a * np.array([KN_PER_MM, KN_PER_MM, KN])
+        plan = self.plan(conditions, n_sets=N, steps=steps)
+        exc = plan.load.exc
+        if plan.load.ground:
+            pattern = -np.ones(n)  # M^-1 (-M 1): every level moves with the ground
+        else:
+            pattern = self._Mp if exc is None or exc.node is None else self._pattern(exc.node)
         t, (U, V, Acc, R, E, status, events) = _common.run_batch(
             np.full(m, BILINEAR_KINEMATIC, dtype=np.int64),
             A,
             np.broadcast_to(self._MK, (N, n, n)),
             np.broadcast_to(self._MC, (N, n, n)),
-            np.broadcast_to(self._Mp, (N, n)),
+            np.broadcast_to(pattern, (N, n)),
             np.broadcast_to(self._MT, (N, n, m)),
             self.T,
-            self.validate_conditions(conditions, n_sets=N),
-            self.default_t_end,
-            self.substeps,
+            plan,
             self.locate_events,
         )
         return {

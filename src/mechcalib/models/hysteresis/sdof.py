@@ -8,10 +8,11 @@ Parameters: the law's effective parameters ``a1...`` (bounds 0.5x to 2x the pape
 ``c``, ``k`` (fixed by default at the constructor's values; ``free=("c", "k")`` searches them within 0.5x to
 2x of those values).
 
-Conditions: ``amplitude`` [N] and ``omega`` [rad/s] of the sine force, or ``force`` (a CSV path, a pair
-``(t, F)``, a ``(K, 2)`` array or ``{"t": ..., "force": ...}``: see :func:`._common.force_history`), which
-replaces the sine; ``t_end`` [s] (``None``: 20 s for the sine, the table's last time for a table) and the
-sampling rate ``fs`` [Hz].
+Conditions: ``amplitude`` [N] and ``omega`` [rad/s] of the sine force, or a measured ``force`` [N] or
+``ground_acceleration`` [m/s^2] (a file path or table, or arrays: :func:`mechcalib.records.excitation`,
+docs/lab_records.md), which replaces the sine; ``t_end`` [s] (``None``: 20 s for the sine, the record's last
+time for a record) and the sampling rate ``fs`` [Hz]. Under a ground acceleration ``m u'' + ... = -m a_g``:
+the displacement is relative to the ground and the ``acceleration`` channel absolute.
 
 Channels (all sampled at ``fs`` from ``t = 0``): ``displacement``, ``velocity``, ``acceleration`` and
 ``restoring_force_history`` against time; ``restoring_force`` is the hysteresis loop, ``r`` against ``u``
@@ -30,6 +31,7 @@ from ...core.model import Channel, Response
 from ...core.parameters import Parameter, ParameterSpace
 from ...errors import ConfigurationError
 from . import _common
+from . import steps as _steps
 from .laws import LAWS, law_spec
 
 #: RK4 steps per output sample (``substeps``) or output samples per RK4 step (``samples_per_step``, the
@@ -57,9 +59,10 @@ class HystereticSDOF(_common.BatchedModel):
             ``"degradation"``, ``"pinching"``); the registered subclasses fix it.
         m, c, k: structural constants [kg, N s/m, N/m] (the paper's 1, 0.2, 1).
         free: structural constants to search as parameters (within 0.5x-2x of their values).
-        substeps: RK4 steps per output sample.
+        substeps: RK4 steps per output sample (``None``: automatic; under the sine 1, under a measured
+            record the rule of :mod:`.steps`, from the record's bandwidth and the natural frequency).
         samples_per_step: output samples per RK4 step when ``substeps = 1`` (``None``: 4, 2 for pinching;
-            1 with ``locate_events=False``).
+            1 with ``locate_events=False``; under a record at most this many, by the rule).
         locate_events: locate the laws' switches inside steps (see :mod:`.integrate`); ``False`` integrates
             the literal eq. 1 (first order across switches; for comparisons only).
     """
@@ -77,7 +80,7 @@ class HystereticSDOF(_common.BatchedModel):
         c: float = 0.2,
         k: float = 1.0,
         free: Sequence[str] = (),
-        substeps: int = DEFAULT_SUBSTEPS,
+        substeps: int | None = None,
         samples_per_step: int | None = None,
         locate_events: bool = True,
     ) -> None:
@@ -87,6 +90,9 @@ class HystereticSDOF(_common.BatchedModel):
         if self.law_key is not None and law is not None and law != self.law_key:
             raise ConfigurationError(f"model {self.name!r} uses the law {self.law_key!r}, got law={law!r}")
         self.law = law_spec(key)
+        self.auto_steps = substeps is None and samples_per_step is None
+        if substeps is None:
+            substeps = DEFAULT_SUBSTEPS
         self.substeps = _common.check_substeps(substeps)
         self.locate_events = bool(locate_events)
         if samples_per_step is None:
@@ -124,12 +130,39 @@ class HystereticSDOF(_common.BatchedModel):
             Channel("restoring_force", "displacement", "restoring force", "m", "N", "hysteresis loop r(u), t = time"),
         )
         self.presets = {"default": {**dict(zip(self.law.names, self.law.paper, strict=True)), **values}}
-        self.default_conditions = {"amplitude": 5.0, "omega": 1.0, "force": None, "t_end": None, "fs": 1000.0}
+        self.default_conditions = {
+            "amplitude": 5.0,
+            "omega": 1.0,
+            "force": None,
+            "ground_acceleration": None,
+            "t_end": None,
+            "fs": 1000.0,
+        }
 
     # ---------------------------------------------------------------------------------------
-    def integrate(self, theta: np.ndarray, conditions: Mapping[str, Any] | None = None) -> dict[str, np.ndarray]:
+    def natural_frequencies(self) -> np.ndarray:
+        pre = self.presets["default"]
+        a = np.array([pre[n] for n in self.law.names])
+        k0 = pre["k"] + _steps.initial_stiffness(self.law.key, a)
+        return np.array([np.sqrt(max(k0, 0.0) / pre["m"]) / (2.0 * np.pi)])
+
+    def explicit_steps(self) -> tuple[int, int] | None:
+        return None if self.auto_steps else (self.substeps, self.samples_per_step)
+
+    def sine_steps(self) -> tuple[int, int]:
+        return (self.substeps, self.samples_per_step)
+
+    def max_samples_per_step(self) -> int:
+        return self.samples_per_step
+
+    # ---------------------------------------------------------------------------------------
+    def integrate(
+        self, theta: np.ndarray, conditions: Mapping[str, Any] | None = None, *, steps: tuple[int, int] | None = None
+    ) -> dict[str, np.ndarray]:
         """Raw arrays of a batch: ``t`` ``(n_out,)``; ``u, v, a, r, eps`` ``(n, n_out)``; ``status``,
-        ``events`` ``(n,)`` (see :func:`.integrate.integrate_batch`)."""
+        ``events`` ``(n,)`` (see :func:`.integrate.integrate_batch`). ``steps``: ``(substeps,
+        samples_per_step)`` instead of the model's choice. Under a ``ground_acceleration`` ``u`` and ``v`` are
+        relative to the ground and ``a`` is absolute."""
         theta = self.check_theta(theta)
         na = len(self.law.paper)
         m, c, k = theta[:, na], theta[:, na + 1], theta[:, na + 2]
@@ -138,19 +171,18 @@ class HystereticSDOF(_common.BatchedModel):
         N = theta.shape[0]
         A = self.law.padded(np.where(ok[:, None], theta[:, :na], 0.0))[:, None, :]
         one = np.ones((N, 1, 1))
+        plan = self.plan(conditions, n_sets=N, steps=steps)
+        pattern = -np.ones((N, 1)) if plan.load.ground else (1.0 / ms)[:, None]
         t, (U, V, Acc, R, E, status, events) = _common.run_batch(
             np.array([self.law.law_id], dtype=np.int64),
             A,
             (k / ms)[:, None, None] * one,
             (c / ms)[:, None, None] * one,
-            (1.0 / ms)[:, None],
+            pattern,
             (1.0 / ms)[:, None, None] * one,
             np.ones((1, 1)),
-            self.validate_conditions(conditions, n_sets=N),
-            self.default_t_end,
-            self.substeps,
+            plan,
             self.locate_events,
-            samples_per_step=self.samples_per_step,
         )
         status = np.where(ok, status, -1)
         return {
