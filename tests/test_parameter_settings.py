@@ -114,3 +114,13 @@ def test_config_bad_parameter_settings(tmp_path, extra, text):
     with pytest.raises(ConfigFileError) as ei:
         load_config(path).build_space()
     assert text in str(ei.value)
+
+
+def test_freeing_a_structural_constant_announces_its_derived_box():
+    from mechcalib.core.parameters import DerivedBoundsWarning
+    from mechcalib.models.hysteresis.sdof import HystereticSDOF
+
+    with pytest.warns(DerivedBoundsWarning, match=r"'k' will be searched in \[0.5, 2\].*with_bounds"):
+        model = HystereticSDOF("boucwen", free=("k",))
+    assert (model.space["k"].lower, model.space["k"].upper) == (0.5, 2.0)
+    assert model.space["c"].is_fixed

@@ -184,6 +184,8 @@ class DisplacementProtocol(Model):
     """
 
     name = "hysteresis_protocol"
+    # a measured history given as a file path: a config resolves it against the config file's folder
+    file_conditions = ("displacement",)
     description = "a hysteretic law under an imposed displacement history (cyclic or measured)"
 
     def __init__(

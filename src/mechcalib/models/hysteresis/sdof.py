@@ -6,7 +6,8 @@ acceleration sampled at 1000 Hz; its parameter values are each model's ``"defaul
 
 Parameters: the law's effective parameters ``a1...`` (bounds 0.5x to 2x the paper's values), then ``m``,
 ``c``, ``k`` (fixed by default at the constructor's values; ``free=("c", "k")`` searches them within 0.5x to
-2x of those values).
+2x of those values, a guess announced by a ``DerivedBoundsWarning``: set the box you mean with
+``space.with_bounds``).
 
 Conditions: ``amplitude`` [N] and ``omega`` [rad/s] of the sine force, or a measured ``force`` [N] or
 ``ground_acceleration`` [m/s^2] (a file path or table, or arrays: :func:`mechcalib.records.excitation`,
@@ -28,7 +29,7 @@ import numpy as np
 
 from ...core.data import Curve
 from ...core.model import Channel, Response
-from ...core.parameters import Parameter, ParameterSpace
+from ...core.parameters import Parameter, ParameterSpace, derived_bounds
 from ...errors import ConfigurationError
 from . import _common
 from . import steps as _steps
@@ -58,7 +59,7 @@ class HystereticSDOF(_common.BatchedModel):
         law: hysteretic law key (``"boucwen"``, ``"bilinear_kinematic"``, ``"bilinear_equal"``,
             ``"degradation"``, ``"pinching"``); the registered subclasses fix it.
         m, c, k: structural constants [kg, N s/m, N/m] (the paper's 1, 0.2, 1).
-        free: structural constants to search as parameters (within 0.5x-2x of their values).
+        free: structural constants to search as parameters (within 0.5x-2x of their values, with a warning).
         substeps: RK4 steps per output sample (``None``: automatic; under the sine 1, under a measured
             record the rule of :mod:`.steps`, from the record's bandwidth and the natural frequency).
         samples_per_step: output samples per RK4 step when ``substeps = 1`` (``None``: 4, 2 for pinching;
@@ -118,7 +119,10 @@ class HystereticSDOF(_common.BatchedModel):
         ]
         for nm in STRUCTURAL:
             v = values[nm]
-            lo, hi = (0.5 * v, 2.0 * v) if v > 0 else (0.0, 1.0)
+            if nm in free:  # a box guessed from the given value: said so, with how to set another
+                lo, hi = derived_bounds(f"model {self.name!r}", nm, v)
+            else:
+                lo, hi = (0.5 * v, 2.0 * v) if v > 0 else (0.0, 1.0)
             unit, desc = _STRUCT_META[nm]
             params.append(Parameter(nm, lo, hi, unit=unit, fixed=None if nm in free else v, description=desc))
         self.space = ParameterSpace(params)
