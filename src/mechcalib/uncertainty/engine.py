@@ -108,13 +108,12 @@ def polish(
     )
     ends = opt.end_points
     met = opt.tolerances_met
-    if not ends:
-        raise ConfigurationError(
-            f"the least-squares polish ({run_name!r}) ended without an end point after {res.n_evals} evaluations "
-            f"({res.stop_reason}); raise the polish budget (polish_budget=...)"
-        )
-    u, loss = ends[0]
-    ok = res.stop_reason == "converged" and bool(met) and all(met)
+    if ends:
+        u, loss = ends[0]
+    else:  # cut by the budget inside its start: the best point it reached
+        i = int(np.argmin(res.history.losses))
+        u, loss = np.asarray(res.history.U[i], dtype=float), res.history.losses[i]
+    ok = bool(ends) and res.stop_reason == "converged" and bool(met) and all(met)
     reason = (
         "met its tolerances"
         if ok

@@ -27,6 +27,9 @@ from .likelihood import check_counts
 Z95 = 1.959963984540054
 #: a 95 % interval wider than this fraction of the search range marks a parameter practically unidentifiable
 UNIDENTIFIABLE_FRACTION = 0.5
+#: the variance given to a null direction of a singular Jacobian (force); a standard deviation above its
+#: square root reads as unbounded
+UNBOUNDED = 1e200
 
 
 class UncertaintyWarning(UserWarning):
@@ -103,7 +106,7 @@ def gauss_newton_cov(J: np.ndarray, sigma: np.ndarray, names: tuple[str, ...], *
         warnings.warn(text, UncertaintyWarning, stacklevel=3)
         cov = np.linalg.pinv(Jw.T @ Jw)
         for v in null:
-            cov = cov + 1e300 * np.outer(v, v)
+            cov = cov + UNBOUNDED * np.outer(v, v)
         return cov
     inv_s = 1.0 / sv
     return (vt.T * inv_s**2) @ vt
@@ -148,12 +151,12 @@ def direction_words(v: np.ndarray, names: tuple[str, ...], half_width: float) ->
     combination ``"a2 - 0.8·a3"`` (leading coefficient 1), its half-width in words, the names it involves."""
     lead = v[np.argmax(np.abs(v))]
     v, half_width = v / lead, half_width / abs(lead)  # the printed combination's own half-width
-    terms = [(names[i], v[i]) for i in np.argsort(-np.abs(v)) if abs(v[i]) >= 0.1]
+    terms = [(names[i], v[i]) for i in np.argsort(-np.abs(v), kind="stable") if abs(v[i]) >= 0.1]
     combo = terms[0][0]
     for n, c in terms[1:]:
         combo += f" {'+' if c > 0 else '-'} {abs(c):.2g}·{n}"
     width = f"±{100.0 * half_width:.3g} %" if half_width < 5 else "no better than the search range"
-    return combo, width, [n for n, _ in terms]
+    return combo, width, [n for n in names if any(n == t for t, _ in terms)]
 
 
 def describe(eigvals: np.ndarray, eigvecs: np.ndarray, names: tuple[str, ...]) -> tuple[str, str]:
@@ -190,6 +193,7 @@ def local_uncertainty(
     best = np.asarray(space.from_unit(best_u[None, :])[0], dtype=float)
     cov_u = gauss_newton_cov(J, sigma_res, names, force=force)
     sd_u = np.sqrt(np.maximum(np.diag(cov_u), 0.0))
+    sd_u = np.where(sd_u >= np.sqrt(UNBOUNDED) * 1e-3, np.inf, sd_u)
     std, rel, lo, hi = intervals(space, best, sd_u)
     with np.errstate(invalid="ignore", divide="ignore"):
         corr = cov_u / np.outer(sd_u, sd_u)
@@ -209,8 +213,8 @@ def local_uncertainty(
     for n, f in zip(names, frac, strict=True):
         if f > UNIDENTIFIABLE_FRACTION:
             warnings.warn(
-                f"parameter {n!r} is practically unidentifiable: its 95 % interval spans {min(f, 99.0):.0%} of its "
-                f"search range (the rule: at most {UNIDENTIFIABLE_FRACTION:.0%}); the data barely constrain it. Fix "
+                f"parameter {n!r} is practically unidentifiable: its 95 % interval spans "
+                f"{'more than the whole' if f > 1 else format(f, '.0%') + ' of its'} search range (the rule: at most {UNIDENTIFIABLE_FRACTION:.0%}); the data barely constrain it. Fix "
                 "it, add data sensitive to it, or read the posterior (--posterior), which shows the real shape",
                 UncertaintyWarning,
                 stacklevel=2,
