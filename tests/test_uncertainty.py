@@ -224,3 +224,38 @@ def test_a_singular_jacobian_names_the_parameter():
         u = uncertainty(res, problem=prob, force=True)
     p = u.parameters()["c"]
     assert p["lower"] == 0.0 and p["upper"] == 1.0 and p["std"] is None
+
+
+# -- the command line -----------------------------------------------------------------------------------------
+def test_the_command_writes_intervals_samples_and_plots(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from mechcalib.cli import app
+
+    examples = Path(__file__).parents[1] / "examples"
+    out = tmp_path / "lin"
+    runner = CliRunner()
+    assert (
+        runner.invoke(app, ["run", str(examples / "linear.toml"), "--out", str(out), "-q", "--budget", "100"]).exit_code
+        == 0
+    )
+    args = ["uncertainty", str(out), "--posterior", "--walkers", "8", "--steps", "150", "--seed", "2", "--json"]
+    r = runner.invoke(app, args)
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+    p = data["parameters"]["a"]
+    assert data["method"] == "posterior" and p["lower"] < p["best"] < p["upper"] and p["std"] > 0
+    again = runner.invoke(app, args)  # resumed from the store: the same chain, nothing simulated
+    assert json.loads(again.stdout)["parameters"] == data["parameters"]
+    assert json.loads((out / "uncertainty.json").read_text())["posterior"]["n_simulated"] == 0
+    show = json.loads(runner.invoke(app, ["show", str(out), "--json"]).stdout)
+    assert show["uncertainty"]["parameters"]["a"]["upper"] == p["upper"]
+    assert json.loads((out / "result.json").read_text())["uncertainty"]["parameters"]["b"]["method"] == "posterior"
+    samples = np.loadtxt(out / "samples.csv", delimiter=",", skiprows=1)
+    assert samples.shape[1] == 2 and np.load(out / "samples.npz")["chain_unit"].shape == (150, 8, 2)
+    assert runner.invoke(app, ["report", str(out)]).exit_code == 0
+    assert (out / "corner.png").is_file() and (out / "band_linear.png").is_file()
+    bad = runner.invoke(app, ["uncertainty", str(out), "--noise", "0"])
+    assert bad.exit_code != 0 and "noise level must be a finite number > 0" in bad.output

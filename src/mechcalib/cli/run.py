@@ -92,6 +92,21 @@ def _print_best(best: dict[str, float]) -> None:
     console.print(t)
 
 
+def _print_intervals(unc: dict[str, Any]) -> None:
+    """The best parameters with the 95 % intervals of `mechcalib uncertainty`."""
+    from rich.table import Table
+
+    t = Table(title=f"95 % intervals ({unc['method']}, {unc['file']})", title_justify="left")
+    for col in ("parameter", "best", "lower", "upper", "std"):
+        t.add_column(col)
+    for k, p in unc["parameters"].items():
+        std = "inf" if p["std"] is None else f"{p['std']:.4g}"
+        t.add_row(k, f"{p['best']:.6g}", f"{p['lower']:.6g}", f"{p['upper']:.6g}", std)
+    console.print(t)
+    if unc.get("least_identifiable"):
+        echo_plain(f"least identifiable: {unc['least_identifiable']}")
+
+
 def run(
     ctx: typer.Context,
     config: Path = typer.Argument(..., help="Run configuration (TOML)."),
@@ -216,7 +231,9 @@ def show(
         lines.append(f"error: {s['error']}")
     for ln in lines:
         echo_plain(ln)
-    if s["best"]:
+    if s.get("uncertainty"):
+        _print_intervals(s["uncertainty"])
+    elif s["best"]:
         _print_best(s["best"])
     for f in s["recent_failures"]:
         echo_plain(f"failed evaluation {f['idx']} ({f['status']}): {f['error']}")
