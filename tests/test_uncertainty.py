@@ -45,7 +45,7 @@ def _fitted(prob: Problem, seed: int = 0):
 
 def test_linear_covariance_is_the_textbook_one():
     prob, y = _noisy_linear()
-    u = uncertainty(_fitted(prob), problem=prob)
+    u = mc.uncertainty(_fitted(prob), problem=prob)  # the package is callable
     X = np.column_stack([np.arange(N), np.ones(N)])
     theta, rss, *_ = np.linalg.lstsq(X, y, rcond=None)
     cov = rss[0] / (N - 2) * np.linalg.inv(X.T @ X)  # s^2 (J^T J)^-1
