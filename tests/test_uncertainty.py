@@ -259,3 +259,12 @@ def test_the_command_writes_intervals_samples_and_plots(tmp_path):
     assert (out / "corner.png").is_file() and (out / "band_linear.png").is_file()
     bad = runner.invoke(app, ["uncertainty", str(out), "--noise", "0"])
     assert bad.exit_code != 0 and "noise level must be a finite number > 0" in bad.output
+
+
+def test_the_profile_of_a_linear_model_gives_the_local_interval():
+    prob, _ = _noisy_linear(seed=3)
+    u = uncertainty(_fitted(prob), problem=prob, noise=0.5, profile=["a"])
+    p = u.profiles["a"]
+    sd = u.local.std[0]
+    assert abs(p.lower - u.local.lower[0]) < 0.1 * sd and abs(p.upper - u.local.upper[0]) < 0.1 * sd
+    assert u.to_json()["profiles"]["a"]["upper"] == p.upper

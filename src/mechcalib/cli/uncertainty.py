@@ -75,6 +75,9 @@ def uncertainty(
     ),
     seed: int = typer.Option(None, "--seed", min=0, help="Seed of the chain (default: drawn and recorded)."),
     force: bool = typer.Option(False, "--force", help="Go on when the polish did not converge or J is singular."),
+    profile: list[str] = typer.Option(
+        None, "--profile", help="Profile likelihood of this parameter (repeat once for a second)."
+    ),
     run_name: str = typer.Option(None, "--run", help="Run name in the store (default: the folder's run)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object (for scripts)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
@@ -101,6 +104,7 @@ def uncertainty(
                 noise=_noise(noise),
                 seed=seed,
                 force=force,
+                profile=tuple(profile or ()),
             )
         finally:
             bar.close()
@@ -132,6 +136,10 @@ def uncertainty(
             f"tau max {max(p.tau):.1f} steps, chain = {p.n_taus:.1f} tau; acceptance {p.acceptance:.2f}; "
             f"ESS min {min(p.ess):.0f}"
         )
+    for n, pr in res.profiles.items():
+        lo = "open" if pr.lower is None else f"{pr.lower:.6g}"
+        hi = "open" if pr.upper is None else f"{pr.upper:.6g}"
+        echo_plain(f"profile likelihood of {n}: 95 % interval [{lo}, {hi}] ({len(pr.values)} re-fits)")
     for w in res.warnings:
         typer.echo(f"warning: {w}", err=True)
     for f in written:

@@ -9,6 +9,7 @@ everything stored is read back, nothing is simulated twice, and a longer ``steps
 
 from __future__ import annotations
 
+import math
 import os
 import time
 import warnings
@@ -48,6 +49,7 @@ class UncertaintyResult:
     posterior: PosteriorSummary | None = None
     n_simulated: int = 0
     warnings: list[str] = field(default_factory=list)
+    profiles: dict[str, Any] = field(default_factory=dict)
 
     def parameters(self) -> dict[str, dict[str, Any]]:
         out: dict[str, dict[str, Any]] = {}
@@ -96,6 +98,7 @@ class UncertaintyResult:
             "posterior": None if self.posterior is None else self.posterior.to_json(),
             "n_simulated": self.n_simulated,
             "warnings": list(self.warnings),
+            "profiles": {n: p.to_json() for n, p in self.profiles.items()},
         }
 
 
@@ -159,6 +162,7 @@ def uncertainty(
     polish_budget: int | None = None,
     difference: str = "central",
     progress: Callable[[int, int], Any] | None = None,
+    profile: tuple[str, ...] | list[str] = (),
 ) -> UncertaintyResult:
     """Parameter uncertainty of a calibration (module docstring).
 
@@ -180,7 +184,11 @@ def uncertainty(
         polish_budget: the polish's evaluation budget (default ``50 (d + 1)``).
         difference: the Jacobian's finite differences, ``"central"`` (default) or ``"forward"``.
         progress: ``progress(steps done, steps)`` during the chain.
+        profile: one or two parameter names whose profile likelihood to compute (:mod:`.profile`; 9 values
+            over the local interval widened to +-3 sd, each a least-squares re-fit of the others).
     """
+    if len(profile) > 2:
+        raise ConfigurationError(f"profile takes one or two parameters (each costs 10 re-fits), got {list(profile)}")
     if walkers is not None and (isinstance(walkers, bool) or not isinstance(walkers, int) or walkers < 4):
         raise ConfigurationError(f"walkers must be an even integer >= 4 (and >= 2 d), got {walkers!r}")
     if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or steps < 1):
@@ -192,7 +200,7 @@ def uncertainty(
             warnings.simplefilter("always")
             out = _analyse(
                 prob, st, name, u_best, posterior, walkers, steps, noise, seed, move, force, evaluator,
-                polish_budget, difference, progress,
+                polish_budget, difference, progress, tuple(profile),
             )  # fmt: skip
     finally:
         if own:
@@ -223,6 +231,7 @@ def _analyse(
     polish_budget: int | None,
     difference: str,
     progress: Callable[[int, int], Any] | None,
+    profile_names: tuple[str, ...] = (),
 ) -> UncertaintyResult:
     blocks = channel_blocks(prob)
     given = noise_levels(noise, blocks)  # a bad noise level is refused before any simulation
@@ -292,7 +301,26 @@ def _analyse(
             move=move,
         )
         n_sim += res.n_simulated
+    profiles = {}
+    for pname in profile_names:
+        from .profile import profile as run_profile
+
+        i = list(space.free_names).index(pname) if pname in space.free_names else -1
+        if i < 0:
+            raise ConfigurationError(f"profile: {pname!r} is not a free parameter; they are {list(space.free_names)}")
+        par = space[pname]
+        x = best[pname]  # the grid: the local interval widened to +-3 sd
+        if par.scale == "log":
+            f = math.exp(3.0 * loc.rel_std[i]) if math.isfinite(loc.std[i]) else par.upper / par.lower
+            lo, hi = max(par.lower, x / f), min(par.upper, x * f)
+        else:
+            w = 3.0 * loc.std[i] if math.isfinite(loc.std[i]) else par.upper - par.lower
+            lo, hi = max(par.lower, x - w), min(par.upper, x + w)
+        profiles[pname] = run_profile(
+            prob, best, sig_res, pname, lo, hi, store=st, run_name=f"{name}.profile.{pname}", evaluator=evaluator
+        )
     return UncertaintyResult(
+        profiles=profiles,
         run_name=name,
         names=tuple(space.free_names),
         scales=tuple(p.scale for p in space.free),
