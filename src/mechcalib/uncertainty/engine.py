@@ -11,17 +11,41 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any, ClassVar
 
 import numpy as np
 
 from ..calibrate import Termination, calibrate
+from ..core.problem import EvaluationBatch, Problem
 from ..errors import ConfigurationError
 from ..optimizers._base import Optimizer, check_choice
 from ..optimizers.least_squares import FDJacobian, LeastSquaresTRF
 from .likelihood import LikelihoodProblem
 from .sampler import EnsembleSampler
+
+
+@dataclass
+class MeasuredOnly(Problem):
+    """A :class:`~mechcalib.core.problem.Problem` whose kept responses hold only the channels its objective
+    reads (all the residuals need): the polish and Jacobian runs store those, not every channel of the model
+    (a hysteresis model's five 20 000-sample channels are megabytes per evaluation)."""
+
+    def evaluate(self, x_free: np.ndarray) -> EvaluationBatch:
+        batch = super().evaluate(x_free)
+        for resp in batch.responses:
+            for e in self.experiments:
+                if isinstance(resp, dict) and isinstance(resp.get(e.name), dict):
+                    keep = self.objective._names(e)
+                    resp[e.name] = {ch: c for ch, c in resp[e.name].items() if ch in keep}
+        return batch
+
+
+def measured_only(problem: Any) -> Any:
+    """``problem`` as :class:`MeasuredOnly` when it is a plain Problem (else unchanged)."""
+    if type(problem) is not Problem:
+        return problem
+    return MeasuredOnly(**{f.name: getattr(problem, f.name) for f in fields(problem)})
 
 
 class JacobianDriver(Optimizer):
@@ -99,7 +123,7 @@ def polish(
     d = problem.space.dim
     opt = LeastSquaresTRF(x0=[list(map(float, u0))], restart=False)
     res = calibrate(
-        problem,
+        measured_only(problem),
         opt,
         Termination(max_evals=budget or 50 * (d + 1)),
         store=store,
@@ -132,7 +156,14 @@ def jacobian(
     """The residuals ``(m,)`` and their Jacobian ``(m, d)`` at ``u`` (unit cube), and the simulations run."""
     d = problem.space.dim
     drv = JacobianDriver(x0=list(map(float, u)), difference=difference)
-    res = calibrate(problem, drv, Termination(max_evals=1 + 4 * d), store=store, run_name=run_name, evaluator=evaluator)
+    res = calibrate(
+        measured_only(problem),
+        drv,
+        Termination(max_evals=1 + 4 * d),
+        store=store,
+        run_name=run_name,
+        evaluator=evaluator,
+    )
     if not drv.converged:
         raise ConfigurationError(f"the Jacobian run {run_name!r} ended before its points were simulated")
     return drv.r, drv.J, res.n_simulated
