@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..core.model import SimulationFailure
+from ..reporting import save_png
 
 
 def _pyplot():
@@ -93,7 +94,7 @@ def corner_plot(
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    save_png(fig, path, dpi=110)
     plt.close(fig)
     return path
 
@@ -164,6 +165,6 @@ def predictive_band(
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    save_png(fig, path, dpi=110)
     plt.close(fig)
     return path
