@@ -379,6 +379,46 @@ def hysteresis_section(s: dict[str, Any]) -> list[str]:
     return L + [""]
 
 
+def status_section(s: dict[str, Any]) -> list[str]:
+    """What is complete, and the commands that continue the rest (a later pass skips what is done)."""
+
+    def n(case: str, kind: str) -> int:
+        return sum(1 for k in s["coverage"] if k.startswith(case + "/") and k.endswith("/" + kind))
+
+    hyst = s.get("hysteresis") or {}
+    L = ["## Status", "", "| part | complete |", "|---|---|"]
+    L.append(
+        f"| Duffing, local intervals | {len({k.split('/')[1] for k in s['coverage'] if k.startswith('duffing/')})} of 100 replicates |"
+    )
+    L.append(f"| Duffing, posterior (>= {MIN_TAU_COVERAGE} tau) | {n('duffing', 'posterior')} of 100 replicates |")
+    L.append(
+        f"| SDOF Bouc-Wen, local intervals | {len({k.split('/')[1] for k in s['coverage'] if k.startswith('sdof/')})} of 100 replicates |"
+    )
+    L.append(f"| SDOF Bouc-Wen, posterior (>= {MIN_TAU_COVERAGE} tau) | {n('sdof', 'posterior')} of 100 replicates |")
+    L.append(f"| cost of a >= {MIN_TAU_COST} tau SDOF posterior | {'done' if s.get('cost') else 'not run'} |")
+    L.append(
+        f"| hysteresis noisy cases, local | {sum(1 for c in HYST_CASES if f'{c}/local' in hyst)} of {len(HYST_CASES)} |"
+    )
+    L.append(
+        f"| hysteresis noisy cases, posterior | {sum(1 for c in HYST_CASES if f'{c}/posterior' in hyst)} of "
+        f"{len(HYST_CASES)} |"
+    )
+    L += [
+        "",
+        "To continue (each pass skips what the summary holds; `--max-minutes` stops it resumably):",
+        "",
+        "```",
+        "python benchmarks/uncertainty.py --case duffing --replicates 0-99 --posterior",
+        "python benchmarks/uncertainty.py --case sdof --replicates 0-99            # local intervals",
+        "python benchmarks/uncertainty.py --case sdof --replicates 0-99 --posterior --store "
+        "benchmarks/results/uncertainty.sdof.sqlite",
+        "python benchmarks/uncertainty.py --hysteresis [--posterior] --store benchmarks/results/uncertainty.sdof.sqlite",
+        "```",
+        "",
+    ]
+    return L
+
+
 def write_report(command: str | None) -> None:
     s = load_summary()
     L = [
@@ -391,7 +431,7 @@ def write_report(command: str | None) -> None:
     ]
     if command:
         L += [f"Last command: `{command}`", ""]
-    L += coverage_section(s) + cost_section(s) + hysteresis_section(s)
+    L += status_section(s) + coverage_section(s) + cost_section(s) + hysteresis_section(s)
     if (RESULTS / "uncertainty.corner.png").is_file():
         L += [
             "## Figures",
