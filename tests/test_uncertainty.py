@@ -75,6 +75,21 @@ def test_emcee_reproduces_the_linear_gaussian_posterior():
     assert u.parameters()["b"]["method"] == "posterior"
 
 
+def test_the_preconditioned_move_samples_a_correlated_gaussian():
+    mu, cov = np.array([0.4, 0.6]), np.array([[0.0025, 0.0036], [0.0036, 0.0064]])  # correlation 0.9
+    P = np.linalg.inv(cov)
+    s = EnsembleSampler(walkers=8, move="gauss", x0=mu.tolist(), init_cov=cov.tolist(), steps=3000, seed=2).setup(2)
+    batches = 0
+    while not s.converged:
+        U = s.ask()
+        s.tell(U, 0.5 * np.einsum("ij,jk,ik->i", U - mu, P, U - mu))
+        batches += 1
+    c = s.chain[200:].reshape(-1, 2)
+    assert batches <= 3001  # every walker moves in one batch per step
+    np.testing.assert_allclose(c.mean(axis=0), mu, atol=0.01)
+    np.testing.assert_allclose(np.cov(c.T), cov, rtol=0.1, atol=2e-4)
+
+
 def test_one_seed_gives_one_chain():
     s = [EnsembleSampler(walkers=6, x0=[0.5, 0.5, 0.5], steps=30, seed=9).setup(3) for _ in range(2)]
     for opt in s:

@@ -407,6 +407,9 @@ def uncertainty(
         None, "--noise", help="Noise standard deviation: one number, or CHANNEL=SIGMA (repeat). Default: estimated."
     ),
     seed: int = typer.Option(None, "--seed", min=0, help="Seed of the chain (default: drawn and recorded)."),
+    move: str = typer.Option(
+        "stretch", "--move", help="emcee move: stretch, de, or gauss (Metropolis from the Gauss-Newton covariance)."
+    ),
     force: bool = typer.Option(False, "--force", help="Go on when the polish did not converge or J is singular."),
     profile: list[str] = typer.Option(
         None, "--profile", help="Profile likelihood of this parameter (repeat once for a second)."
@@ -436,6 +439,7 @@ def uncertainty(
                 steps=steps,
                 noise=_noise(noise),
                 seed=seed,
+                move=move,
                 force=force,
                 profile=tuple(profile or ()),
             )

@@ -177,7 +177,8 @@ def uncertainty(
         noise: the measurement noise's standard deviation, one number or ``{channel: sigma}`` (residual units);
             ``None``: estimated per channel at the optimum.
         seed: the chain's seed (``None``: drawn and recorded; a resumed chain reuses the stored one).
-        move: emcee's move, ``"stretch"`` or ``"de"``.
+        move: emcee's move, ``"stretch"`` (default), ``"de"`` or ``"gauss"`` (Metropolis preconditioned by the
+            Gauss-Newton covariance; :class:`~.sampler.EnsembleSampler`).
         force: analyse a run whose polish did not converge (with a warning) and report a singular direction
             with an unbounded interval instead of refusing.
         evaluator: where simulations run (as in :func:`~mechcalib.calibrate`).

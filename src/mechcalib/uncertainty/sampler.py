@@ -33,10 +33,28 @@ class _Need(Exception):
         self.points = points
 
 
-def _move(name: str) -> Any:
+def _move(name: str, cov: np.ndarray | None, d: int) -> Any:
     import emcee
 
-    return emcee.moves.StretchMove() if name == "stretch" else emcee.moves.DEMove()
+    if name == "stretch":
+        return emcee.moves.StretchMove()
+    if name == "de":
+        return emcee.moves.DEMove()
+    if cov is None:
+        raise ConfigurationError(
+            "the 'gauss' move proposes from the Gauss-Newton covariance, and none was given (init_cov=None); "
+            "give init_cov or use move='stretch'"
+        )
+    return emcee.moves.GaussianMove(capped(cov) * 2.38**2 / d)  # Roberts & Rosenthal's (2001) scaling
+
+
+def capped(cov: np.ndarray, cap: float = 0.1) -> np.ndarray:
+    """``cov`` with each coordinate's standard deviation capped at ``cap`` of the box (an unidentifiable
+    direction must not throw walkers across it) and a tiny ridge, so that it is positive definite."""
+    C = np.where(np.isfinite(cov), np.asarray(cov, float), 0.0)
+    sd = np.sqrt(np.maximum(np.diag(C), 1e-12))
+    f = np.minimum(sd, cap) / sd
+    return C * np.outer(f, f) + np.eye(C.shape[0]) * 1e-12
 
 
 def initial_walkers(
@@ -46,13 +64,7 @@ def initial_walkers(
     coordinate's standard deviation capped at 0.1 of the box: an unidentifiable direction must not throw
     walkers across it), redrawn where outside the cube; a tiny ball (1e-3) without ``cov``."""
     d = x0.shape[0]
-    if cov is None:
-        C = np.eye(d) * 1e-6
-    else:
-        C = np.where(np.isfinite(cov), np.asarray(cov, float), 0.0) * spread**2
-        sd = np.sqrt(np.maximum(np.diag(C), 1e-12))
-        cap = np.minimum(sd, 0.1) / sd
-        C = C * np.outer(cap, cap) + np.eye(d) * 1e-12
+    C = np.eye(d) * 1e-6 if cov is None else capped(np.asarray(cov, float) * spread**2)
     out = np.empty((n, d))
     for i in range(n):
         for _ in range(1000):
@@ -70,8 +82,10 @@ class EnsembleSampler(Optimizer):
 
     Args:
         walkers: the ensemble size (even, at least ``2 d``).
-        move: ``"stretch"`` (emcee's default, Goodman & Weare 2010) or ``"de"`` (differential evolution,
-            ter Braak & Vrugt 2008).
+        move: ``"stretch"`` (emcee's default, Goodman & Weare 2010), ``"de"`` (differential evolution,
+            ter Braak & Vrugt 2008) or ``"gauss"``: a Metropolis move of every walker at once (one batch per
+            step) proposing from the Gauss-Newton covariance ``init_cov`` scaled by ``2.38^2 / d`` (Roberts &
+            Rosenthal 2001), the preconditioned sampler for a near-Gaussian posterior.
         x0: the unit-cube point the walkers start around (the polished optimum).
         init_cov: the unit-cube covariance ``(d, d)`` they are drawn with (the Gauss-Newton one); ``None``:
             a tiny ball.
@@ -95,7 +109,7 @@ class EnsembleSampler(Optimizer):
         self.walkers = check_positive_int(self.name, "walkers", walkers, 4)
         if self.walkers % 2:
             raise SettingError(self.name, "walkers", "an even number of walkers (two halves)", walkers)
-        self.move = check_choice(self.name, "move", move, ("stretch", "de"))
+        self.move = check_choice(self.name, "move", move, ("stretch", "de", "gauss"))
         self.x0 = None if x0 is None else [float(v) for v in x0]
         self.init_cov = None if init_cov is None else [[float(v) for v in row] for row in init_cov]
         self._steps = check_positive_int(self.name, "steps", steps)
@@ -147,7 +161,7 @@ class EnsembleSampler(Optimizer):
         cov = None if self.init_cov is None else np.asarray(self.init_cov, float)
         self._p0 = initial_walkers(self.rng, x0, cov, self.walkers)
         self._random = np.random.RandomState(int(self.rng.integers(2**32)))  # emcee's moves draw from it
-        self._moves = _move(self.move)
+        self._moves = _move(self.move, cov, d)
         self._coords: np.ndarray | None = None
         self._logp: np.ndarray | None = None
         self._table: dict[bytes, float] = {}
