@@ -266,7 +266,14 @@ def _cov_rows(rows: list[dict], lo: str, hi: str) -> np.ndarray:
 
 
 def coverage_section(s: dict[str, Any]) -> list[str]:
-    L = ["## Coverage of the 95 % intervals (5 % noise)", ""]
+    L = [
+        "## Coverage of the 95 % intervals (5 % noise)",
+        "",
+        "The share of replicates whose 95 % interval holds the true value (target for the posterior: 88-99 %); "
+        "with n replicates its own sampling error is about sqrt(0.95 * 0.05 / n) (2 % at 100, 4.5 % at 23). "
+        "Half-widths are relative to the truth.",
+        "",
+    ]
     for case, title in (("duffing", "Duffing oscillator"), ("sdof", "SDOF Bouc-Wen (hysteresis study)")):
         loc = [r for k, r in sorted(s["coverage"].items()) if k.startswith(case + "/") and k.endswith("/local")]
         post = [r for k, r in sorted(s["coverage"].items()) if k.startswith(case + "/") and k.endswith("/posterior")]
