@@ -37,3 +37,12 @@ __all__ = [
     "make_objective",
     "minimize",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # mc.uncertainty(result, ...): the uncertainty package (callable) is imported on first use
+    if name == "uncertainty":
+        import importlib
+
+        return importlib.import_module(".uncertainty", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -610,7 +610,8 @@ def run_summary(out_dir: str | os.PathLike[str], *, run: str | None = None, n_fa
     of the best ok evaluation by name, ``null`` when none succeeded), ``best_loss``, ``best_index``,
     ``budget`` (the termination rules), ``n_batches``, ``created``, ``updated``, ``store``, ``result``
     (the ``result.json`` path when written), ``damage`` (the integrity check's complaints: ``[]`` when the
-    store is sound, ``null`` when it was too large to check quickly).
+    store is sound, ``null`` when it was too large to check quickly), ``uncertainty`` (per parameter ``best``,
+    ``lower``, ``upper``, ``std``, ``method`` after ``mechcalib uncertainty``; ``null`` before).
     """
     out = Path(out_dir)
     spath = _store_path(out)
@@ -647,8 +648,17 @@ def run_summary(out_dir: str | os.PathLike[str], *, run: str | None = None, n_fa
             "store": str(spath),
             "result": str(out / RESULT_FILE) if (out / RESULT_FILE).is_file() else None,
             "damage": damage,
+            "uncertainty": _uncertainty_brief(out),
         }
     )
+
+
+def _uncertainty_brief(out: Path) -> dict[str, Any] | None:
+    """The intervals of ``mechcalib uncertainty`` when it was run in the folder (``uncertainty.json``)."""
+    from .uncertainty.folder import brief, read_uncertainty
+
+    data = read_uncertainty(out)
+    return None if data is None else brief(data)
 
 
 def _parquet_engine() -> None:
@@ -777,4 +787,7 @@ def write_report(
     responses = best.response if isinstance(best.response, Mapping) else None
     label = f"best of run {info.name} (evaluation {best.idx}, loss {best.loss:.4g})"
     written += plot_fits(problem, x, folder, responses=responses, title=label)
+    from .uncertainty.folder import write_uncertainty_plots
+
+    written += write_uncertainty_plots(folder, problem)  # corner plot and bands after `mechcalib uncertainty`
     return written

@@ -235,6 +235,12 @@ class LeastSquares(Optimizer):
         return sorted(((u.copy(), f) for u, f in self._ends), key=lambda e: e[1])
 
     @property
+    def tolerances_met(self) -> list[bool]:
+        """Per finished start, whether scipy stopped on ``ftol``/``xtol``/``gtol`` (``False``: on its
+        evaluation cap ``max_nfev``)."""
+        return list(getattr(self, "_end_status", []))
+
+    @property
     def converged(self) -> bool:
         return self.dim is not None and not self.restart and self._start >= len(self.x0 or ()) + self.n_starts
 
@@ -262,6 +268,7 @@ class LeastSquares(Optimizer):
         self._mode: str | None = None  # "residuals" or "loss", fixed by the first tell
         self._told: np.ndarray | None = None
         self._r0_scale = 1.0
+        self._end_status: list[bool] = []  # per finished start: scipy met a tolerance (not its evaluation cap)
 
     def _next_batch_size(self) -> int:
         state = self.state_dict()
@@ -417,7 +424,7 @@ class LeastSquares(Optimizer):
             # asks one more Jacobian at the end point, d simulations spent on nothing
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
-                z, *_, msg, _ = leastsq(
+                z, *_, msg, ier = leastsq(
                     fun,
                     z0,
                     Dfun=jac,
@@ -428,6 +435,7 @@ class LeastSquares(Optimizer):
                     maxfev=self.max_nfev or 0,
                 )
             u_end = snap(unit_from_z(z))
+            met = ier in (1, 2, 3, 4)
         else:
 
             def fun(u: np.ndarray) -> np.ndarray:
@@ -438,6 +446,10 @@ class LeastSquares(Optimizer):
 
             res = least_squares(fun, u0, jac=jac, bounds=(0.0, 1.0), method="trf", **kw)
             u_end, msg = snap(np.clip(res.x, 0.0, 1.0)), res.message
+            met = res.status > 0
+        if not hasattr(self, "_end_status"):  # a state restored from an older checkpoint
+            self._end_status = []
+        self._end_status.append(bool(met))
         f_end = self._loss.get(u_end.tobytes(), math.inf)
         log.info("%s: start %d ended (%s) at loss %.6g", self.name, self._start, msg, f_end)
         near = [j for j, (u, _) in enumerate(self._ends) if np.max(np.abs(u_end - u)) <= _DISTINCT]
@@ -468,6 +480,46 @@ class LeastSquaresLM(LeastSquares):
     _default_starts: ClassVar[int] = 1
 
 
+class FDJacobian:
+    """The finite-difference Jacobian ``(m, d)`` at the unit-cube point ``u``, asked batch by batch (push
+    style, for a caller that sends simulations through :func:`~mechcalib.calibrate`): :meth:`pending` gives
+    the next batch of unit-cube points (``None`` once :attr:`J` is ready), :meth:`tell` their residuals
+    ``(k, m)`` (NaN rows: failed). The points, the steps and the failure rules are those of the optimisers
+    of this module (they run the same code)."""
+
+    def __init__(
+        self, u: np.ndarray, *, difference: str = "forward", fd_step: float | None = None, names: tuple = ()
+    ) -> None:
+        self.u = np.asarray(u, dtype=float)
+        self._opt = LeastSquares(difference=difference, fd_step=fd_step, n_starts=1, seed=0).setup(self.u.shape[0])
+        self._opt._names = tuple(names)
+        self.J: np.ndarray | None = None
+
+    def pending(self) -> np.ndarray | None:
+        table = self._opt._table
+        key = self.u.tobytes()
+        if key not in table:
+            return self.u[None, :].copy()
+        if table[key] is None:
+            raise ConfigurationError(f"the residuals at u={self.u.tolist()} failed; no Jacobian there")
+        if self.J is None:
+            try:
+                self.J = self._opt._jacobian(self.u)
+            except _Need as need:
+                return np.array(need.points)
+        return None
+
+    def tell(self, points: np.ndarray, R: np.ndarray) -> None:
+        R = np.atleast_2d(np.asarray(R, dtype=float))
+        for p, r in zip(np.atleast_2d(points), R, strict=True):
+            self._opt._table[np.asarray(p, float).tobytes()] = r.copy() if np.all(np.isfinite(r)) else None
+        self._opt._m = R.shape[1]
+
+    def residuals_at(self, u: np.ndarray) -> np.ndarray | None:
+        """The residuals told at ``u`` (``None``: failed or not told)."""
+        return self._opt._table.get(np.asarray(u, float).tobytes())
+
+
 def batched_jacobian(
     fn: Any, u: np.ndarray, *, difference: str = "forward", fd_step: float | None = None
 ) -> np.ndarray:
@@ -475,17 +527,11 @@ def batched_jacobian(
     unit-cube points to ``(k, m)`` residuals (NaN rows: failed), exactly as the optimisers of this module
     take it: ``fn`` is called once at ``u``, once on the whole batch of difference points, and once more
     on the steps replacing failed ones, if any."""
-    u = np.asarray(u, dtype=float)
-    opt = LeastSquares(difference=difference, fd_step=fd_step, n_starts=1, seed=0).setup(u.shape[0])
-    points = [u]
-    while True:
-        R = np.atleast_2d(np.asarray(fn(np.array(points)), dtype=float))
-        for p, r in zip(points, R, strict=True):
-            opt._table[p.tobytes()] = r.copy() if np.all(np.isfinite(r)) else None
-        opt._m = R.shape[1]
-        if opt._table[u.tobytes()] is None:
-            raise ConfigurationError(f"batched_jacobian: the residuals at u={u.tolist()} failed; no Jacobian there")
-        try:
-            return opt._jacobian(u)
-        except _Need as need:
-            points = need.points
+    jac = FDJacobian(u, difference=difference, fd_step=fd_step)
+    try:
+        while (points := jac.pending()) is not None:
+            jac.tell(points, fn(points))
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"batched_jacobian: {exc}") from None
+    assert jac.J is not None
+    return jac.J

@@ -1,0 +1,336 @@
+"""``uncertainty(result_or_run, ...)``: the local intervals and, on request, the posterior of a calibration.
+
+The steps (each a run in the calibration's store, :mod:`.engine`): polish the best point with one
+least-squares start (refused when it does not meet its tolerances, unless ``force``); the residuals and their
+Jacobian there; the Laplace covariance (:mod:`.local`); with ``posterior=True`` an emcee chain started around
+the polished optimum with that covariance (:mod:`.sampler`, :mod:`.posterior`). Called again on the same store
+everything stored is read back, nothing is simulated twice, and a longer ``steps`` extends the chain.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConfigurationError
+from .engine import finite, jacobian, polish, run_chain
+from .likelihood import NoiseLike, channel_blocks, estimate_noise, noise_levels, per_residual
+from .local import LocalUncertainty, UncertaintyWarning, local_uncertainty
+from .posterior import PosteriorSummary, summarize
+
+
+@dataclass
+class UncertaintyResult:
+    """What :func:`uncertainty` returns.
+
+    ``best``: the polished optimum (free parameters by name); ``converged``: whether its polish met its
+    tolerances; ``local``: the :class:`~.local.LocalUncertainty`; ``posterior``: the
+    :class:`~.posterior.PosteriorSummary` (``None`` without one); ``warnings``: every warning raised, as text.
+    :meth:`parameters` gives per parameter ``best``, ``lower``, ``upper`` (95 %), ``std`` and ``method``
+    (the posterior's when there is one, else the Laplace approximation's)."""
+
+    run_name: str
+    names: tuple[str, ...]
+    scales: tuple[str, ...]
+    best: dict[str, float]
+    best_u: np.ndarray
+    best_loss: float
+    converged: bool
+    polish: str
+    local: LocalUncertainty
+    posterior: PosteriorSummary | None = None
+    n_simulated: int = 0
+    warnings: list[str] = field(default_factory=list)
+    profiles: dict[str, Any] = field(default_factory=dict)
+
+    def parameters(self) -> dict[str, dict[str, Any]]:
+        out: dict[str, dict[str, Any]] = {}
+        for i, n in enumerate(self.names):
+            loc = self.local
+            row: dict[str, Any] = {
+                "best": self.best[n],
+                "scale": self.scales[i],
+                "local": {
+                    "lower": float(loc.lower[i]),
+                    "upper": float(loc.upper[i]),
+                    "std": finite(float(loc.std[i])),
+                    "rel_std": finite(float(loc.rel_std[i])),
+                },
+                "unidentifiable": n in loc.unidentifiable,
+            }
+            if self.posterior is not None:
+                p = self.posterior
+                row["posterior"] = {
+                    "lower": float(p.lower[i]),
+                    "upper": float(p.upper[i]),
+                    "std": float(p.std[i]),
+                    "mean": float(p.mean[i]),
+                    "median": float(p.median[i]),
+                    "prior_box": n in p.prior_box,
+                }
+            main = row.get("posterior", row["local"])
+            row |= {
+                "lower": main["lower"],
+                "upper": main["upper"],
+                "std": main["std"],
+                "method": "posterior" if self.posterior is not None else "laplace",
+            }
+            out[n] = row
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run_name": self.run_name,
+            "converged": self.converged,
+            "polish": self.polish,
+            "best_loss": self.best_loss,
+            "method": "posterior" if self.posterior is not None else "laplace",
+            "parameters": self.parameters(),
+            "local": self.local.to_json(),
+            "posterior": None if self.posterior is None else self.posterior.to_json(),
+            "n_simulated": self.n_simulated,
+            "warnings": list(self.warnings),
+            "profiles": {n: p.to_json() for n, p in self.profiles.items()},
+        }
+
+
+def _source(source: Any, problem: Any, store: Any, run: str | None) -> tuple[Any, Any, str, np.ndarray, bool]:
+    """``(problem, store, run name, best unit-cube point, own store)`` from a Result or a run folder/store."""
+    from ..calibrate import Result
+
+    if isinstance(source, Result):
+        if problem is None:
+            raise ConfigurationError(
+                "uncertainty(result) needs the problem the result was calibrated on: uncertainty(result, "
+                "problem=problem)"
+            )
+        if not source.history.losses:
+            raise ConfigurationError("the result holds no evaluation; calibrate first")
+        i = int(np.argmin(source.history.losses))
+        u = np.asarray(source.history.U[i], dtype=float)
+        own = store is None
+        if own:
+            from ..storage.memory import MemoryStore
+
+            store = MemoryStore()
+        elif not hasattr(store, "run"):
+            from ..storage.sqlite import RunStore
+
+            store, own = RunStore(store), True
+        return problem, store, run or source.run_name or "run", u, own
+    if isinstance(source, str | os.PathLike):
+        from ..runs import _run_name, _store_path, load_run_config
+        from ..storage.sqlite import RunStore
+
+        out = Path(source)
+        st = RunStore(_store_path(out))
+        name = _run_name(st, out, run)
+        best = st.best(name)
+        if best is None:
+            st.close()
+            raise ConfigurationError(f"run {name!r} has no successful evaluation; nothing to analyse")
+        if problem is None:
+            problem = load_run_config(out, run=name).build_problem()
+        return problem, st, name, np.asarray(best.u, dtype=float), True
+    raise ConfigurationError(
+        f"uncertainty takes a calibration Result or a run folder (or store file), got {type(source).__name__}"
+    )
+
+
+def uncertainty(
+    source: Any,
+    *,
+    problem: Any = None,
+    store: Any = None,
+    run: str | None = None,
+    posterior: bool = False,
+    walkers: int | None = None,
+    steps: int | None = None,
+    noise: NoiseLike = None,
+    seed: int | None = None,
+    move: str = "stretch",
+    force: bool = False,
+    evaluator: Any = None,
+    polish_budget: int | None = None,
+    difference: str = "central",
+    progress: Callable[[int, int], Any] | None = None,
+    profile: tuple[str, ...] | list[str] = (),
+) -> UncertaintyResult:
+    """Parameter uncertainty of a calibration (module docstring).
+
+    Args:
+        source: a :class:`~mechcalib.calibrate.Result` (give ``problem``, and ``store`` to persist), or a run
+            folder / run store file (its store, configuration and best point are used).
+        problem: the calibrated :class:`~mechcalib.core.problem.Problem` (its objective must have residuals).
+        store: where the polish, Jacobian and chain runs are recorded (default for a Result: in memory).
+        run: the run to analyse in a folder holding several (default: the folder's).
+        posterior: also sample the posterior with emcee.
+        walkers, steps: the ensemble size (default ``max(16, 4 d)``, even) and the chain length (default 2000).
+        noise: the measurement noise's standard deviation, one number or ``{channel: sigma}`` (residual units);
+            ``None``: estimated per channel at the optimum.
+        seed: the chain's seed (``None``: drawn and recorded; a resumed chain reuses the stored one).
+        move: emcee's move, ``"stretch"`` (default), ``"de"`` or ``"gauss"`` (Metropolis preconditioned by the
+            Gauss-Newton covariance; :class:`~.sampler.EnsembleSampler`).
+        force: analyse a run whose polish did not converge (with a warning) and report a singular direction
+            with an unbounded interval instead of refusing.
+        evaluator: where simulations run (as in :func:`~mechcalib.calibrate`).
+        polish_budget: the polish's evaluation budget (default ``50 (d + 1)``).
+        difference: the Jacobian's finite differences, ``"central"`` (default) or ``"forward"``.
+        progress: ``progress(steps done, steps)`` during the chain.
+        profile: one or two parameter names whose profile likelihood to compute (:mod:`.profile`; 9 values
+            over the local interval widened to +-3 sd, each a least-squares re-fit of the others).
+    """
+    if len(profile) > 2:
+        raise ConfigurationError(f"profile takes one or two parameters (each costs 10 re-fits), got {list(profile)}")
+    if walkers is not None and (isinstance(walkers, bool) or not isinstance(walkers, int) or walkers < 4):
+        raise ConfigurationError(f"walkers must be an even integer >= 4 (and >= 2 d), got {walkers!r}")
+    if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or steps < 1):
+        raise ConfigurationError(f"steps must be an integer >= 1, got {steps!r}")
+    prob, st, name, u_best, own = _source(source, problem, store, run)
+    caught: list[warnings.WarningMessage] = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = _analyse(
+                prob, st, name, u_best, posterior, walkers, steps, noise, seed, move, force, evaluator,
+                polish_budget, difference, progress, tuple(profile),
+            )  # fmt: skip
+    finally:
+        if own:
+            st.close()
+        for w in caught:  # shown to the caller as raised
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    seen: list[str] = []
+    for w in caught:
+        if issubclass(w.category, UserWarning) and str(w.message) not in seen:
+            seen.append(str(w.message))
+    out.warnings = seen
+    return out
+
+
+def _analyse(
+    prob: Any,
+    st: Any,
+    name: str,
+    u_best: np.ndarray,
+    posterior: bool,
+    walkers: int | None,
+    steps: int | None,
+    noise: NoiseLike,
+    seed: int | None,
+    move: str,
+    force: bool,
+    evaluator: Any,
+    polish_budget: int | None,
+    difference: str,
+    progress: Callable[[int, int], Any] | None,
+    profile_names: tuple[str, ...] = (),
+) -> UncertaintyResult:
+    blocks = channel_blocks(prob)
+    given = noise_levels(noise, blocks)  # a bad noise level is refused before any simulation
+    space = prob.space
+    d = space.dim
+    from .likelihood import check_counts
+
+    check_counts(prob.n_residuals, d)
+    pol = polish(prob, u_best, store=st, run_name=f"{name}.polish", budget=polish_budget, evaluator=evaluator)
+    if not pol.converged:
+        text = (
+            f"run {name!r} has not converged: the least-squares polish of its best point {pol.reason} (the rule: "
+            "intervals are computed at an optimum)"
+        )
+        if not force:
+            raise ConfigurationError(
+                text + "; resume the calibration with a larger budget or raise polish_budget, or pass force=True "
+                "(--force) to compute them at the polished point anyway"
+            )
+        warnings.warn(text + "; computed anyway (force)", UncertaintyWarning, stacklevel=3)
+    r, J, n_jac = jacobian(
+        prob, pol.u, store=st, run_name=f"{name}.jacobian", difference=difference, evaluator=evaluator
+    )
+    sigma = given if given is not None else estimate_noise(r, blocks, d)
+    sig_res = per_residual(sigma, blocks)
+    loc = local_uncertainty(
+        space,
+        pol.u,
+        J,
+        r,
+        sig_res,
+        {b.name: float(s) for b, s in zip(blocks, sigma, strict=True)},
+        noise_estimated=given is None,
+        force=force,
+    )
+    best = dict(zip(space.free_names, space.from_unit(pol.u[None, :])[0].tolist(), strict=True))
+    post = None
+    n_sim = pol.n_simulated + n_jac
+    if posterior:
+        w = walkers or max(16, 4 * d)
+        w += w % 2
+        n_steps = steps or 2000
+        t0 = time.perf_counter()
+        sampler, res = run_chain(
+            prob,
+            sig_res,
+            pol.u,
+            loc.cov_u,
+            walkers=w,
+            steps=n_steps,
+            seed=seed,
+            move=move,
+            store=st,
+            run_name=f"{name}.posterior",
+            evaluator=evaluator,
+            progress=progress,
+        )
+        post = summarize(
+            space,
+            sampler.chain[:n_steps],
+            sampler.log_prob[:n_steps],
+            sampler.acceptance_fraction,
+            n_evals=res.n_evals,
+            n_simulated=res.n_simulated,
+            seconds=time.perf_counter() - t0,
+            seed=sampler.seed,
+            move=move,
+        )
+        n_sim += res.n_simulated
+    profiles = {}
+    for pname in profile_names:
+        from .profile import profile as run_profile
+
+        i = list(space.free_names).index(pname) if pname in space.free_names else -1
+        if i < 0:
+            raise ConfigurationError(f"profile: {pname!r} is not a free parameter; they are {list(space.free_names)}")
+        par = space[pname]
+        x = best[pname]  # the grid: the local interval widened to +-3 sd
+        if par.scale == "log":
+            f = math.exp(3.0 * loc.rel_std[i]) if math.isfinite(loc.std[i]) else par.upper / par.lower
+            lo, hi = max(par.lower, x / f), min(par.upper, x * f)
+        else:
+            w = 3.0 * loc.std[i] if math.isfinite(loc.std[i]) else par.upper - par.lower
+            lo, hi = max(par.lower, x - w), min(par.upper, x + w)
+        profiles[pname] = run_profile(
+            prob, best, sig_res, pname, lo, hi, store=st, run_name=f"{name}.profile.{pname}", evaluator=evaluator
+        )
+    return UncertaintyResult(
+        profiles=profiles,
+        run_name=name,
+        names=tuple(space.free_names),
+        scales=tuple(p.scale for p in space.free),
+        best=best,
+        best_u=pol.u,
+        best_loss=pol.loss,
+        converged=pol.converged,
+        polish=pol.reason,
+        local=loc,
+        posterior=post,
+        n_simulated=n_sim,
+    )
