@@ -18,3 +18,13 @@ def test_demo_recovers_parameters(tmp_path):
     r = runner.invoke(app, ["demo", "--optimizer", "lhs", "--evals", "60", "--out", str(tmp_path)])
     assert r.exit_code == 0, r.output
     assert "best loss" in r.output and (tmp_path / "demo_fit.png").stat().st_size > 10_000
+
+
+def test_warmup_compiles_the_named_models_and_refuses_an_unknown_one():
+    from typer.testing import CliRunner
+
+    r = CliRunner().invoke(app, ["warmup", "duffing", "linear"])
+    assert r.exit_code == 0, r.output
+    assert "duffing:" in r.output and "linear:" in r.output and "CPU s" in r.output
+    r = CliRunner().invoke(app, ["warmup", "no_such_model"])
+    assert r.exit_code == 2 and "no_such_model" in r.output
