@@ -148,6 +148,23 @@ def test_inertia_scaling_is_slower_loading():
         m.run(m.full_vector()[None], {"mass_scale": 0.0})
 
 
+def test_small_displacements_keep_the_strength():
+    """Kibriya et al. (2023) Fig. 4: small displacements give the peak but no softening branch (large ones lose
+    35-40 % by 12 mm, test_pulatsu_parameters_peak_and_mechanism); the plateau is the limit-analysis load with
+    Pulatsu's friction angle. Small and large agree while the arch is elastic."""
+    small, large = MasonryArch(displacements="small"), MasonryArch()
+    (r,) = small.run(small.full_vector()[None])
+    lim = static_collapse(small.assembly, mu=math.tan(math.radians(30.5))).load / 1e3
+    f = r.response["vertical"].y
+    assert r.peak_force == pytest.approx(lim, rel=0.03)
+    assert f[-1] > 0.9 * r.peak_force
+    cond = {"max_displacement": 0.5, "n_samples": 11}
+    (a,), (b,) = small.run(small.full_vector()[None], cond), large.run(large.full_vector()[None], cond)
+    np.testing.assert_allclose(a.response["vertical"].y, b.response["vertical"].y, rtol=0.02, atol=0.01)
+    with pytest.raises(ConfigurationError, match="displacements"):
+        MasonryArch(displacements="tiny")
+
+
 def test_deformed_plot(tmp_path, model):
     (run,) = model.run(model.full_vector()[None], {"max_displacement": 2.0, "n_samples": 41})
     fig = model.plot(run, path=tmp_path / "arch.png", state="peak")

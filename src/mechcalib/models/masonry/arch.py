@@ -15,6 +15,8 @@ surface-meshed geometry, ``"edges"``, ``"midpoint"``; see :mod:`.geometry`). A 1
 is glued to the fifth voussoir; the steel bearing's roller loads its top vertically at the quarter span
 (``load_fraction`` 0.25 of the span from the left springing). The bearing seats on the wood through a
 spring ``kn * 110 mm * 200 mm`` (the plate interface is a joint of the same normal stiffness).
+``displacements`` ``"large"`` (default, as the paper) or ``"small"`` (contacts keep their assembled geometry;
+Kibriya et al. (2023) Fig. 4: no softening branch).
 
 Conditions: ``velocity`` [mm/s] of the loading plate (10, the calibration velocity of Kibriya et al. (2023) section
 2.4.2), ``max_displacement`` [mm] (12), ``n_samples`` (241: every 0.05 mm), ``damping`` (local damping,
@@ -116,9 +118,15 @@ class MasonryArch(Model):
         density: float = GRANITE_DENSITY,
         load_fraction: float = 0.25,
         abutment: str = "right",
+        displacements: str = "large",
     ) -> None:
         if contacts not in LAYOUTS:
             raise ConfigurationError(f"contacts must be one of {list(LAYOUTS)}, got {contacts!r}")
+        if displacements not in ("large", "small"):
+            raise ConfigurationError(
+                f"displacements must be 'large' (the paper's choice) or 'small', got {displacements!r}"
+            )
+        self.displacements = displacements
         if abutment not in ("left", "right"):
             raise ConfigurationError(f"abutment must be 'left' or 'right', got {abutment!r}")
         self.contacts, self.n_contacts, self.mesh_size, self.n_sub = (
@@ -244,6 +252,7 @@ class MasonryArch(Model):
             eq_tol=float(c["eq_tol"]),
             rounding=float(c["rounding"]),
             mass_scale=float(c["mass_scale"]),
+            small_displacements=self.displacements == "small",
         )
         names = self.system.track_names
         col = dem.S_TRACK + 2 * names.index(f"abutment_{self.abutment}")

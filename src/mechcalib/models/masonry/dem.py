@@ -336,6 +336,7 @@ def run_batch(
     plate_mass: float = 0.0,
     k_act: float | None = None,
     mass_scale: float = 1.0,
+    small_displacements: bool = False,
 ) -> BatchResult:
     """Simulate ``n`` parameter sets: ``kn``, ``ks`` [Pa/m] and ``phi_deg`` [deg], each ``(n,)``.
 
@@ -357,6 +358,7 @@ def run_batch(
             (default the plate spring).
         mass_scale: every block's mass and inertia times this factor, gravity divided by it (the weights stay;
             the step grows by its square root unless ``dt`` is given).
+        small_displacements: contacts keep their assembled geometry (:class:`~.kernels.Controls`).
     """
     if damping_form not in DAMPING_FORMS:
         raise ConfigurationError(f"damping_form must be one of {list(DAMPING_FORMS)}, got {damping_form!r}")
@@ -417,6 +419,7 @@ def run_batch(
             system.face_len,
             system.area,
             system.visc,
+            np.ascontiguousarray(system.node + system.centroid[system.ca] - system.centroid[system.cb]),
         ),
         kn,
         ks,
@@ -433,6 +436,7 @@ def run_batch(
             int(eq_check),
             DAMPING_FORMS[damping_form],
             float(viscous),
+            int(bool(small_displacements)),
         ),
         Loading(
             int(system.load_block),

@@ -33,7 +33,8 @@ class Contacts(NamedTuple):
     """The ``nc`` sub-contacts (as in :class:`DemSystem`): blocks ``ca``, ``cb`` ``(nc,)``; ``node`` ``(nc, 2)``
     [m] relative to ``ca``, ``face0`` ``(nc, 2)`` [m] relative to ``cb``, unit ``tangent`` and ``normal``
     ``(nc, 2)``, ``face_len`` [m] and tributary ``area`` [m^2] ``(nc,)``; ``visc`` ``(nc,)`` [sqrt(kg) m]: the normal dashpot of a
-    damping ratio of 1 is ``visc * sqrt(kn)`` (:func:`~.dem.build_system`)."""
+    damping ratio of 1 is ``visc * sqrt(kn)`` (:func:`~.dem.build_system`); ``node_b`` ``(nc, 2)`` [m]: the node
+    relative to ``cb`` in the assembled configuration."""
 
     ca: np.ndarray
     cb: np.ndarray
@@ -44,13 +45,16 @@ class Contacts(NamedTuple):
     face_len: np.ndarray
     area: np.ndarray
     visc: np.ndarray
+    node_b: np.ndarray
 
 
 class Controls(NamedTuple):
     """Settings common to a batch: local damping ``alpha``, gravity ``gx``, ``gy`` [m/s^2], ``rounding`` (of a
     face's ends, relative to its length), self-weight equilibration ``eq_max`` steps, ``eq_tol`` (unbalanced
     force ratio), ``eq_check`` (steps between checks); ``form`` of the global damping (:data:`LOCAL` or
-    :data:`COMBINED`); ``xi``: damping ratio of the viscous dashpots at the sub-contacts (0: none)."""
+    :data:`COMBINED`); ``xi``: damping ratio of the viscous dashpots at the sub-contacts (0: none); ``small``: 1 for
+    small displacements (every contact keeps its assembled normal, tangent and lever arms; its gap and slip
+    follow the blocks' motion linearised in the rotations), 0 for large ones."""
 
     alpha: float
     gx: float
@@ -61,6 +65,7 @@ class Controls(NamedTuple):
     eq_check: int
     form: int
     xi: float
+    small: int
 
 
 class Loading(NamedTuple):
@@ -101,12 +106,13 @@ class Outputs(NamedTuple):
 
 
 @nb.njit(cache=True)
-def contact_forces(pos, vel, F, fn, fs, slip, contacts, kna, ksa, mu, rounding, dt, rot, cn, state):
+def contact_forces(pos, vel, F, fn, fs, slip, contacts, kna, ksa, mu, rounding, dt, rot, cn, state, small, centroid):
     """Add the forces of the :class:`Contacts` at state ``pos``/``vel`` (``(nb, 3)``) to ``F`` (``(nb, 3)``);
     update the stored normal ``fn``, shear ``fs`` and accumulated plastic slip ``slip`` (``(nc,)``). ``kna``,
     ``ksa``: sub-contact stiffnesses [N/m] (``(nc,)``); ``mu = tan(phi)``; ``rot`` ``(nb, 2)``: work space; ``cn``
     ``(nc,)``: normal dashpots [N s/m] (the shear one is ``cn sqrt(ks / kn)``; it acts while the contact sticks);
-    ``state`` ``(nc,)`` receives 0 (open), 1 (stick) or 2 (slip)."""
+    ``state`` ``(nc,)`` receives 0 (open), 1 (stick) or 2 (slip); ``small``: see :class:`Controls`;
+    ``centroid`` ``(nb, 2)``: the assembled centroids (small displacements)."""
     ca, cb, node, face0, tangent, normal, face_len = (
         contacts.ca,
         contacts.cb,
@@ -116,6 +122,7 @@ def contact_forces(pos, vel, F, fn, fs, slip, contacts, kna, ksa, mu, rounding, 
         contacts.normal,
         contacts.face_len,
     )
+    node_b = contacts.node_b
     for b in range(pos.shape[0]):
         rot[b, 0] = math.cos(pos[b, 2])
         rot[b, 1] = math.sin(pos[b, 2])
@@ -132,7 +139,18 @@ def contact_forces(pos, vel, F, fn, fs, slip, contacts, kna, ksa, mu, rounding, 
         ty = sbb * tangent[k, 0] + cbb * tangent[k, 1]
         nx = cbb * normal[k, 0] - sbb * normal[k, 1]
         ny = sbb * normal[k, 0] + cbb * normal[k, 1]
-        dx, dy = px - qx, py - qy
+        if small:
+            # the assembled geometry: the node's displacement relative to the material point of b beneath it
+            # (both linear in the rotations, with the assembled lever arms) on the assembled normal and tangent
+            tx, ty, nx, ny = tangent[k, 0], tangent[k, 1], normal[k, 0], normal[k, 1]
+            rax, ray = node[k, 0], node[k, 1]
+            r0x, r0y = node_b[k, 0], node_b[k, 1]
+            ux = (pos[a, 0] - centroid[a, 0] - pos[a, 2] * ray) - (pos[b, 0] - centroid[b, 0] - pos[b, 2] * r0y)
+            uy = (pos[a, 1] - centroid[a, 1] + pos[a, 2] * rax) - (pos[b, 1] - centroid[b, 1] + pos[b, 2] * r0x)
+            dx, dy = r0x - face0[k, 0] + ux, r0y - face0[k, 1] + uy
+            px, py = pos[b, 0] + r0x, pos[b, 1] + r0y  # so that the lever arm on b below is the assembled one
+        else:
+            dx, dy = px - qx, py - qy
         gap = dx * nx + dy * ny
         sp = dx * tx + dy * ty
         L = face_len[k]
@@ -230,7 +248,7 @@ def run_one(blocks, contacts, kn, ks, mu, kp, dt, controls, loading, out):
     ``kp`` [N/m], time step ``dt`` [s]); results go into the :class:`Outputs` ``out`` (see :func:`run_batch`)."""
     mass, inertia, free, centroid = blocks
     ca, area = contacts.ca, contacts.area
-    alpha, gx, gy, rounding, eq_max, eq_tol, eq_check, form, xi = controls
+    alpha, gx, gy, rounding, eq_max, eq_tol, eq_check, form, xi, small = controls
     load_block, load_point, load_dir, velocity, duration = (
         loading.load_block,
         loading.load_point,
@@ -273,7 +291,9 @@ def run_one(blocks, contacts, kn, ks, mu, kp, dt, controls, loading, out):
         ratio = 1e300
         for it in range(eq_max):
             _gravity(F, mass, free, gx, gy)
-            contact_forces(pos, vel, F, fn, fs, slip, contacts, kna, ksa, mu, rounding, dt, rot, cn, state)
+            contact_forces(
+                pos, vel, F, fn, fs, slip, contacts, kna, ksa, mu, rounding, dt, rot, cn, state, small, centroid
+            )
             eq_steps = it + 1
             if it % eq_check == 0:
                 ratio = 0.0
@@ -324,7 +344,9 @@ def run_one(blocks, contacts, kn, ks, mu, kp, dt, controls, loading, out):
         ua = velocity * t * t / (2.0 * ramp) if t < ramp else velocity * (t - 0.5 * ramp)
         u = ua if plate_mass <= 0.0 else z
         _gravity(F, mass, free, gx, gy)
-        contact_forces(pos, vel, F, fn, fs, slip, contacts, kna, ksa, mu, rounding, dtl, rot, cn, state)
+        contact_forces(
+            pos, vel, F, fn, fs, slip, contacts, kna, ksa, mu, rounding, dtl, rot, cn, state, small, centroid
+        )
         for k in range(nc):
             if (state[k] == 0) != (prev[k] == 0):
                 n_open += 1
