@@ -376,7 +376,7 @@ def displacement_study(layouts: Sequence[str] = ("pulatsu", "uniform"), png: Pat
 
 RATE_HEADER = """# The arch's rate effect, measured (Pulatsu's parameters kn = 4 GPa/m, ks = 1.6 GPa/m, phi = 30.5 deg)
 
-Regenerate: `PYTHONPATH=src python benchmarks/arch_studies.py rate` (about 3 minutes on one core).
+Regenerate: `PYTHONPATH=src python benchmarks/arch_studies.py rate` (about 3 minutes on an idle core; 13 minutes at load 22).
 Peaks are over 0-12 mm; `peak10` is the largest sample of the output (every 0.05 mm) at 10 mm/s, `mean0.5` the
 largest value of its 0.5 mm running mean, `step_peak` the largest plate force of any time step; `ratio_50/1`
 is the force at 1.6 mm at 50 mm/s over that at 1 mm/s (Kibriya et al. (2023) Fig. 7: 1.19 for Pulatsu's
