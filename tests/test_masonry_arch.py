@@ -115,6 +115,16 @@ def test_contact_layout_sets_the_rocking_points():
     assert peaks["midpoint"] < 0.95 * peaks["uniform"]
 
 
+def test_pulatsu_layout_at_the_calibration_velocity():
+    """Pulatsu's layout at 10 mm/s (default inertia scaling): the peak within 15 % of the measured 2.71 kN (it was
+    3.62 kN, +34 %, with real masses) and the experiment's three hinges and one sliding joint."""
+    m = MasonryArch(contacts="pulatsu")
+    (r,) = m.run(m.full_vector()[None])
+    assert abs(r.peak_force / MEASURED_PEAK_KN - 1) < 0.15
+    assert [h.split(" ")[0] for h in r.mode_end.hinges] == ["joint_5_6", "joint_9_10", "springing_right"]
+    assert r.mode_end.sliding == ["joint_4_5"]
+
+
 def test_rate_ratio_within_the_papers_band():
     """Kibriya et al. (2023) Fig. 7: at 1.6 mm the 50 mm/s force is 1.19-1.54 times the 1 mm/s one. The default
     inertia scaling keeps the ratio below 1.69 (the paper's + 0.15); real masses give about 2 (cheap setting: 5
@@ -166,7 +176,7 @@ def test_small_displacements_keep_the_strength():
 
 
 def test_deformed_plot(tmp_path, model):
-    (run,) = model.run(model.full_vector()[None], {"max_displacement": 2.0, "n_samples": 41})
+    (run,) = model.run(model.full_vector()[None], {"max_displacement": 2.0, "n_samples": 41, "mass_scale": 1.0})
     fig = model.plot(run, path=tmp_path / "arch.png", state="peak")
     assert (tmp_path / "arch.png").stat().st_size > 10_000
     assert len(fig.axes[0].collections[0].get_paths()) == 15 + 1  # 15 blocks and the wooden interface
