@@ -386,10 +386,16 @@ def _fmt_table(rows: list[list[str]], head: list[str]) -> str:
     return "\n".join(lines)
 
 
+def study_methods(runs: list[RunData]) -> tuple[str, ...]:
+    """The methods of the study the runs belong to (:data:`OLD_METHODS` when the GA ran 6 new per generation)."""
+    return OLD_METHODS if any(x.method == "ga50" for x in runs) else RUN_METHODS
+
+
 def paper_table(runs: list[RunData], geom: str, k: int, n_best: int = 5) -> str:
     """Kibriya et al.'s (2023) layout: per method the five best runs (best set of each run), best first."""
     rows = []
-    for method, (process, iters, _) in METHODS.items():
+    for method in study_methods(runs):
+        process, iters, _ = METHODS[method]
         sel = sorted(
             (x for x in runs if x.geom == geom and x.k == k and x.method == method and x.complete), key=lambda x: x.best
         )[:n_best]
@@ -763,7 +769,7 @@ def projection(runs: list[RunData]) -> tuple[str, float]:
     timed = [x for x in runs if x.seconds > 0 and x.n_live > 0]
     for (geom, k), t in sorted(TABLES.items(), key=lambda kv: kv[1]):
         tab = [x for x in timed if x.geom == geom and x.k == k]
-        for m in METHODS:
+        for m in study_methods(runs):
             sel = [x for x in tab if x.method == m]
             if sel:
                 spe, src = sum(x.seconds for x in sel) / sum(x.n_evals for x in sel), "measured"
@@ -799,7 +805,7 @@ def projection(runs: list[RunData]) -> tuple[str, float]:
 def full_study(runs: list[RunData]) -> int:
     """Runs of the full study the stored runs belong to: :data:`N_RUNS` per table and method, the methods of
     :data:`RUN_METHODS`, or of :data:`OLD_METHODS` for a store made before the GA's equal budget."""
-    methods = set(OLD_METHODS if any(x.method == "ga50" for x in runs) else RUN_METHODS)
+    methods = set(study_methods(runs))
     return len(TABLES) * N_RUNS * len(methods | {x.method for x in runs})
 
 
@@ -846,7 +852,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         write_summary(runs, loads, summary_path)
         source = f"the run store `{args.store.name}`"
         again = (
-            "Resume or extend the study with `python benchmarks/arch_calibration.py run --runs 10` (finished "
+            f"Resume or extend the study with `python benchmarks/arch_calibration.py run --runs 10"
+            f"{'' if args.store.resolve() == STORE.resolve() else ' --store benchmarks/results/' + args.store.name}` (finished "
             "runs are skipped, interrupted ones resume)."
         )
     elif summary_path.exists():
@@ -1026,7 +1033,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             "",
         ]
     out.write_text("\n".join(parts))
-    sys.stdout.write(f"wrote {out} and its PNGs\n")
+    sys.stdout.write(f"wrote {out}" + (" and its PNGs\n" if figures else "\n"))
     return 0
 
 
