@@ -5,6 +5,7 @@ Run them all (on demand, not in the test suite):
 
     python benchmarks/arch_studies.py                       # writes benchmarks/results/arch.studies/
     python benchmarks/arch_studies.py OUTDIR
+    python benchmarks/arch_studies.py rate                  # the rate effect: benchmarks/results/arch.rate.md
 
 ``OUTDIR/studies.md`` gets every table, the PNGs go beside it (docs/masonry.md quotes them).
 """
@@ -29,6 +30,9 @@ from mechcalib.objectives import OverlapRSS
 RESULTS = Path(__file__).resolve().parent / "results"
 
 PULATSU_THETA = np.array([[PULATSU["kn"], PULATSU["ks"], PULATSU["phi"]]])
+# The studies of sections 3-4 of docs/masonry.md characterise the real-mass model (studies.md); the default
+# inertia scaling and what led to it are in rate_report (arch.rate.md).
+REAL = {"mass_scale": 1.0}
 
 
 def _force_at(run, u_mm: float) -> float:
@@ -78,7 +82,7 @@ def contact_placement(velocities: Sequence[float] = (10.0, 1.0), png: Path | Non
     for label, opts in layouts:
         m = MasonryArch(**opts)
         for v in velocities:
-            (r,) = m.run(PULATSU_THETA, {"velocity": v})
+            (r,) = m.run(PULATSU_THETA, {"velocity": v, **REAL})
             rows.append(
                 {
                     "layout": label,
@@ -106,7 +110,7 @@ def velocity_study(
     rows, runs = [], {}
     for v in velocities:
         t0 = time.perf_counter()
-        (r,) = m.run(PULATSU_THETA, {"velocity": v})
+        (r,) = m.run(PULATSU_THETA, {"velocity": v, **REAL})
         rows.append(
             {
                 "velocity": v,
@@ -190,6 +194,213 @@ def rate_study(
     return rows
 
 
+def running_mean(u: np.ndarray, F: np.ndarray, width: float = 0.5) -> np.ndarray:
+    """``F`` averaged over a centred window of ``width`` [mm] of ``u`` (on a 0.01 mm grid; the window is cut at
+    the curve's ends), at the points ``u``."""
+    ok = np.isfinite(u) & np.isfinite(F)
+    u, F = u[ok], F[ok]
+    grid = np.arange(0.0, u.max() + 1e-9, 0.01)
+    g = np.interp(grid, u, F)
+    h = max(1, int(round(width / 0.01)) // 2)
+    c = np.concatenate(([0.0], np.cumsum(g)))
+    lo = np.clip(np.arange(grid.size) - h, 0, grid.size)
+    hi = np.clip(np.arange(grid.size) + h + 1, 0, grid.size)
+    return np.interp(u, grid, (c[hi] - c[lo]) / (hi - lo))
+
+
+#: (label, settings of :func:`dem.run_batch`) of :func:`rate_mechanisms`; every row varies one thing from the
+#: first (local damping 0.8, a velocity step, a massless plate, real masses, dt_factor 0.5).
+RATE_MECHANISMS: tuple[tuple[str, dict], ...] = (
+    ("present model", {}),
+    ("plate mass 5 kg (actuator spring = plate spring)", {"plate_mass": 5.0}),
+    ("plate mass 50 kg", {"plate_mass": 50.0}),
+    ("velocity ramp 0.02 s", {"ramp": 0.02}),
+    ("velocity ramp 0.1 s", {"ramp": 0.1}),
+    ("local damping 0.4", {"alpha": 0.4}),
+    ("combined damping 0.8", {"damping_form": "combined"}),
+    ("local 0.8 + contact dashpots xi = 0.1", {"viscous": 0.1}),
+    ("local 0.8 + contact dashpots xi = 0.5", {"viscous": 0.5}),
+    ("contact dashpots xi = 0.5 only", {"alpha": 0.0, "viscous": 0.5}),
+    ("no damping, ramp 0.1 s", {"alpha": 0.0, "ramp": 0.1}),
+    ("masses x 0.01 (= 10x slower)", {"mass_scale": 0.01}),
+    ("masses x 0.1", {"mass_scale": 0.1}),
+    ("masses x 10", {"mass_scale": 10.0}),
+    ("dt_factor 0.125 (state changes within a step)", {"dt_factor": 0.125}),
+    ("kn x (1 + 1e-12) (round-off)", {"kn_rel": 1e-12}),
+)
+
+
+def _mechanism_run(system, v: float, umax: float, settings: dict) -> dict:
+    kn, ks, phi = (PULATSU[k] for k in ("kn", "ks", "phi"))
+    st = {"alpha": 0.8, "dt_factor": 0.5, **settings}
+    kn *= 1.0 + st.pop("kn_rel", 0.0)
+    res = dem.run_batch(
+        system,
+        kn,
+        ks,
+        phi,
+        velocity=v / 1e3,
+        duration=umax / v + 0.5 * float(st.get("ramp", 0.0)),
+        n_samples=int(round(umax / 0.05)) + 1,
+        eq_tol=1e-5,
+        rounding=0.02,
+        **st,
+    )
+    s = res.samples[0]
+    u, F = s[:, dem.S_DISP] * 1e3, s[:, dem.S_FORCE] / 1e3
+    return {"u": u, "F": F, "res": res}
+
+
+def rate_mechanisms(
+    mechanisms: Sequence[tuple[str, dict]] = RATE_MECHANISMS,
+    contacts: str = "uniform",
+    max_displacement: float = 12.0,
+) -> list[dict]:
+    """The rate effect, one mechanism at a time (Pulatsu's parameters): for each variant the peak at 10 mm/s over
+    0-12 mm read three ways (the largest sample of the default output every 0.05 mm, its 0.5 mm running mean,
+    the largest force of any step), the force at 1.6 mm at 1 and 50 mm/s and their ratio, the sub-contact state
+    changes per loading step at 10 mm/s (open/closed, stick/slip), the failure mode at 12 mm and the cost."""
+    from mechcalib.models.masonry.failure import failure_mode
+
+    m = MasonryArch(contacts=contacts)
+    rows = []
+    for label, st in mechanisms:
+        t0 = time.perf_counter()
+        r = {v: _mechanism_run(m.system, v, max_displacement, st) for v in (1.0, 10.0, 50.0)}
+        u, F, res = r[10.0]["u"], r[10.0]["F"], r[10.0]["res"]
+        f1 = {v: float(np.interp(1.6, r[v]["u"], r[v]["F"])) for v in (1.0, 50.0)}
+        mode = failure_mode(m.assembly, m.centroids, res.pos_eq[0], res.pos_end[0])
+        steps = max(int(res.load_steps[0]), 1)
+        rows.append(
+            {
+                "variant": label,
+                "peak10_kN": float(np.nanmax(F)),
+                "mean0.5_kN": float(np.nanmax(running_mean(u, F))),
+                "step_peak_kN": float(res.step_peak[0]) / 1e3,
+                "F1.6@1_kN": f1[1.0],
+                "F1.6@50_kN": f1[50.0],
+                "ratio_50/1": f1[50.0] / f1[1.0],
+                "peak1_kN": float(np.nanmax(r[1.0]["F"])),
+                "open/step": float(res.n_open[0]) / steps,
+                "slip/step": float(res.n_slip[0]) / steps,
+                "hinges+sliding@12mm": f"{mode.n_hinges}+{mode.n_sliding}",
+                "steps10": steps,
+                "seconds": time.perf_counter() - t0,
+            }
+        )
+    return rows
+
+
+def rate_fix(layouts: Sequence[str] = ("uniform", "pulatsu"), scales: Sequence[float] = (1.0, 0.01)) -> list[dict]:
+    """The model's default output (``MasonryArch.run``) with real masses and with the default inertia scaling, for
+    each layout: the peak over 0-12 mm at 10 mm/s and its 0.5 mm running mean against the measured 2.71 kN, the
+    force at 1.6 mm at 1 and 50 mm/s and their ratio (Kibriya et al. (2023) Fig. 7: 1.19-1.54), the real-mass
+    0.5 mm/s peak (quasi-static), the limit-analysis load, and the failure modes at the peak and at 12 mm."""
+    rows = []
+    for lay in layouts:
+        m = MasonryArch(contacts=lay)
+        (qs,) = m.run(PULATSU_THETA, {"velocity": 0.5, "mass_scale": 1.0})
+        lim = static_collapse(m.assembly, mu=math.tan(math.radians(PULATSU["phi"]))).load / 1e3
+        for c in scales:
+            r = {v: m.run(PULATSU_THETA, {"velocity": v, "mass_scale": c})[0] for v in (1.0, 10.0, 50.0)}
+            cv = r[10.0].response["vertical"]
+            f1 = {v: _force_at(r[v], 1.6) for v in (1.0, 50.0)}
+            rows.append(
+                {
+                    "layout": lay,
+                    "mass_scale": c,
+                    "peak10_kN": r[10.0].peak_force,
+                    "vs_2.71": r[10.0].peak_force / MEASURED_PEAK_KN - 1.0,
+                    "mean0.5_kN": float(np.nanmax(running_mean(cv.x, cv.y))),
+                    "F1.6@1_kN": f1[1.0],
+                    "F1.6@50_kN": f1[50.0],
+                    "ratio_50/1": f1[50.0] / f1[1.0],
+                    "F12@10_kN": _force_at(r[10.0], 12.0),
+                    "qs_peak0.5_kN": qs.peak_force,
+                    "limit_kN": lim,
+                    "mode_peak": f"{r[10.0].mode_peak.n_hinges} H + {r[10.0].mode_peak.n_sliding} S",
+                    "mode_12mm": r[10.0].mode_end.summary(),
+                    "steps10": r[10.0].load_steps,
+                }
+            )
+    return rows
+
+
+def velocity_sweep(
+    layouts: Sequence[str] = ("uniform", "pulatsu"), velocities: Sequence[float] = (0.5, 1.0, 5.0, 10.0, 50.0)
+) -> list[dict]:
+    """Kibriya et al. (2023) Fig. 7 with the default inertia scaling: peak, force at 1.6 and 12 mm per velocity."""
+    rows = []
+    for lay in layouts:
+        m = MasonryArch(contacts=lay)
+        for v in velocities:
+            (r,) = m.run(PULATSU_THETA, {"velocity": v})
+            rows.append(
+                {
+                    "layout": lay,
+                    "velocity": v,
+                    "peak_kN": r.peak_force,
+                    "u_peak_mm": r.peak_displacement,
+                    "F1.6_kN": _force_at(r, 1.6),
+                    "F12_kN": _force_at(r, 12.0),
+                    "steps": r.load_steps,
+                }
+            )
+    return rows
+
+
+def displacement_study(layouts: Sequence[str] = ("pulatsu", "uniform"), png: Path | None = None) -> list[dict]:
+    """Kibriya et al. (2023) Fig. 4: small against large displacements, Pulatsu's parameters at 10 mm/s (default
+    inertia scaling): peak, the force at 6 and 12 mm and the loss of strength by 12 mm, the mode at 12 mm."""
+    rows, runs = [], {}
+    for lay in layouts:
+        for d in ("large", "small"):
+            (r,) = MasonryArch(contacts=lay, displacements=d).run(PULATSU_THETA)
+            rows.append(
+                {
+                    "layout": lay,
+                    "displacements": d,
+                    "peak_kN": r.peak_force,
+                    "u_peak_mm": r.peak_displacement,
+                    "F6_kN": _force_at(r, 6.0),
+                    "F12_kN": _force_at(r, 12.0),
+                    "drop_by_12mm": 1.0 - _force_at(r, 12.0) / r.peak_force,
+                    "mode_12mm": r.mode_end.summary(),
+                }
+            )
+            if lay == layouts[0]:
+                runs[f"{d} displacements ({lay})"] = r
+    _curves_png(runs, png, "small against large displacements (Fig. 4), 10 mm/s, default inertia scaling")
+    return rows
+
+
+RATE_HEADER = """# The arch's rate effect, measured (Pulatsu's parameters kn = 4 GPa/m, ks = 1.6 GPa/m, phi = 30.5 deg)
+
+Regenerate: `PYTHONPATH=src python benchmarks/arch_studies.py rate` (about 3 minutes on an idle core; 13 minutes at load 22).
+Peaks are over 0-12 mm; `peak10` is the largest sample of the output (every 0.05 mm) at 10 mm/s, `mean0.5` the
+largest value of its 0.5 mm running mean, `step_peak` the largest plate force of any time step; `ratio_50/1`
+is the force at 1.6 mm at 50 mm/s over that at 1 mm/s (Kibriya et al. (2023) Fig. 7: 1.19 for Pulatsu's
+geometry, 1.54 for the surface mesh; target <= 1.69). `open/step` and `slip/step`: sub-contact changes between
+open and closed, and between sticking and slipping, per loading step at 10 mm/s. Hinges + sliding joints at
+12 mm by `failure.failure_mode`.
+"""
+
+
+def rate_report(path: Path) -> None:
+    """Write the rate-effect section (``arch.rate.md``): mechanisms, the fix for both layouts, the sweep."""
+    parts = [RATE_HEADER]
+    parts += ["## 1. Mechanisms, one at a time (uniform 15 contacts, real masses unless varied)"]
+    parts += [_table(rate_mechanisms())]
+    parts += ["## 2. The default output with real masses (mass_scale 1) and the default inertia scaling (0.01)"]
+    parts += [_table(rate_fix())]
+    parts += ["## 3. Velocity sweep with the default inertia scaling", _table(velocity_sweep())]
+    parts += [
+        "## 4. Small against large displacements (Kibriya et al. (2023) Fig. 4; the experiment lost 35 % by 12 mm)"
+    ]
+    parts += [_table(displacement_study(png=path.with_name("arch.fig4.png"))), "![fig4](arch.fig4.png)"]
+    path.write_text("\n\n".join(parts) + "\n")
+
+
 def mesh_study(
     sizes: Sequence[float] = (10, 12, 15, 20, 25, 30, 35), velocity: float = 10.0, png: Path | None = None
 ) -> list[dict]:
@@ -199,7 +410,7 @@ def mesh_study(
         (f"h = {h:g} mm", {"contacts": "surface", "mesh_size": float(h)}) for h in sizes
     ]:
         m = MasonryArch(**opts)
-        (r,) = m.run(PULATSU_THETA, {"velocity": velocity})
+        (r,) = m.run(PULATSU_THETA, {"velocity": velocity, **REAL})
         rows.append(
             {
                 "mesh": label,
@@ -220,7 +431,7 @@ def friction_study(phis: Sequence[float] = (27.0, 30.5, 35.0), velocity: float =
     m = MasonryArch()
     th = np.array([[PULATSU["kn"], PULATSU["ks"], p] for p in phis])
     rows = []
-    for p, r in zip(phis, m.run(th, {"velocity": velocity}), strict=True):
+    for p, r in zip(phis, m.run(th, {"velocity": velocity, **REAL}), strict=True):
         rows.append(
             {
                 "phi": p,
@@ -254,7 +465,9 @@ def limit_convergence(
         m = MasonryArch(contacts=lay)
         for v in velocities:
             th = np.array([[k, 0.4 * k, phi] for k in kns])
-            for k, r in zip(kns, m.run(th, {"velocity": v, "max_displacement": 3.0, "n_samples": 301}), strict=True):
+            for k, r in zip(
+                kns, m.run(th, {"velocity": v, "max_displacement": 3.0, "n_samples": 301, **REAL}), strict=True
+            ):
                 rows.append(
                     {
                         "contacts": lay,
@@ -275,9 +488,9 @@ def reference_experiment(velocity: float = 0.5, contacts: str = "pulatsu") -> Ex
     :func:`mechcalib.models.masonry.reference_experiment`). Its name says it is simulated; its conditions are
     model conditions only, so it can serve in a :class:`~mechcalib.core.problem.Problem`."""
     m = MasonryArch(contacts=contacts)
-    (resp,) = m.simulate(PULATSU_THETA, {"velocity": velocity})
+    (resp,) = m.simulate(PULATSU_THETA, {"velocity": velocity, **REAL})
     return Experiment(
-        dict(resp), conditions={"velocity": velocity}, name=f"simulated_reference_{contacts}_{velocity:g}mmps"
+        dict(resp), conditions={"velocity": velocity, **REAL}, name=f"simulated_reference_{contacts}_{velocity:g}mmps"
     )
 
 
@@ -302,7 +515,7 @@ def objective_contour(
     losses = np.array(
         [
             np.inf if isinstance(r, SimulationFailure) else obj(r, reference)
-            for r in m.simulate(theta, {"velocity": velocity})
+            for r in m.simulate(theta, {"velocity": velocity, **REAL})
         ]
     ).reshape(K.shape)
     if png is not None:
@@ -339,6 +552,11 @@ def _table(rows: list[dict]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["rate"]:
+        path = Path(argv[1]) if len(argv) > 1 else RESULTS / "arch.rate.md"
+        rate_report(path)
+        sys.stdout.write(f"wrote {path}\n")
+        return 0
     out = Path(argv[0]) if argv else RESULTS / "arch.studies"
     out.mkdir(parents=True, exist_ok=True)
     parts = []
@@ -353,7 +571,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ref = reference_experiment()
     grid = objective_contour(ref, png=out / "objective_contour.png")
     i, j = np.unravel_index(np.argmin(grid["loss"]), grid["loss"].shape)
-    base = OverlapRSS()(MasonryArch(contacts="pulatsu").simulate(PULATSU_THETA)[0], ref)
+    base = OverlapRSS()(MasonryArch(contacts="pulatsu").simulate(PULATSU_THETA, REAL)[0], ref)
     parts += [
         "## Objective 1 over kn x phi (ks = kn / 2.5), model at 10 mm/s against the 0.5 mm/s reference",
         (
@@ -362,7 +580,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ),
     ]
     m = MasonryArch()
-    (r,) = m.run(PULATSU_THETA, {"velocity": 1.0})
+    (r,) = m.run(PULATSU_THETA, {"velocity": 1.0, **REAL})
     m.plot(
         r,
         state="end",
@@ -370,7 +588,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         path=out / "deformed_1mmps.png",
         title="Pulatsu's parameters, 1 mm/s, 12 mm (x5): " + r.mode_end.summary(),
     )
-    (r,) = m.run(PULATSU_THETA)
+    (r,) = m.run(PULATSU_THETA, REAL)
     m.plot(r, state="end", scale=5, path=out / "deformed_10mmps.png", title="Pulatsu's parameters, 10 mm/s, 12 mm (x5)")
     (out / "studies.md").write_text("\n\n".join(parts) + "\n")
     sys.stdout.write(f"wrote {out / 'studies.md'} and the PNGs beside it\n")

@@ -80,9 +80,9 @@ def test_model_protocol(model):
 
 def test_pulatsu_parameters_peak_and_mechanism(model):
     """Kibriya et al. (2023) section 2.2: 2.71 kN peak, rotational hinges at both quarter spans and at the right
-    abutment, sliding at the left quarter span. Checked at 1 mm/s, where the response is quasi-static
-    (docs/masonry.md: the 10 mm/s curve carries the rate effect of local damping)."""
-    (run,) = model.run(model.full_vector()[None], {"velocity": 1.0})
+    abutment, sliding at the left quarter span. At the calibration velocity of 10 mm/s, which the default inertia
+    scaling makes quasi-static (docs/masonry.md section 4)."""
+    (run,) = model.run(model.full_vector()[None])
     assert abs(run.peak_force / MEASURED_PEAK_KN - 1) < 0.15
     end = run.mode_end
     assert [h.split(" ")[0] for h in end.hinges] == ["joint_5_6", "joint_9_10", "springing_right"]
@@ -97,7 +97,8 @@ def test_dem_approaches_the_limit_load():
     m = MasonryArch(contacts="edges")
     lp = static_collapse(m.assembly).load / 1e3
     runs = m.run(
-        np.array([[4e8, 1.6e8, 60.0], [4e9, 1.6e9, 60.0]]), {"velocity": 1.0, "max_displacement": 2.0, "n_samples": 201}
+        np.array([[4e8, 1.6e8, 60.0], [4e9, 1.6e9, 60.0]]),
+        {"velocity": 10.0, "max_displacement": 2.0, "n_samples": 201},
     )
     peaks = [r.peak_force for r in runs]
     assert peaks[0] < peaks[1]
@@ -109,13 +110,73 @@ def test_contact_layout_sets_the_rocking_points():
     peaks = {}
     for lay in ("uniform", "midpoint"):
         m = MasonryArch(contacts=lay, n_contacts=5)
-        (r,) = m.run(m.full_vector()[None], {"velocity": 2.0, "max_displacement": 4.0, "n_samples": 81})
+        (r,) = m.run(m.full_vector()[None], {"velocity": 20.0, "max_displacement": 4.0, "n_samples": 81})
         peaks[lay] = r.peak_force
     assert peaks["midpoint"] < 0.95 * peaks["uniform"]
 
 
+def test_pulatsu_layout_at_the_calibration_velocity():
+    """Pulatsu's layout at 10 mm/s (default inertia scaling): the peak within 15 % of the measured 2.71 kN (it was
+    3.62 kN, +34 %, with real masses) and the experiment's three hinges and one sliding joint."""
+    m = MasonryArch(contacts="pulatsu")
+    (r,) = m.run(m.full_vector()[None])
+    assert abs(r.peak_force / MEASURED_PEAK_KN - 1) < 0.15
+    assert [h.split(" ")[0] for h in r.mode_end.hinges] == ["joint_5_6", "joint_9_10", "springing_right"]
+    assert r.mode_end.sliding == ["joint_4_5"]
+
+
+def test_rate_ratio_within_the_papers_band():
+    """Kibriya et al. (2023) Fig. 7: at 1.6 mm the 50 mm/s force is 1.19-1.54 times the 1 mm/s one. The default
+    inertia scaling keeps the ratio below 1.69 (the paper's + 0.15); real masses give about 2 (cheap setting: 5
+    uniform contacts, 2 mm)."""
+    m = MasonryArch(n_contacts=5)
+    cond = {"max_displacement": 2.0, "n_samples": 41}
+    ratio = {}
+    for scale in (0.01, 1.0):
+        f = [
+            float(np.interp(1.6, r.response["vertical"].x, r.response["vertical"].y))
+            for v in (1.0, 50.0)
+            for r in m.run(m.full_vector()[None], cond | {"velocity": v, "mass_scale": scale})
+        ]
+        ratio[scale] = f[1] / f[0]
+    assert ratio[0.01] < 1.69 < ratio[1.0]
+
+
+def test_inertia_scaling_is_slower_loading():
+    """Scaling every mass by c^2 with the weights kept is loading c times slower: the same steps and the same
+    curve up to round-off (which stick-slip events amplify; docs/masonry.md section 4)."""
+    m = MasonryArch(n_contacts=5)
+    cond = {"max_displacement": 1.0, "n_samples": 21}
+    (a,) = m.run(m.full_vector()[None], cond | {"velocity": 10.0, "mass_scale": 0.01})
+    (b,) = m.run(m.full_vector()[None], cond | {"velocity": 1.0, "mass_scale": 1.0})
+    assert a.load_steps == b.load_steps
+    np.testing.assert_allclose(a.pos_eq, b.pos_eq, atol=1e-9)  # the weights, hence the equilibrium, are kept
+    # equal up to the first slip events (0.8 mm); after them round-off moves single samples
+    np.testing.assert_allclose(a.response["vertical"].y[:17], b.response["vertical"].y[:17], rtol=0.02, atol=0.02)
+    assert a.peak_force == pytest.approx(b.peak_force, rel=0.05)
+    with pytest.raises(ConfigurationError, match="mass_scale"):
+        m.run(m.full_vector()[None], {"mass_scale": 0.0})
+
+
+def test_small_displacements_keep_the_strength():
+    """Kibriya et al. (2023) Fig. 4: small displacements give the peak but no softening branch (large ones lose
+    35-40 % by 12 mm, test_pulatsu_parameters_peak_and_mechanism); the plateau is the limit-analysis load with
+    Pulatsu's friction angle. Small and large agree while the arch is elastic."""
+    small, large = MasonryArch(displacements="small"), MasonryArch()
+    (r,) = small.run(small.full_vector()[None])
+    lim = static_collapse(small.assembly, mu=math.tan(math.radians(30.5))).load / 1e3
+    f = r.response["vertical"].y
+    assert r.peak_force == pytest.approx(lim, rel=0.03)
+    assert f[-1] > 0.9 * r.peak_force
+    cond = {"max_displacement": 0.5, "n_samples": 11}
+    (a,), (b,) = small.run(small.full_vector()[None], cond), large.run(large.full_vector()[None], cond)
+    np.testing.assert_allclose(a.response["vertical"].y, b.response["vertical"].y, rtol=0.02, atol=0.01)
+    with pytest.raises(ConfigurationError, match="displacements"):
+        MasonryArch(displacements="tiny")
+
+
 def test_deformed_plot(tmp_path, model):
-    (run,) = model.run(model.full_vector()[None], {"max_displacement": 2.0, "n_samples": 41})
+    (run,) = model.run(model.full_vector()[None], {"max_displacement": 2.0, "n_samples": 41, "mass_scale": 1.0})
     fig = model.plot(run, path=tmp_path / "arch.png", state="peak")
     assert (tmp_path / "arch.png").stat().st_size > 10_000
     assert len(fig.axes[0].collections[0].get_paths()) == 15 + 1  # 15 blocks and the wooden interface

@@ -49,7 +49,10 @@ import numpy as np
 from ...errors import ConfigurationError
 from .geometry import Assembly, contact_layout
 from .kernels import (
+    COMBINED,
     DIVERGED,
+    LOCAL,
+    N_INFO,
     NOT_EQUILIBRATED,
     OK,
     S_DISP,
@@ -69,7 +72,10 @@ from .kernels import (
 )
 
 __all__ = [
+    "COMBINED",
+    "DAMPING_FORMS",
     "DIVERGED",
+    "LOCAL",
     "NOT_EQUILIBRATED",
     "OK",
     "S_DISP",
@@ -93,6 +99,8 @@ __all__ = [
     "stiffness_matrix",
 ]
 
+DAMPING_FORMS = {"local": LOCAL, "combined": COMBINED}
+
 
 @dataclass(frozen=True)
 class DemSystem:
@@ -103,7 +111,9 @@ class DemSystem:
     Sub-contacts (``nc``): ``ca``, ``cb`` (blocks), ``node`` ``(nc, 2)`` (node relative to ``ca``),
     ``face0`` ``(nc, 2)`` (face start relative to ``cb``), ``tangent``, ``normal`` ``(nc, 2)`` (unit, the normal
     pointing out of ``cb``), ``face_len``, ``area`` (tributary area), ``joint`` (joint index), ``s`` (position
-    along the joint in [0, 1]).
+    along the joint in [0, 1]), ``visc``: a joint of area ``A`` between blocks of reduced mass ``m`` (the free
+    block's mass against a support) gets the critical normal dashpot ``2 sqrt(kn A m)``, shared out by area:
+    ``visc = 2 sqrt(m) area / sqrt(A)`` (times ``xi sqrt(kn)`` in the kernel).
     """
 
     assembly: Assembly
@@ -121,6 +131,7 @@ class DemSystem:
     area: np.ndarray
     joint: np.ndarray
     s: np.ndarray
+    visc: np.ndarray
     load_block: int
     load_point: np.ndarray
     load_dir: np.ndarray
@@ -159,7 +170,7 @@ def build_system(
     cent = np.array([p[1] for p in props])
     inertia = np.array([p[2] for p in props])
     free = np.array([0 if b.fixed else 1 for b in assembly.blocks], dtype=np.int64)
-    ca, cb, node, face0, tan, nrm, flen, area, jid, ss = ([] for _ in range(10))
+    ca, cb, node, face0, tan, nrm, flen, area, jid, ss, visc = ([] for _ in range(11))
     for j, jt in enumerate(assembly.joints):
         p0, p1 = np.asarray(jt.p0, float), np.asarray(jt.p1, float)
         L = float(np.hypot(*(p1 - p0)))
@@ -168,6 +179,9 @@ def build_system(
         if nv @ (cent[jt.b] - p0) > 0:
             nv = -nv  # out of block b
         s, w = contact_layout(layout, n, length=L, mesh_size=mesh_size, n_sub=n_sub)
+        ma, mb = (mass[i] if free[i] else math.inf for i in (jt.a, jt.b))
+        mred = ma if mb == math.inf else (mb if ma == math.inf else ma * mb / (ma + mb))
+        aj = float(np.sum(w)) * L * W
         for sk, wk in zip(s, w, strict=True):
             x = p0 + sk * (p1 - p0)
             ca.append(jt.a)
@@ -180,6 +194,7 @@ def build_system(
             area.append(wk * L * W)
             jid.append(j)
             ss.append(sk)
+            visc.append(2.0 * math.sqrt(mred) * wk * L * W / math.sqrt(aj) if math.isfinite(mred) else 0.0)
     if assembly.load is not None:
         lb = int(assembly.load.block)
         lp = np.asarray(assembly.load.point, float) - cent[lb]
@@ -209,6 +224,7 @@ def build_system(
         arr(area),
         arr(jid, np.int64),
         arr(ss),
+        arr(visc),
         lb,
         lp,
         ld,
@@ -272,7 +288,10 @@ class BatchResult:
     ``pos_eq``, ``pos_peak``, ``pos_end`` ``(n, nb, 3)``: block ``(x, y, theta)`` after self-weight, at the
     peak plate force, at the end. ``fn``, ``fs``, ``slip`` ``(n, nc)``: final sub-contact forces [N] and
     plastic slip accumulated during loading [m]. ``status``, ``eq_steps``, ``eq_ratio`` (final
-    unbalanced-force ratio of the self-weight phase), ``load_steps``, ``dt`` (the loading-phase step) ``(n,)``.
+    unbalanced-force ratio of the self-weight phase), ``load_steps``, ``dt`` (the loading-phase step) ``(n,)``;
+    ``n_open`` and ``n_slip`` ``(n,)``: how often a sub-contact opened or closed, and changed between sticking
+    and slipping, from one loading step to the next; ``step_peak`` ``(n,)``: the largest plate force [N] of
+    any step (the samples may miss it).
     """
 
     samples: np.ndarray
@@ -287,6 +306,9 @@ class BatchResult:
     eq_ratio: np.ndarray
     load_steps: np.ndarray
     dt: np.ndarray
+    n_open: np.ndarray
+    n_slip: np.ndarray
+    step_peak: np.ndarray
 
 
 def run_batch(
@@ -308,6 +330,13 @@ def run_batch(
     eq_tol: float = 1e-5,
     eq_check: int = 10,
     vel0: np.ndarray | None = None,
+    damping_form: str = "local",
+    viscous: float = 0.0,
+    ramp: float = 0.0,
+    plate_mass: float = 0.0,
+    k_act: float | None = None,
+    mass_scale: float = 1.0,
+    small_displacements: bool = False,
 ) -> BatchResult:
     """Simulate ``n`` parameter sets: ``kn``, ``ks`` [Pa/m] and ``phi_deg`` [deg], each ``(n,)``.
 
@@ -321,7 +350,23 @@ def run_batch(
         rounding: sub-contacts stay active ``rounding * L`` beyond a face's ends.
         eq_max_steps, eq_tol, eq_check: self-weight equilibration (0 steps: none).
         vel0: ``(nb, 3)`` velocities imposed at the start of the loading phase (tests).
+        damping_form: ``"local"`` or ``"combined"`` (:func:`~.kernels.integrate`); ``viscous``: damping ratio
+            of dashpots at the sub-contacts (``DemSystem.visc``; 0: none).
+        ramp: [s] the plate's velocity rises linearly to ``velocity`` over this time (the plate lags the
+            constant-velocity path by ``velocity * ramp / 2``: lengthen ``duration`` by ``ramp / 2``).
+        plate_mass: [kg] 0: a kinematic plate; else a mass driven through an actuator spring ``k_act`` [N/m]
+            (default the plate spring).
+        mass_scale: every block's mass and inertia times this factor, gravity divided by it (the weights stay;
+            the step grows by its square root unless ``dt`` is given).
+        small_displacements: contacts keep their assembled geometry (:class:`~.kernels.Controls`).
     """
+    if damping_form not in DAMPING_FORMS:
+        raise ConfigurationError(f"damping_form must be one of {list(DAMPING_FORMS)}, got {damping_form!r}")
+    for name, val in (("viscous", viscous), ("ramp", ramp), ("plate_mass", plate_mass)):
+        if not (math.isfinite(val) and val >= 0):
+            raise ConfigurationError(f"{name} must be finite and >= 0, got {val!r}")
+    if not (math.isfinite(mass_scale) and mass_scale > 0):
+        raise ConfigurationError(f"mass_scale must be finite and > 0, got {mass_scale!r}")
     kn = np.atleast_1d(np.asarray(kn, float))
     n = kn.size
     ks = np.broadcast_to(np.asarray(ks, float), (n,)).copy()
@@ -344,7 +389,13 @@ def run_batch(
             "local damping stiffens the update by (1 + alpha)"
         )
     if dt is None:
-        dt_arr = np.array([stable_dt(system, kn[i], ks[i], kp_arr[i], dt_factor) for i in range(n)])
+        ka = kp_arr if k_act is None else np.full(n, float(k_act))
+        dt_arr = np.array(
+            [
+                stable_dt(system, kn[i], ks[i], kp_arr[i] if plate_mass <= 0 else kp_arr[i] + ka[i], dt_factor)
+                for i in range(n)
+            ]
+        ) * math.sqrt(mass_scale)
     else:
         dt_arr = np.broadcast_to(np.asarray(dt, float), (n,)).copy()
     nb_, nc, ntr = system.n_blocks, system.n_contacts, system.track_block.size
@@ -352,11 +403,23 @@ def run_batch(
     samples = np.zeros((n, n_samples, S_TRACK + 2 * ntr))
     pos_eq, pos_peak, pos_end = (np.zeros((n, nb_, 3)) for _ in range(3))
     fn, fs, slip = (np.zeros((n, nc)) for _ in range(3))
-    info = np.zeros((n, 5))
+    info = np.zeros((n, N_INFO))
+    if n > 1 and plate_mass > 0 and k_act is None and np.ptp(kp_arr) > 0:
+        raise ConfigurationError("a massive plate in a batch of different kp needs one k_act")
+    k_a = float(kp_arr[0] if k_act is None else k_act)
     _run_batch(
-        Blocks(system.mass, system.inertia, system.free, system.centroid),
+        Blocks(system.mass * mass_scale, system.inertia * mass_scale, system.free, system.centroid),
         Contacts(
-            system.ca, system.cb, system.node, system.face0, system.tangent, system.normal, system.face_len, system.area
+            system.ca,
+            system.cb,
+            system.node,
+            system.face0,
+            system.tangent,
+            system.normal,
+            system.face_len,
+            system.area,
+            system.visc,
+            np.ascontiguousarray(system.node + system.centroid[system.ca] - system.centroid[system.cb]),
         ),
         kn,
         ks,
@@ -365,12 +428,15 @@ def run_batch(
         dt_arr,
         Controls(
             float(alpha),
-            float(gravity[0]),
-            float(gravity[1]),
+            float(gravity[0]) / mass_scale,
+            float(gravity[1]) / mass_scale,
             float(rounding),
             int(eq_max_steps),
             float(eq_tol),
             int(eq_check),
+            DAMPING_FORMS[damping_form],
+            float(viscous),
+            int(bool(small_displacements)),
         ),
         Loading(
             int(system.load_block),
@@ -381,6 +447,9 @@ def run_batch(
             v0,
             system.track_block,
             system.track_point,
+            float(ramp),
+            float(plate_mass),
+            k_a,
         ),
         Outputs(samples, pos_eq, pos_peak, pos_end, fn, fs, slip, info),
     )
@@ -397,4 +466,7 @@ def run_batch(
         info[:, 2],
         info[:, 3].astype(int),
         info[:, 4],
+        info[:, 5].astype(int),
+        info[:, 6].astype(int),
+        info[:, 7],
     )

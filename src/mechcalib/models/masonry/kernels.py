@@ -14,6 +14,9 @@ import numpy as np
 OK, NOT_EQUILIBRATED, DIVERGED = 0, 1, 2
 # columns of the sample array
 S_TIME, S_DISP, S_FORCE, S_KE, S_TRACK = 0, 1, 2, 3, 4
+# global damping forms (module dem)
+LOCAL, COMBINED = 0, 1
+N_INFO = 8
 
 
 class Blocks(NamedTuple):
@@ -29,7 +32,9 @@ class Blocks(NamedTuple):
 class Contacts(NamedTuple):
     """The ``nc`` sub-contacts (as in :class:`DemSystem`): blocks ``ca``, ``cb`` ``(nc,)``; ``node`` ``(nc, 2)``
     [m] relative to ``ca``, ``face0`` ``(nc, 2)`` [m] relative to ``cb``, unit ``tangent`` and ``normal``
-    ``(nc, 2)``, ``face_len`` [m] and tributary ``area`` [m^2] ``(nc,)``."""
+    ``(nc, 2)``, ``face_len`` [m] and tributary ``area`` [m^2] ``(nc,)``; ``visc`` ``(nc,)`` [sqrt(kg) m]: the normal dashpot of a
+    damping ratio of 1 is ``visc * sqrt(kn)`` (:func:`~.dem.build_system`); ``node_b`` ``(nc, 2)`` [m]: the node
+    relative to ``cb`` in the assembled configuration."""
 
     ca: np.ndarray
     cb: np.ndarray
@@ -39,12 +44,17 @@ class Contacts(NamedTuple):
     normal: np.ndarray
     face_len: np.ndarray
     area: np.ndarray
+    visc: np.ndarray
+    node_b: np.ndarray
 
 
 class Controls(NamedTuple):
     """Settings common to a batch: local damping ``alpha``, gravity ``gx``, ``gy`` [m/s^2], ``rounding`` (of a
     face's ends, relative to its length), self-weight equilibration ``eq_max`` steps, ``eq_tol`` (unbalanced
-    force ratio), ``eq_check`` (steps between checks)."""
+    force ratio), ``eq_check`` (steps between checks); ``form`` of the global damping (:data:`LOCAL` or
+    :data:`COMBINED`); ``xi``: damping ratio of the viscous dashpots at the sub-contacts (0: none); ``small``: 1 for
+    small displacements (every contact keeps its assembled normal, tangent and lever arms; its gap and slip
+    follow the blocks' motion linearised in the rotations), 0 for large ones."""
 
     alpha: float
     gx: float
@@ -53,13 +63,18 @@ class Controls(NamedTuple):
     eq_max: int
     eq_tol: float
     eq_check: int
+    form: int
+    xi: float
+    small: int
 
 
 class Loading(NamedTuple):
     """The loading phase: plate on block ``load_block`` (-1: none) at ``load_point`` ``(2,)`` [m] from its
     centroid along the unit ``load_dir`` ``(2,)``, driven at ``velocity`` [m/s] for ``duration`` [s];
     ``vel0`` ``(nb, 3)`` velocities imposed at its start; tracked points ``track_point`` ``(ntr, 2)`` [m] on
-    blocks ``track_block`` ``(ntr,)``."""
+    blocks ``track_block`` ``(ntr,)``; ``ramp`` [s]: the plate's velocity rises linearly from 0 to ``velocity`` over
+    this time (0: a step); ``plate_mass`` [kg] (0: the plate follows the actuator kinematically; else it is a
+    mass driven through the actuator spring ``k_act`` [N/m])."""
 
     load_block: int
     load_point: np.ndarray
@@ -69,12 +84,16 @@ class Loading(NamedTuple):
     vel0: np.ndarray
     track_block: np.ndarray
     track_point: np.ndarray
+    ramp: float
+    plate_mass: float
+    k_act: float
 
 
 class Outputs(NamedTuple):
     """The outputs of one set (with a leading ``(n,)`` axis, of a batch), as in :class:`BatchResult`:
     ``samples`` ``(n_samples, 4 + 2 ntr)``, ``pos_eq``, ``pos_peak``, ``pos_end`` ``(nb, 3)``, ``fn``, ``fs``,
-    ``slip`` ``(nc,)`` and ``info`` ``(5,)`` (status, equilibration steps and ratio, loading steps and step)."""
+    ``slip`` ``(nc,)`` and ``info`` ``(N_INFO,)`` (status, equilibration steps and ratio, loading steps and step, the
+    sub-contact state changes during loading (open/closed, stick/slip) and the largest plate force of any step)."""
 
     samples: np.ndarray
     pos_eq: np.ndarray
@@ -87,10 +106,13 @@ class Outputs(NamedTuple):
 
 
 @nb.njit(cache=True)
-def contact_forces(pos, vel, F, fn, fs, slip, contacts, kna, ksa, mu, rounding, dt, rot):
+def contact_forces(pos, vel, F, fn, fs, slip, contacts, kna, ksa, mu, rounding, dt, rot, cn, state, small, centroid):
     """Add the forces of the :class:`Contacts` at state ``pos``/``vel`` (``(nb, 3)``) to ``F`` (``(nb, 3)``);
     update the stored normal ``fn``, shear ``fs`` and accumulated plastic slip ``slip`` (``(nc,)``). ``kna``,
-    ``ksa``: sub-contact stiffnesses [N/m] (``(nc,)``); ``mu = tan(phi)``; ``rot`` ``(nb, 2)``: work space."""
+    ``ksa``: sub-contact stiffnesses [N/m] (``(nc,)``); ``mu = tan(phi)``; ``rot`` ``(nb, 2)``: work space; ``cn``
+    ``(nc,)``: normal dashpots [N s/m] (the shear one is ``cn sqrt(ks / kn)``; it acts while the contact sticks);
+    ``state`` ``(nc,)`` receives 0 (open), 1 (stick) or 2 (slip); ``small``: see :class:`Controls`;
+    ``centroid`` ``(nb, 2)``: the assembled centroids (small displacements)."""
     ca, cb, node, face0, tangent, normal, face_len = (
         contacts.ca,
         contacts.cb,
@@ -100,6 +122,7 @@ def contact_forces(pos, vel, F, fn, fs, slip, contacts, kna, ksa, mu, rounding, 
         contacts.normal,
         contacts.face_len,
     )
+    node_b = contacts.node_b
     for b in range(pos.shape[0]):
         rot[b, 0] = math.cos(pos[b, 2])
         rot[b, 1] = math.sin(pos[b, 2])
@@ -116,31 +139,51 @@ def contact_forces(pos, vel, F, fn, fs, slip, contacts, kna, ksa, mu, rounding, 
         ty = sbb * tangent[k, 0] + cbb * tangent[k, 1]
         nx = cbb * normal[k, 0] - sbb * normal[k, 1]
         ny = sbb * normal[k, 0] + cbb * normal[k, 1]
-        dx, dy = px - qx, py - qy
+        if small:
+            # the assembled geometry: the node's displacement relative to the material point of b beneath it
+            # (both linear in the rotations, with the assembled lever arms) on the assembled normal and tangent
+            tx, ty, nx, ny = tangent[k, 0], tangent[k, 1], normal[k, 0], normal[k, 1]
+            rax, ray = node[k, 0], node[k, 1]
+            r0x, r0y = node_b[k, 0], node_b[k, 1]
+            ux = (pos[a, 0] - centroid[a, 0] - pos[a, 2] * ray) - (pos[b, 0] - centroid[b, 0] - pos[b, 2] * r0y)
+            uy = (pos[a, 1] - centroid[a, 1] + pos[a, 2] * rax) - (pos[b, 1] - centroid[b, 1] + pos[b, 2] * r0x)
+            dx, dy = r0x - face0[k, 0] + ux, r0y - face0[k, 1] + uy
+            px, py = pos[b, 0] + r0x, pos[b, 1] + r0y  # so that the lever arm on b below is the assembled one
+        else:
+            dx, dy = px - qx, py - qy
         gap = dx * nx + dy * ny
         sp = dx * tx + dy * ty
         L = face_len[k]
         if gap >= 0.0 or sp < -rounding * L or sp > (1.0 + rounding) * L:
             fn[k] = 0.0
             fs[k] = 0.0
+            state[k] = 0
             continue
         n_force = -kna[k] * gap
         rbx, rby = px - pos[b, 0], py - pos[b, 1]
         vrx = (vel[a, 0] - vel[a, 2] * ray) - (vel[b, 0] - vel[b, 2] * rby)
         vry = (vel[a, 1] + vel[a, 2] * rax) - (vel[b, 1] + vel[b, 2] * rbx)
-        dus = (vrx * tx + vry * ty) * dt
-        s_force = fs[k] - ksa[k] * dus
+        vs = vrx * tx + vry * ty
+        s_force = fs[k] - ksa[k] * (vs * dt)
         cap = mu * n_force
+        state[k] = 1
         if s_force > cap:
             slip[k] += abs(s_force - cap) / ksa[k]
             s_force = cap
+            state[k] = 2
         elif s_force < -cap:
             slip[k] += abs(s_force + cap) / ksa[k]
             s_force = -cap
+            state[k] = 2
         fn[k] = n_force
         fs[k] = s_force
-        fx = n_force * nx + s_force * tx
-        fy = n_force * ny + s_force * ty
+        n_tot, s_tot = n_force, s_force
+        if cn[k] > 0.0:  # dashpots: no tension, and they leave the friction limit to the elastic normal force
+            n_tot = max(0.0, n_force - cn[k] * (vrx * nx + vry * ny))
+            if state[k] == 1:
+                s_tot = s_force - cn[k] * math.sqrt(ksa[k] / kna[k]) * vs
+        fx = n_tot * nx + s_tot * tx
+        fy = n_tot * ny + s_tot * ty
         F[a, 0] += fx
         F[a, 1] += fy
         F[a, 2] += rax * fy - ray * fx
@@ -158,18 +201,25 @@ def _point(pos, blk, p):
 
 
 @nb.njit(cache=True)
-def integrate(pos, vel, F, mass, inertia, free, alpha, dt):
-    """Central-difference update with Cundall's local damping ``-alpha |F| sign(v)`` per DOF (in place)."""
+def integrate(pos, vel, F, mass, inertia, free, alpha, dt, form=LOCAL):
+    """Central-difference update (in place) with Cundall's local damping ``-alpha |F| sign(v)`` per DOF, or
+    (``form`` :data:`COMBINED`) half of it from the sign of the velocity and half from the sign of the force,
+    ``-alpha |F| (sign(v) + sign(F)) / 2`` (Itasca's combined damping, which also reacts to changes of the
+    force's sign; it damps an accelerating DOF as local damping does and a decelerating one not at all)."""
     for b in range(mass.size):
         if free[b] == 0:
             continue
         for d in range(3):
             f = F[b, d]
             v = vel[b, d]
+            a = alpha * abs(f)
+            if form == COMBINED:
+                a *= 0.5
+                f -= a * (1.0 if f > 0.0 else (-1.0 if f < 0.0 else 0.0))
             if v > 0.0:
-                f -= alpha * abs(f)
+                f -= a
             elif v < 0.0:
-                f += alpha * abs(f)
+                f += a
             m = inertia[b] if d == 2 else mass[b]
             vel[b, d] = v + f / m * dt
             pos[b, d] += vel[b, d] * dt
@@ -198,8 +248,16 @@ def run_one(blocks, contacts, kn, ks, mu, kp, dt, controls, loading, out):
     ``kp`` [N/m], time step ``dt`` [s]); results go into the :class:`Outputs` ``out`` (see :func:`run_batch`)."""
     mass, inertia, free, centroid = blocks
     ca, area = contacts.ca, contacts.area
-    alpha, gx, gy, rounding, eq_max, eq_tol, eq_check = controls
-    load_block, load_point, load_dir, velocity, duration, vel0, track_block, track_point = loading
+    alpha, gx, gy, rounding, eq_max, eq_tol, eq_check, form, xi, small = controls
+    load_block, load_point, load_dir, velocity, duration = (
+        loading.load_block,
+        loading.load_point,
+        loading.load_dir,
+        loading.velocity,
+        loading.duration,
+    )
+    vel0, track_block, track_point = loading.vel0, loading.track_block, loading.track_point
+    ramp, plate_mass, k_act = loading.ramp, loading.plate_mass, loading.k_act
     samples, pos_eq, pos_peak, pos_end, fn_end, fs_end, slip_end, info = out
     nb_, nc = mass.size, ca.size
     pos = np.zeros((nb_, 3))
@@ -213,6 +271,9 @@ def run_one(blocks, contacts, kn, ks, mu, kp, dt, controls, loading, out):
     rot = np.zeros((nb_, 2))
     kna = kn * area
     ksa = ks * area
+    cn = xi * math.sqrt(kn) * contacts.visc
+    state = np.zeros(nc, dtype=np.int64)
+    prev = np.zeros(nc, dtype=np.int64)
     status = OK
     # reference forces for the equilibrium ratio
     wsum, nfree, asum = 0.0, 0, 0.0
@@ -230,7 +291,9 @@ def run_one(blocks, contacts, kn, ks, mu, kp, dt, controls, loading, out):
         ratio = 1e300
         for it in range(eq_max):
             _gravity(F, mass, free, gx, gy)
-            contact_forces(pos, vel, F, fn, fs, slip, contacts, kna, ksa, mu, rounding, dt, rot)
+            contact_forces(
+                pos, vel, F, fn, fs, slip, contacts, kna, ksa, mu, rounding, dt, rot, cn, state, small, centroid
+            )
             eq_steps = it + 1
             if it % eq_check == 0:
                 ratio = 0.0
@@ -240,7 +303,7 @@ def run_one(blocks, contacts, kn, ks, mu, kp, dt, controls, loading, out):
                         ratio = max(ratio, r)
                 if ratio < eq_tol:
                     break
-            integrate(pos, vel, F, mass, inertia, free, alpha, dt)
+            integrate(pos, vel, F, mass, inertia, free, alpha, dt, form)
             if not math.isfinite(pos[0, 0] + pos[nb_ - 1, 1]):
                 break
         if ratio >= eq_tol:
@@ -252,6 +315,7 @@ def run_one(blocks, contacts, kn, ks, mu, kp, dt, controls, loading, out):
             pos_peak[b, d] = pos[b, d]
     for k in range(nc):
         slip[k] = 0.0
+        prev[k] = state[k]
     # ---- phase 2: displacement-controlled loading
     ntr = track_block.size
     tr0 = np.zeros((ntr, 2))
@@ -272,11 +336,23 @@ def run_one(blocks, contacts, kn, ks, mu, kp, dt, controls, loading, out):
     dtl = duration / n_steps if n_steps > 0 else dt
     js = 0
     peak = -1.0
+    n_open, n_slip = 0, 0
+    z, vz = 0.0, 0.0  # the plate's displacement and velocity when it has a mass
     for it in range(n_steps + 1):
         t = it * dtl
-        u = velocity * t
+        # the actuator's displacement: a velocity ramp over ``ramp`` seconds, then constant velocity
+        ua = velocity * t * t / (2.0 * ramp) if t < ramp else velocity * (t - 0.5 * ramp)
+        u = ua if plate_mass <= 0.0 else z
         _gravity(F, mass, free, gx, gy)
-        contact_forces(pos, vel, F, fn, fs, slip, contacts, kna, ksa, mu, rounding, dtl, rot)
+        contact_forces(
+            pos, vel, F, fn, fs, slip, contacts, kna, ksa, mu, rounding, dtl, rot, cn, state, small, centroid
+        )
+        for k in range(nc):
+            if (state[k] == 0) != (prev[k] == 0):
+                n_open += 1
+            elif state[k] + prev[k] == 3:
+                n_slip += 1
+            prev[k] = state[k]
         fp = 0.0
         if load_block >= 0:
             x, y, rx, ry = _point(pos, load_block, load_point)
@@ -304,7 +380,15 @@ def run_one(blocks, contacts, kn, ks, mu, kp, dt, controls, loading, out):
             js += 1
         if it == n_steps:
             break
-        integrate(pos, vel, F, mass, inertia, free, alpha, dtl)
+        integrate(pos, vel, F, mass, inertia, free, alpha, dtl, form)
+        if plate_mass > 0.0:  # the plate: actuator spring, the arch's reaction, the same damping as a block
+            fz = k_act * (ua - z) - fp
+            if vz > 0.0:
+                fz -= alpha * abs(fz)
+            elif vz < 0.0:
+                fz += alpha * abs(fz)
+            vz += fz / plate_mass * dtl
+            z += vz * dtl
         bad = False
         for b in range(nb_):
             if not (math.isfinite(pos[b, 0]) and math.isfinite(pos[b, 1]) and math.isfinite(pos[b, 2])):
@@ -327,6 +411,9 @@ def run_one(blocks, contacts, kn, ks, mu, kp, dt, controls, loading, out):
     info[2] = ratio
     info[3] = n_steps
     info[4] = dtl
+    info[5] = n_open
+    info[6] = n_slip
+    info[7] = peak
 
 
 @nb.njit(parallel=True, cache=True)
