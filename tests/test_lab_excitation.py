@@ -227,3 +227,14 @@ def test_check_reports_the_step_convergence(tmp_path):
     assert r.exit_code == 0 and "converged" in r.output and "warning" not in r.output, r.output
     r = runner.invoke(app, ["check", str(tmp_path / "coarse.toml")])
     assert r.exit_code == 0 and "warning:" in r.output and "substeps" in r.output, r.output
+
+
+@pytest.mark.parametrize("law", ["boucwen_opensees", "bwbn"])
+def test_step_rule_reads_the_opensees_laws_stiffness_at_rest(law):
+    from mechcalib.models.hysteresis.sdof import HystereticSDOF
+
+    model = HystereticSDOF(law)
+    pre = model.presets["default"]
+    alpha, ko, ao = pre["alpha"], pre["ko"], pre["Ao"]
+    k0 = pre["k"] + alpha * ko + (1 - alpha) * ko * ao
+    assert np.max(model.natural_frequencies()) == pytest.approx(np.sqrt(k0 / pre["m"]) / (2 * np.pi), rel=1e-12)

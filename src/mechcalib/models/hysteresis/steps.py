@@ -99,4 +99,9 @@ def initial_stiffness(law: str, a: np.ndarray) -> float:
         return float(a[0] + a[1])
     if law == "degradation":
         return 1.0  # A0 = 1 (eqs. 12, 15)
+    if law in ("boucwen_opensees", "bwbn"):
+        # OpenSees' names (alpha, ko, n, gamma, beta, Ao, ...): r = alpha ko u + (1 - alpha) ko z, dz/du = Ao at
+        # rest (BWBN's pinching only lowers it, so this bounds the frequency from above)
+        alpha, ko, ao = float(a[0]), float(a[1]), float(a[5])
+        return alpha * ko + (1.0 - alpha) * ko * ao
     return float(a[0])  # Bouc-Wen (eq. 11) and pinching (eq. 19): A
