@@ -105,3 +105,21 @@ def test_experiments_with_one_name_are_refused_for_residuals():
     prob = Problem(model, [e, e], L2())
     with pytest.raises(ConfigurationError, match="distinct names"):
         prob.residuals(np.array([[0.2, 5.0]]))
+
+
+def test_least_squares_stores_only_the_measured_channels_of_each_response(tmp_path):
+    import mechcalib as mc
+    from mechcalib.optimizers import LeastSquaresTRF
+    from mechcalib.storage import RunStore
+
+    model = Duffing()
+    sim = experiment_from_model(model, name="d")
+    full = Experiment({"displacement": sim["displacement"]}, name="d")  # restoring_force is not measured
+    prob = Problem(model, full, L2())
+    with RunStore(tmp_path / "s.db") as store:
+        res = mc.calibrate(prob, LeastSquaresTRF(seed=0), max_evals=12, store=store, run_name="r")
+        recs = store.evaluations("r", responses=True)
+    assert res.n_evals == 12 and all(r.status == "ok" for r in recs)
+    # the residuals need the measured curves only: the rest of the model's output is not kept
+    assert all(set(r.response["d"]) == set(full.channels) for r in recs)
+    assert np.sum(prob.residuals(recs[0].x[None, :]) ** 2) == pytest.approx(recs[0].raw_loss, rel=1e-12)

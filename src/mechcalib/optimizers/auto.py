@@ -48,7 +48,13 @@ class Auto(Optimizer):
        ends at its best rather than spend the rest on a Jacobian it cannot use.
 
     Choices are logged (logger ``mechcalib.optimizers.auto``) and kept in :attr:`choices` (part of the
-    optimiser state that checkpoints store).
+    optimiser state that checkpoints store; :func:`~mechcalib.calibrate` puts them in ``Result.choices``,
+    the store's run record and, through ``mechcalib run``, ``result.json``). Each is a record
+    ``{"choice", "reason", "at_eval"}`` (``at_eval``: evaluations told before it, so consecutive records
+    give the phase boundaries) with the measured values: ``design`` (``n``, ``budget``), ``check``
+    (``point``: the best design point, unit cube; ``loss``), ``lsq`` or ``cmaes`` (the rule: ``mismatch``,
+    ``smooth_tol``, or ``left`` when the budget decided), ``polish`` (``starts``: unit-cube points,
+    ``start_losses``), ``stop`` (``batch``: the batch that did not fit, ``left``).
 
     Args:
         design_fraction: share of the budget for the design (before the caps).
@@ -84,12 +90,12 @@ class Auto(Optimizer):
         self._budget = None if max_evals is None else int(max_evals)
 
     def prepare_problem(self, problem: Any, termination: Any) -> Any:
-        """Note whether the problem has residuals; a problem with them is made to keep its responses."""
+        """Note whether the problem has residuals; a problem with them is made to keep the measured channels of its responses."""
         self._has_residuals = bool(getattr(problem, "has_residuals", False))
         if self._has_residuals and not getattr(problem, "keep_responses", True):
             from dataclasses import replace
 
-            problem = replace(problem, keep_responses=True)
+            problem = replace(problem, keep_responses="measured")
         return problem
 
     @property
@@ -133,10 +139,10 @@ class Auto(Optimizer):
         self._batch: np.ndarray | None = None  # the sub-optimiser's full batch, while only its unknown points are asked
         self._next: np.ndarray | None = None  # the unknown points of that batch, planned when the last one was told
         self._check: np.ndarray | None = None  # the best design point under the smoothness check
-        self._log_choice("design", f"{n0} Sobol points (budget {self._budget})")
+        self._log_choice("design", f"{n0} Sobol points (budget {self._budget})", n=n0, budget=self._budget)
 
-    def _log_choice(self, choice: str, reason: str) -> None:
-        rec = {"choice": choice, "reason": reason, "at_eval": int(getattr(self, "n_evals", 0))}
+    def _log_choice(self, choice: str, reason: str, **values: Any) -> None:
+        rec = {"choice": choice, "reason": reason, "at_eval": int(getattr(self, "n_evals", 0)), **values}
         self._choices.append(rec)
         log.info("%s: %s: %s (after %d evaluations)", self.name, choice, reason, rec["at_eval"])
 
@@ -187,7 +193,13 @@ class Auto(Optimizer):
                 # a batch cut by the budget (half a Jacobian) would be wasted: end at the best point
                 sub._pending = None
                 self._phase, self._next = "done", None
-                self._log_choice("stop", f"the next batch of {new.shape[0]} does not fit the {self._remaining()} left")
+                left = self._remaining()
+                self._log_choice(
+                    "stop",
+                    f"the next batch of {new.shape[0]} does not fit the {left} left",
+                    batch=new.shape[0],
+                    left=left,
+                )
                 return
             self._batch, self._next = U, new
             return
@@ -229,9 +241,17 @@ class Auto(Optimizer):
         if not np.isfinite(f).any():
             return self._fallback("every design point failed")
         if self._remaining() < 2 * d + 1:
-            return self._fallback(f"{self._remaining()} evaluations left cannot hold a smoothness check and a step")
-        self._check = X[int(np.argmin(f))].copy()
+            left = self._remaining()
+            return self._fallback(f"{left} evaluations left cannot hold a smoothness check and a step", left=left)
+        i = int(np.argmin(f))
+        self._check = X[i].copy()
         self._phase = "check"
+        self._log_choice(
+            "check",
+            f"forward Jacobians with steps {_H_FINE:g} and {_H_COARSE:g} at the best design point ({2 * d} simulations)",
+            point=self._check.tolist(),
+            loss=float(f[i]),
+        )
 
     def _after_check(self) -> None:
         u = self._check
@@ -240,9 +260,16 @@ class Auto(Optimizer):
         if not mis <= self.smooth_tol:
             return self._fallback(
                 f"noisy or non-smooth model: forward Jacobians with steps {_H_FINE:g} and {_H_COARSE:g} differ by "
-                f"{mis:.3g} (relative), more than smooth_tol={self.smooth_tol:g}"
+                f"{mis:.3g} (relative), more than smooth_tol={self.smooth_tol:g}",
+                mismatch=_finite(mis),
+                smooth_tol=self.smooth_tol,
             )
-        self._log_choice("lsq", f"smooth model: the Jacobians with two steps differ by {mis:.3g} (relative)")
+        self._log_choice(
+            "lsq",
+            f"smooth model: the Jacobians with two steps differ by {mis:.3g} (relative)",
+            mismatch=mis,
+            smooth_tol=self.smooth_tol,
+        )
         self._start_lsq()
 
     def jacobian_mismatch(self, u: np.ndarray) -> float:
@@ -269,9 +296,11 @@ class Auto(Optimizer):
         design = [(self._memo[p.tobytes()][0], p) for p in self._design if self._memo[p.tobytes()][1] is not None]
         design.sort(key=lambda e: e[0])
         starts: list[np.ndarray] = []
-        for _, p in design:
+        losses: list[float] = []
+        for f, p in design:
             if all(np.max(np.abs(p - s)) > self.distinct for s in starts):
                 starts.append(p)
+                losses.append(f)
             if len(starts) == self.max_starts:
                 break
         self._sub = LeastSquares(
@@ -282,10 +311,20 @@ class Auto(Optimizer):
             seed=int(self.rng.integers(2**31)),
         ).setup(self.dim)
         self._phase = "lsq"
-        self._log_choice("polish", f"trust-region least squares from {len(starts)} distinct design points")
+        self._log_choice(
+            "polish",
+            f"trust-region least squares from {len(starts)} distinct design points",
+            starts=[s.tolist() for s in starts],
+            start_losses=losses,
+        )
 
-    def _fallback(self, reason: str) -> None:
+    def _fallback(self, reason: str, **values: Any) -> None:
         assert self.dim is not None
         self._sub = CMAES(seed=int(self.rng.integers(2**31))).setup(self.dim)
         self._phase = "cmaes"
-        self._log_choice("cmaes", reason)
+        self._log_choice("cmaes", reason, **values)
+
+
+def _finite(v: float) -> float | None:
+    """A measured value for a JSON record (``None`` for ``inf``: a failed difference point or a zero Jacobian)."""
+    return v if math.isfinite(v) else None

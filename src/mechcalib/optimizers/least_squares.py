@@ -201,7 +201,8 @@ class LeastSquares(Optimizer):
 
     def prepare_problem(self, problem: Any, termination: Any) -> Any:
         """Check the problem and budget before a run (called by calibrate) and return the problem to run:
-        a :class:`~mechcalib.core.problem.Problem` with residuals is made to keep its responses."""
+        a :class:`~mechcalib.core.problem.Problem` with residuals is made to keep its responses (the measured
+        channels: what the residuals read)."""
         dim = problem.space.dim
         need = 1 + self.evals_per_jacobian(dim)
         max_evals = getattr(termination, "max_evals", None)
@@ -226,7 +227,7 @@ class LeastSquares(Optimizer):
         if not getattr(problem, "keep_responses", True):
             from dataclasses import replace
 
-            problem = replace(problem, keep_responses=True)
+            problem = replace(problem, keep_responses="measured")
         return problem
 
     @property

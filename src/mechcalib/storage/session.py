@@ -296,5 +296,14 @@ class RunSession:
     def touch(self, batch: int) -> None:
         self.store.touch(self.run_id, batch)
 
-    def finish(self, status: str, n_batches: int, stop_reason: str | None = None, error: str | None = None) -> None:
-        self.store.finish_run(self.run_id, status=status, n_batches=n_batches, stop_reason=stop_reason, error=error)
+    def finish(
+        self,
+        status: str,
+        n_batches: int,
+        stop_reason: str | None = None,
+        error: str | None = None,
+        choices: list[dict[str, Any]] | None = None,
+    ) -> None:
+        self.store.finish_run(
+            self.run_id, status=status, n_batches=n_batches, stop_reason=stop_reason, error=error, choices=choices
+        )
