@@ -10,10 +10,11 @@ import pytest
 from typer.testing import CliRunner
 
 import mechcalib as mc
+from engine_helpers import MaxAbs
 from mechcalib.cli import app
 from mechcalib.core.problem import FunctionProblem
 from mechcalib.models import get_model
-from mechcalib.objectives.curves import F2, L2
+from mechcalib.objectives.curves import L2
 from mechcalib.optimizers import OPTIMIZERS, make_optimizer
 from mechcalib.optimizers.auto import Auto
 from mechcalib.storage import RunStore
@@ -163,7 +164,7 @@ def test_rule_falls_back_on_a_noisy_function_problem_without_residuals():
 
 
 def test_rule_falls_back_on_an_objective_without_residuals(caplog):
-    prob, _ = _duffing(F2(channels=("displacement",)))
+    prob, _ = _duffing(MaxAbs(channels=("displacement",)))
     opt = Auto(seed=0)
     with caplog.at_level(logging.INFO, logger="mechcalib.optimizers.auto"):
         res = mc.calibrate(prob, opt, max_evals=30)

@@ -222,7 +222,7 @@ class Problem(_PenaltyMixin):
         if not self.has_residuals:
             raise ConfigurationError(
                 f"objective {self.objective.name!r} has no residual vector (has_residuals is False: its loss is not "
-                "a sum of squares); use an objective with residuals (l2, f1, overlap_rss) or a derivative-free "
+                "a sum of squares); use an objective with residuals (l2, f1, f2, overlap_rss, smoothed_overlap_rss) or a derivative-free "
                 "optimizer"
             )
         names = [e.name for e in self.experiments]

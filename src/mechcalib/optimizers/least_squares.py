@@ -219,7 +219,7 @@ class LeastSquares(Optimizer):
             warnings.warn(
                 f"{self.name}: least squares needs residual vectors, and {objective!r} has none (has_residuals is "
                 "False); it fits sqrt(loss) as one residual instead, which needs loss >= 0 and converges slowly. "
-                "Use an objective with residuals (l2, f1, overlap_rss) or a derivative-free optimizer (de, lhs)",
+                "Use an objective with residuals (l2, f1, f2, overlap_rss, smoothed_overlap_rss) or a derivative-free optimizer (de, lhs)",
                 LeastSquaresWarning,
                 stacklevel=3,
             )
