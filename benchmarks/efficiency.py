@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import efficiency_problems as ep  # noqa: E402
 import mechcalib as mc  # noqa: E402
+from mechcalib.errors import ConfigurationError  # noqa: E402
 from mechcalib.storage import RunStore  # noqa: E402
 
 STORE = ep.RESULTS / "efficiency.sqlite"
@@ -85,6 +86,19 @@ def run_cell(store: RunStore, key: str, method: str, seed: int, refs: dict[str, 
     # more than the simulations; their resume replays from the start, answered from the store
     light = not peer and not getattr(opt, "needs_residuals", False)
     try:
+        _calibrate(store, name, prob, opt, budget, at_target, light)
+    finally:
+        if peer:
+            opt.close()  # type: ignore[attr-defined]
+    info = store.run(name)
+    if info.status == "finished" and not info.compacted:  # its figures kept, then its rows (and responses) dropped
+        save_runs({name: summarise_run(store, name, key, refs)})
+        store.compact_run(name)
+
+
+def _calibrate(store: RunStore, name: str, prob: Any, opt: Any, budget: int, at_target: Any, light: bool) -> None:
+    """One calibration; a run that another pass started or finished meanwhile is left to it."""
+    try:
         mc.calibrate(
             prob,
             opt,
@@ -96,12 +110,11 @@ def run_cell(store: RunStore, key: str, method: str, seed: int, refs: dict[str, 
             checkpoint_every=CHECKPOINT_EVERY if light else None,
             n_alternatives=0,
         )
-    finally:
-        if peer:
-            opt.close()  # type: ignore[attr-defined]
-    if store.run(name).status == "finished":  # its figures kept, then its rows (and responses) dropped
-        save_runs({name: summarise_run(store, name, key, refs)})
-        store.compact_run(name)
+    except ConfigurationError:
+        info = store.run(name) if store.has_run(name) else None
+        if info is None or (info.status != "finished" and not info.compacted and info.status != "running"):
+            raise
+        log.info("%s was taken by another pass (%s); skipped", name, info.status)
 
 
 def summarise_run(store: RunStore, name: str, key: str, refs: dict[str, Any]) -> dict[str, Any]:
