@@ -300,7 +300,9 @@ def write_report(runs: dict[str, dict[str, Any]], refs: dict[str, Any], keys: li
         "",
         "Budgets: metaheuristics, CMA-ES and peers 3000 simulations on the cheap problems and the frame, 600 on",
         "the arch; least squares (TRF, LM, multi-start, with restarts while the budget lasts) 500 (arch 300);",
-        "auto its problem's `max_evals` (column budget).",
+        "auto its problem's `max_evals` (column budget; on the arch the peers' 600, for a like-for-like target).",
+        "Wall times of least squares and auto include storing the measured curves of every evaluation (the store",
+        "needs them to recompute residuals on resume), which on the SDOF problems costs more than the simulation.",
         "",
         "## Methods",
         "",
@@ -330,6 +332,22 @@ def write_report(runs: dict[str, dict[str, Any]], refs: dict[str, Any], keys: li
     lines += ["", "## Results", ""]
     for k in keys:
         lines += problem_table(runs, k) + [""]
+    lines += ["## What is complete", ""]
+    for k in keys:
+        full, part, none = [], [], []
+        for m in ep.METHODS:
+            n = cell_stats(runs, k, m)["n_done"]
+            (full if n == len(SEEDS) else part if n else none).append(m if n in (0, len(SEEDS)) else f"{m} ({n}/10)")
+        lines.append(
+            f"- `{k}`: complete: {', '.join(full) or 'none'}; partial: {', '.join(part) or 'none'}; "
+            f"not run: {', '.join(none) or 'none'}."
+        )
+    lines += [
+        "",
+        "A partial or missing cell is continued by running the script again on the same store (finished runs",
+        "are skipped; an interrupted one resumes).",
+        "",
+    ]
     lines += notes
     REPORT.write_text("\n".join(lines) + "\n")
 
