@@ -282,6 +282,25 @@ def auto_choices_row(runs: dict[str, dict[str, Any]], key: str) -> str:
     return f"| {key} | {len(ch)} | {', '.join(map(str, sizes))} | {lsq} / {cma} | {m} |"
 
 
+def auto_miss(runs: dict[str, dict[str, Any]], key: str, seed: int) -> str | None:
+    """One line on an auto run that ended outside the target: where it ended and what it spent."""
+    r = runs.get(run_name(key, "auto", seed))
+    if r is None or r["status"] != "finished" or r["end_met"]:
+        return None
+    ch = {c["choice"]: c for c in r.get("choices") or []}
+    err = "" if r.get("end_error") is None else f"largest relative error {100 * r['end_error']:.3g} %, "
+    pol = ch.get("polish")
+    spent = ""
+    if pol is not None:
+        spent = (
+            f"; the design and check took {pol['at_eval']} of {r['budget']} simulations, the polishing the other "
+            f"{r['n_evals'] - pol['at_eval']} from a start of loss {pol['start_losses'][0]:.4g}"
+        )
+    stop = ch.get("stop")
+    end = f", stopped with {stop['left']} left" if stop else ""
+    return f"- `{key}` seed {seed}: ended at loss {r['best_loss']:.4g} ({err}{r['stop_reason']}{end}){spent}."
+
+
 def _errs(st: dict[str, Any]) -> str:
     e = sorted(st["end_errors"])[-3:]
     return ", ".join(f"{100 * v:.3g} %" for v in e) if e else "-"
@@ -318,6 +337,10 @@ def write_report(runs: dict[str, dict[str, Any]], refs: dict[str, Any], keys: li
         lines.append(f"- `{k}`: {c.title}; target {c.target} within {100 * c.tol:g} %.{extra}")
     lines += ["", "## auto's targets (issue 17)", ""]
     lines += [f"- `{k}`: {verdict(runs, k)}" for k in keys]
+    misses = [auto_miss(runs, k, seed) for k in keys for seed in SEEDS]
+    misses = [m for m in misses if m]
+    if misses:
+        lines += ["", "auto's runs that did not end at the target, from their recorded choices:", ""] + misses
     lines += ["", "## auto's choices (recorded with each run)", ""]
     lines += ["| problem | runs | design size | rule: least squares / CMA-ES | Jacobian mismatch, median (min-max) |"]
     lines += ["|---|---|---|---|---|"]
