@@ -253,18 +253,29 @@ def verdict(runs: dict[str, dict[str, Any]], key: str) -> str:
         ok = rate_ok and med <= lim
         why = f"{a['n_ok']}/10; median {med:.0f} against 2 x lsq-trf's median {ref['median']:.0f} = {lim:.0f}"
     else:
-        peers = [cell_stats(runs, key, p) for p in ep.PEER_LABELS]
-        done = [p for p in peers if p["n_done"] == 10]
-        if len(done) < len(peers):
-            return f"auto {a['n_ok']}/10, median {med:.0f}; peers incomplete"
-        best = min(done, key=lambda p: (-p["n_ok"], p["median"]))
-        if key == "frame":
-            lim = best["median"] / 3
-            ok = rate_ok and med <= lim
-            why = f"{a['n_ok']}/10, median {med:.0f} against a third of the best peer's median ({lim:.0f})"
-        else:
-            ok = a["n_ok"] >= best["n_ok"] and med <= best["median"]
-            why = f"auto {a['n_ok']}/10, median {med:.0f}; best peer {best['n_ok']}/10, median {best['median']:.0f}"
+        peers = {p: cell_stats(runs, key, p) for p in ep.PEER_LABELS}
+        done = {p: st for p, st in peers.items() if st["n_done"] == 10}
+        if not done:
+            return f"auto {a['n_ok']}/10, median {med:.0f}; no peer complete"
+        name, best = min(done.items(), key=lambda kv: (-kv[1]["n_ok"], kv[1]["median"]))
+        if len(done) < len(peers):  # judged against the complete peers only, and said so
+            missing = ", ".join(p for p in peers if p not in done)
+            return f"provisional ({missing} incomplete): " + _peer_verdict(key, a, name, best)
+        return _peer_verdict(key, a, name, best)
+    return f"**{'met' if ok else 'missed'}** ({case.auto_rule}): {why}"
+
+
+def _peer_verdict(key: str, a: dict[str, Any], name: str, best: dict[str, Any]) -> str:
+    """auto against the best complete peer (the frame and the arch)."""
+    case = ep.CASES[key]
+    med = a["median"]
+    if key == "frame":
+        lim = best["median"] / 3
+        ok = a["n_ok"] >= 9 and med <= lim
+        why = f"{a['n_ok']}/10, median {med:.0f} against a third of {name}'s median {best['median']:.0f} ({lim:.0f})"
+    else:
+        ok = a["n_ok"] >= best["n_ok"] and med <= best["median"]
+        why = f"auto {a['n_ok']}/10, median {med:.0f}; {name} {best['n_ok']}/10, median {best['median']:.0f}"
     return f"**{'met' if ok else 'missed'}** ({case.auto_rule}): {why}"
 
 
@@ -417,7 +428,15 @@ def main(argv: list[str] | None = None) -> int:
                 run_cell(store, key, m, seed, refs)
                 log.info("%s done in %.1f s", run_name(key, m, seed), time.time() - t)
     runs = update_summary(refs, compact=a.compact)
-    write_report(runs, refs, all_keys, [])
+    notes = []
+    if STORE.exists():
+        mb = STORE.stat().st_size / 2**20
+        notes = [
+            f"The store `efficiency.sqlite` ({mb:.0f} MiB when this report was written: a compacted least-squares or",
+            "auto run keeps the measured curves of its improving evaluations) is not in the repository;",
+            "`efficiency.summary.json` holds every run's figures and this report is written from it.",
+        ]
+    write_report(runs, refs, all_keys, notes)
     return 0
 
 

@@ -225,8 +225,8 @@ def test_a_run_never_ends_on_a_cut_batch():
 
 @pytest.mark.parametrize("polish", ["lm", "trf"])
 def test_polishing_method_is_a_setting_recorded_with_the_run(polish):
-    # LM is the default: on the SDOF Bouc-Wen problem with max_evals = 50 it ends within 1 % in 9 of 10 runs,
-    # TRF in 6 of 10 (benchmarks/efficiency.md); both reach Duffing's truth
+    # LM is the default: its single starts need fewer simulations than TRF's on the SDOF Bouc-Wen problem
+    # (benchmarks/efficiency.md); both reach Duffing's truth
     assert Auto().polish == "lm"
     prob, truth = _duffing()
     opt = Auto(seed=4, polish=polish)

@@ -63,10 +63,9 @@ class Auto(Optimizer):
         distinct: the least max-norm distance between polishing starts.
         max_starts: the most design points polished.
         polish: the least-squares method of the polishing, ``"lm"`` (default) or ``"trf"``. Measured in
-            ``benchmarks/efficiency.md`` (auto with each, 10 seeds): on the SDOF Bouc-Wen problem with
-            ``max_evals = 50`` LM ends within 1 % of the truth in 9 of 10 runs, TRF in 6 of 10 (TRF's single
-            starts need a median of 36 simulations there, LM's 24); on Duffing and calorimetry both meet
-            their targets.
+            ``benchmarks/efficiency.md`` (10 seeds): on the SDOF Bouc-Wen problem single LM starts reach 1 %
+            in a median of 24 simulations, TRF starts in 36; after the 14 of design and check, ``max_evals =
+            50`` leaves room for LM's, and auto ends within 1 % in 9 of 10 runs.
         seed: seed of the design and of the methods it runs.
     """
 
