@@ -10,14 +10,17 @@ import math
 import os
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 import mechcalib as mc
 from mechcalib.core.data import Curve
+from mechcalib.core.objective import Objective
 from mechcalib.core.problem import EvaluationBatch
 from mechcalib.models import Channel, Model
+from mechcalib.objectives.curves import sim_at_data
 
 TESTS_DIR = Path(__file__).resolve().parent
 
@@ -168,3 +171,13 @@ def python_command(call: str) -> list[str]:
         "-c",
         f"import sys; sys.path.insert(0, {str(TESTS_DIR)!r}); import engine_helpers as h; {call}",
     ]
+
+
+@dataclass(frozen=True)
+class MaxAbs(Objective):
+    """An objective that is no sum of squares (the largest absolute difference): it has no residuals."""
+
+    name = "max_abs"
+
+    def channel_misfit(self, sim, exp):
+        return float(np.max(np.abs(sim_at_data(sim, exp) - exp.y)))

@@ -10,10 +10,12 @@ import pytest
 from typer.testing import CliRunner
 
 import mechcalib as mc
+from engine_helpers import MaxAbs
 from mechcalib.cli import app
 from mechcalib.core.problem import FunctionProblem
+from mechcalib.errors import SettingError
 from mechcalib.models import get_model
-from mechcalib.objectives.curves import F2, L2
+from mechcalib.objectives.curves import L2
 from mechcalib.optimizers import OPTIMIZERS, make_optimizer
 from mechcalib.optimizers.auto import Auto
 from mechcalib.storage import RunStore
@@ -68,6 +70,10 @@ def test_config_without_optimizer_section_runs_auto_to_the_truth_in_50_simulatio
     result = json.loads(next(out.rglob("result.json")).read_text())
     assert result["optimizer"] == "auto"
     assert result["n_evaluations"] <= 50 and result["n_simulated"] == result["n_evaluations"]
+    # its choices are in result.json as in the store's run record
+    assert [c["choice"] for c in result["choices"]][:4] == ["design", "check", "lsq", "polish"]
+    with RunStore(next(out.rglob("store.sqlite")), readonly=True) as store:
+        assert store.run(result["run_name"]).choices == result["choices"]
     truth = get_model("duffing").preset("default")
     # measured: largest relative error about 1e-11 after 50 simulations (seed 3)
     assert _max_rel_error(result["best"], truth) < 0.01
@@ -121,8 +127,16 @@ def _smooth(U):
 
 def test_rule_keeps_least_squares_on_a_smooth_model():
     opt = _drive(Auto(seed=0), _smooth, 40)
-    assert _kinds(opt)[:3] == ["design", "lsq", "polish"]
+    assert _kinds(opt)[:4] == ["design", "check", "lsq", "polish"]
     assert opt.jacobian_mismatch(opt._check) < 0.1
+    design, check, rule, polish = opt.choices[:4]
+    # the phase boundaries and the measured rule values are recorded
+    assert design["n"] == opt.design_size(2) == 6 and design["budget"] == 40 and design["at_eval"] == 0
+    assert check["at_eval"] == 6 and check["point"] == opt._check.tolist()
+    assert (
+        rule["at_eval"] == 6 + 4 and rule["mismatch"] == opt.jacobian_mismatch(opt._check) and rule["smooth_tol"] == 0.1
+    )
+    assert polish["starts"][0] == check["point"] and polish["start_losses"] == sorted(polish["start_losses"])
     np.testing.assert_allclose(opt.best_x, [0.3, 0.6], atol=1e-6)
 
 
@@ -134,9 +148,10 @@ def test_rule_falls_back_to_cmaes_on_a_noisy_model():
         return R + 1e-3 * noise.standard_normal(R.shape)
 
     opt = _drive(Auto(seed=0), noisy, 40)
-    assert _kinds(opt)[:2] == ["design", "cmaes"]
-    assert "noisy or non-smooth" in opt.choices[1]["reason"]
+    assert _kinds(opt)[:3] == ["design", "check", "cmaes"]
+    assert "noisy or non-smooth" in opt.choices[2]["reason"]
     assert opt.jacobian_mismatch(opt._check) > 0.1
+    assert opt.choices[2]["mismatch"] == opt.jacobian_mismatch(opt._check) > opt.choices[2]["smooth_tol"]
 
 
 def test_rule_falls_back_on_a_noisy_function_problem_without_residuals():
@@ -150,7 +165,7 @@ def test_rule_falls_back_on_a_noisy_function_problem_without_residuals():
 
 
 def test_rule_falls_back_on_an_objective_without_residuals(caplog):
-    prob, _ = _duffing(F2(channels=("displacement",)))
+    prob, _ = _duffing(MaxAbs(channels=("displacement",)))
     opt = Auto(seed=0)
     with caplog.at_level(logging.INFO, logger="mechcalib.optimizers.auto"):
         res = mc.calibrate(prob, opt, max_evals=30)
@@ -178,9 +193,16 @@ def test_killed_polishing_run_resumes_identically_without_recomputing(tmp_path):
     with RunStore(tmp_path / "r.db") as store:
         with pytest.raises(_Stop):
             mc.calibrate(prob, Auto(seed=5), max_evals=50, store=store, run_name="r", cache=False, on_evaluation=hook)
+        stopped = store.run("r").choices  # the choices made before the interruption
         res = mc.calibrate(prob, make_optimizer("auto"), max_evals=50, store=store, run_name="r", cache=False)
+        record = store.run("r")
     assert res.n_replayed == 23 and res.n_simulated == res.n_evals - 23
     assert res.best_loss == ref.best_loss and res.n_evals == ref.n_evals
+    # the choices survive the kill and the resume: the result and the run record hold those of the
+    # uninterrupted run (design size, the starts, the rule's measured values, the phase boundaries)
+    assert [c["choice"] for c in ref.choices] == ["design", "check", "lsq", "polish", "stop"]
+    assert res.choices == ref.choices and record.choices == ref.choices
+    assert stopped == ref.choices[:4]
     np.testing.assert_array_equal(res.best_x, ref.best_x)
     np.testing.assert_array_equal(res.history.losses, ref.history.losses)
 
@@ -199,3 +221,21 @@ def test_a_run_never_ends_on_a_cut_batch():
             stopped += 1
             assert "stop" in _kinds(opt) and res.n_evals < max_evals
     assert stopped > 0
+
+
+@pytest.mark.parametrize("polish", ["lm", "trf"])
+def test_polishing_method_is_a_setting_recorded_with_the_run(polish):
+    # LM is the default: its single starts need fewer simulations than TRF's on the SDOF Bouc-Wen problem
+    # (benchmarks/efficiency.md); both reach Duffing's truth
+    assert Auto().polish == "lm"
+    prob, truth = _duffing()
+    opt = Auto(seed=4, polish=polish)
+    res = mc.calibrate(prob, opt, max_evals=50)
+    assert _max_rel_error(res.best_params, truth) < 0.01
+    assert f"least squares ({polish})" in next(c["reason"] for c in res.choices if c["choice"] == "polish")
+    assert res.settings["polish"] == polish
+
+
+def test_an_unknown_polishing_method_is_refused():
+    with pytest.raises(SettingError, match="polish"):
+        Auto(polish="newton")

@@ -6,12 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from engine_helpers import MaxAbs
 from mechcalib.core.data import Curve, Experiment
 from mechcalib.core.problem import Problem, experiment_from_model
 from mechcalib.errors import ConfigurationError
 from mechcalib.models.analytic import Linear
 from mechcalib.models.oscillator import Duffing
-from mechcalib.objectives.curves import F1, F2, L2, OverlapRSS
+from mechcalib.objectives.curves import F1, F2, L2, OverlapRSS, sim_at_data
 
 
 def _curves(rng, n=80, monotonic=True):
@@ -63,12 +64,53 @@ def test_overlap_rss_is_the_root_of_each_channel_sum_of_squares(pairing, monoton
 
 
 def test_objectives_without_residuals_say_so():
-    from mechcalib.objectives.smoothing import SmoothedOverlapRSS
-
-    assert not F2.has_residuals and not SmoothedOverlapRSS.has_residuals
+    assert not MaxAbs.has_residuals
     exp, sim = _curves(np.random.default_rng(0))
     with pytest.raises(ConfigurationError, match="no residual vector"):
-        F2().residuals(sim, exp)
+        MaxAbs().residuals(sim, exp)
+
+    class Changed(L2):  # a new misfit without new residuals: the inherited ones would belong to another loss
+        def channel_misfit(self, sim, exp):
+            return 2.0 * super().channel_misfit(sim, exp)
+
+    assert not Changed.has_residuals
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_f2_is_the_sum_of_its_squared_residuals(seed):
+    rng = np.random.default_rng(seed)
+    exp, sim = _curves(rng)
+    w = {"a": 1.0 + rng.random(), "b": rng.random()}
+    for obj in (F2(), F2(weights=w), F2(channels=("a",))):
+        r = obj.residuals(sim, exp)
+        assert obj.has_residuals and obj.residual_loss == "sum_squares"
+        assert r.shape == (obj.n_residuals(exp),)
+        assert np.sum(r**2) == pytest.approx(obj(sim, exp), rel=1e-12)
+    # each residual is the signed root of the difference sim - data
+    e = sim_at_data(sim["a"], exp["a"]) - exp["a"].y
+    np.testing.assert_allclose(F2(channels=("a",)).residuals(sim, exp), np.sign(e) * np.sqrt(np.abs(e)), rtol=1e-15)
+
+
+@pytest.mark.parametrize("monotonic", [True, False])
+def test_smoothed_overlap_rss_is_objective_1_of_the_smoothed_curves(monotonic):
+    from mechcalib.objectives.smoothing import SmoothedOverlapRSS
+
+    rng = np.random.default_rng(5)
+    exp, sim = _curves(rng, n=60, monotonic=monotonic)
+    w = {"a": 2.0, "b": 0.5}
+    obj = SmoothedOverlapRSS(n_points=40, smooth_steps=30, smooth_points=50, weights=w)
+    assert obj.has_residuals and obj.residual_loss == "root_per_channel"
+    r = obj.residuals(sim, exp)
+    assert r.shape == (obj.n_residuals(exp),)
+    k = obj.channel_residual_count(exp["a"])
+    parts = obj.breakdown(sim, exp)
+    # each channel's misfit is the root of its unweighted sum of squares; the loss their weighted sum
+    for ch, rc in (("a", r[:k]), ("b", r[k:])):
+        assert np.sqrt(np.sum((rc / np.sqrt(w[ch])) ** 2)) == pytest.approx(parts[ch], rel=1e-9)
+        # one channel smoothed alone agrees with the stacked fit (float32 networks: to rounding)
+        np.testing.assert_allclose(rc / np.sqrt(w[ch]), obj.channel_residuals(sim[ch], exp[ch]), rtol=1e-4, atol=1e-6)
+    loss = sum(np.sqrt(w[ch]) * np.linalg.norm(rc) for ch, rc in (("a", r[:k]), ("b", r[k:])))
+    assert loss == pytest.approx(obj(sim, exp), rel=1e-9)
 
 
 def test_problem_residuals_concatenate_weighted_experiments_and_mark_failures():
@@ -105,3 +147,21 @@ def test_experiments_with_one_name_are_refused_for_residuals():
     prob = Problem(model, [e, e], L2())
     with pytest.raises(ConfigurationError, match="distinct names"):
         prob.residuals(np.array([[0.2, 5.0]]))
+
+
+def test_least_squares_stores_only_the_measured_channels_of_each_response(tmp_path):
+    import mechcalib as mc
+    from mechcalib.optimizers import LeastSquaresTRF
+    from mechcalib.storage import RunStore
+
+    model = Duffing()
+    sim = experiment_from_model(model, name="d")
+    full = Experiment({"displacement": sim["displacement"]}, name="d")  # restoring_force is not measured
+    prob = Problem(model, full, L2())
+    with RunStore(tmp_path / "s.db") as store:
+        res = mc.calibrate(prob, LeastSquaresTRF(seed=0), max_evals=12, store=store, run_name="r")
+        recs = store.evaluations("r", responses=True)
+    assert res.n_evals == 12 and all(r.status == "ok" for r in recs)
+    # the residuals need the measured curves only: the rest of the model's output is not kept
+    assert all(set(r.response["d"]) == set(full.channels) for r in recs)
+    assert np.sum(prob.residuals(recs[0].x[None, :]) ** 2) == pytest.approx(recs[0].raw_loss, rel=1e-12)

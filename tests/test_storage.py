@@ -211,6 +211,31 @@ def test_readonly_store_and_settings(tmp_path):
         mc.calibrate(CountingProblem(), RandomSearch(seed=0), max_evals=10, run_name="x")
 
 
+def test_a_store_without_the_choices_column_is_read_and_upgraded(tmp_path):
+    path = tmp_path / "old.db"
+    with RunStore(path) as store:
+        mc.calibrate(linear_problem(False), make_optimizer("auto", seed=0), max_evals=12, store=store, run_name="a")
+        mc.calibrate(CountingProblem(), RandomSearch(seed=0), max_evals=5, store=store, run_name="b")
+        n_a = store.run("a").n_evals
+        assert [c["choice"] for c in store.run("a").choices][:2] == ["design", "check"]
+        assert store.run("b").choices == []  # a method that records no choices
+    con = sqlite3.connect(path)
+    con.execute("ALTER TABLE runs DROP COLUMN choices")  # as a store written before the column existed
+    con.close()
+    with RunStore(path, readonly=True) as ro:
+        assert ro.run("a").choices == [] and ro.run("a").n_evals == n_a
+    with RunStore(path) as store:  # opened writable, the column is added back
+        assert store.run("a").choices == []
+        mc.calibrate(CountingProblem(), make_optimizer("auto", seed=0), max_evals=6, store=store, run_name="c")
+        assert store.run("c").choices[0] == {
+            "choice": "design",
+            "reason": "4 Sobol points (budget 6)",
+            "at_eval": 0,
+            "n": 4,
+            "budget": 6,
+        }
+
+
 def test_store_given_as_path_and_generated_names(tmp_path):
     res = mc.calibrate(CountingProblem(), RandomSearch(seed=0), max_evals=10, store=tmp_path / "p.db")
     assert res.run_name.startswith("random-")

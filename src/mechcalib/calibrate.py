@@ -121,7 +121,9 @@ class Result:
     name; ``alternatives``: the best distinct parameter sets found (Kibriya et al. (2023) reports five), as
     ``(params, loss)`` pairs, best first. ``run_name``: the run's name in the store (``None`` without
     one); ``n_simulated``, ``n_cached``, ``n_replayed``: how many of the evaluations were simulated by
-    this call, reused from the cache, or read back from the store on resume.
+    this call, reused from the cache, or read back from the store on resume. ``choices``: the decisions the
+    method recorded (:attr:`~mechcalib.optimizers._base.Optimizer.choices`; ``auto``'s design, starts,
+    fallback rule and phase boundaries), also stored in the run's record.
     """
 
     best_x: np.ndarray
@@ -140,6 +142,7 @@ class Result:
     n_simulated: int = 0
     n_cached: int = 0
     n_replayed: int = 0
+    choices: list[dict[str, Any]] = field(default_factory=list)
 
     def __repr__(self) -> str:
         p = ", ".join(f"{k}={v:.6g}" for k, v in self.best_params.items())
@@ -344,14 +347,14 @@ def calibrate(
                 break
             reason = _after_batch(termination, best, stale)
         if session is not None:
-            session.finish("finished", b, stop_reason=reason)
+            session.finish("finished", b, stop_reason=reason, choices=_choices_of(optimizer))
     except BaseException as exc:
         if session is not None:
             # the machine failed (InfrastructureError): a pause, resumed once fixed, not a failed run
             stopped = isinstance(exc, KeyboardInterrupt | GeneratorExit | InfrastructureError)
             status = "interrupted" if stopped else "failed"
             try:
-                session.finish(status, b, error=f"{type(exc).__name__}: {exc}")
+                session.finish(status, b, error=f"{type(exc).__name__}: {exc}", choices=_choices_of(optimizer))
             except Exception as end_exc:  # the original error matters more (a full disk refuses both)
                 log.warning("could not record the end of run %r: %s", session.run_name, end_exc)
         raise
@@ -382,7 +385,15 @@ def calibrate(
         n_simulated=counts["live"],
         n_cached=counts["cache"],
         n_replayed=counts["replay"],
+        choices=_choices_of(optimizer) or [],
     )
+
+
+def _choices_of(optimizer: Optimizer) -> list[dict[str, Any]] | None:
+    """The optimiser's recorded choices (``None`` before setup: nothing to record)."""
+    if optimizer.dim is None:
+        return None
+    return [dict(c) for c in optimizer.choices]
 
 
 def _after_batch(termination: Termination, best: float, stale: int) -> str | None:

@@ -248,7 +248,9 @@ def result_summary(
     (every parameter by name, fixed ones included; ``null`` when every evaluation failed), ``best_loss``
     (``null`` when every evaluation failed), ``last_error`` (the last failure's message, ``null`` without),
     ``n_evaluations``, ``n_failed``, ``failures`` (count by status), ``n_batches``, ``stop_reason``,
-    ``alternatives`` (``[{"params", "loss"}]``, best first), ``n_simulated``/``n_cached``/``n_replayed``
+    ``alternatives`` (``[{"params", "loss"}]``, best first), ``choices`` (the method's recorded decisions,
+    e.g. ``auto``'s design, starts, fallback rule and phase boundaries; ``[]`` for methods that record none),
+    ``n_simulated``/``n_cached``/``n_replayed``
     (of the last invocation: a resume that recomputes nothing has ``n_simulated == 0``), ``budget``,
     ``evaluator``, ``timings`` (``wall_seconds`` and ``calibrate_seconds`` of the last invocation,
     ``simulation_seconds`` summed over the simulation calls of the run (sets simulated together count once), ``mean_simulation_seconds``,
@@ -278,6 +280,7 @@ def result_summary(
         "n_batches": result.n_batches,
         "stop_reason": result.stop_reason,
         "alternatives": [{"params": p, "loss": f} for p, f in result.alternatives],
+        "choices": result.choices,
         "n_simulated": result.n_simulated,
         "n_cached": result.n_cached,
         "n_replayed": result.n_replayed,

@@ -66,7 +66,7 @@ class Objective:
         """The unweighted residuals ``(k,)`` of one channel (objectives with ``has_residuals``)."""
         raise ConfigurationError(
             f"objective {self.name!r} has no residual vector (its loss is not a sum of squares); least-squares "
-            "methods need one: use an objective with residuals (l2, f1, overlap_rss) or a derivative-free optimizer"
+            "methods need one: use an objective with residuals (l2, f1, f2, overlap_rss, smoothed_overlap_rss) or a derivative-free optimizer"
         )
 
     def channel_residual_count(self, exp: Curve) -> int:

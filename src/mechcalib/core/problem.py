@@ -125,7 +125,10 @@ class Problem(_PenaltyMixin):
         objective: misfit of one simulated response against one experiment.
         space: the searched parameter space (default: the model's own, with its default bounds).
         failure_loss: loss given to a failed simulation (default ``inf``; every optimiser handles it).
-        keep_responses: keep simulated curves in the returned batches (for plots and stores).
+        keep_responses: keep simulated curves in the returned batches (for plots and stores): ``True`` every
+            channel the model returns, ``"measured"`` only the channels each experiment measures (what the
+            objective and its residuals read; least squares and ``auto`` ask for these, so that a store keeps
+            a few curves per evaluation rather than every output of the model).
     """
 
     model: Model
@@ -133,7 +136,7 @@ class Problem(_PenaltyMixin):
     objective: Objective
     space: ParameterSpace = None  # type: ignore[assignment]  # None: the model's own space
     failure_loss: float = math.inf
-    keep_responses: bool = False
+    keep_responses: bool | str = False
 
     def __post_init__(self) -> None:
         if isinstance(self.experiments, Experiment):
@@ -192,7 +195,9 @@ class Problem(_PenaltyMixin):
                     errors[i] = f"experiment {exp.name!r}: objective is not finite ({val!r})"
                     continue
                 raw[i] += val
-                if self.keep_responses:
+                if self.keep_responses == "measured":
+                    responses[i][exp.name] = {c: sim[c] for c in exp.channels if c in sim}
+                elif self.keep_responses:
                     responses[i][exp.name] = sim
         raw = np.where([e is None for e in errors], raw, np.nan)
         return self._finish(raw, errors, responses, t0)
@@ -217,7 +222,7 @@ class Problem(_PenaltyMixin):
         if not self.has_residuals:
             raise ConfigurationError(
                 f"objective {self.objective.name!r} has no residual vector (has_residuals is False: its loss is not "
-                "a sum of squares); use an objective with residuals (l2, f1, overlap_rss) or a derivative-free "
+                "a sum of squares); use an objective with residuals (l2, f1, f2, overlap_rss, smoothed_overlap_rss) or a derivative-free "
                 "optimizer"
             )
         names = [e.name for e in self.experiments]

@@ -603,7 +603,12 @@ class SmoothedOverlapRSS(OverlapRSS):
 
     The smoothed experiment is cached (per process, by the curve's values and the settings), so it is
     trained once per calibration; the channels of a simulation train together, and :meth:`values_many`
-    trains those of a whole batch of simulations together (the same values as one by one)."""
+    trains those of a whole batch of simulations together (the same values as one by one).
+
+    Residuals: objective 1's (:class:`OverlapRSS`) between the smoothed simulated and the smoothed measured
+    curve of each channel, so the loss is the same function of them (``residual_loss = "root_per_channel"``:
+    each channel's misfit is the root of its sum of squares). The pairing and the residual count of a channel
+    follow the smoothed measured curve."""
 
     smooth_steps: int = 1000
     smooth_learning_rate: float = 0.01
@@ -615,6 +620,7 @@ class SmoothedOverlapRSS(OverlapRSS):
     smooth_seed: int = 0
     smooth_dtype: Dtype = "float32"
     name = "smoothed_overlap_rss"
+    has_residuals = True
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -669,6 +675,33 @@ class SmoothedOverlapRSS(OverlapRSS):
     def channel_misfit(self, sim: Curve, exp: Curve) -> float:
         (e,) = self.smoothed_reference([exp])
         return OverlapRSS.channel_misfit(self, self.smoother.smooth(sim), e)
+
+    # -- residuals: objective 1's on the smoothed curves ----------------------------------------------
+    def channel_residual_count(self, exp: Curve) -> int:
+        (e,) = self.smoothed_reference([exp])
+        return OverlapRSS.channel_residual_count(self, e)
+
+    def channel_residuals(self, sim: Curve, exp: Curve) -> np.ndarray:
+        (e,) = self.smoothed_reference([exp])
+        return OverlapRSS.channel_residuals(self, self.smoother.smooth(sim), e)
+
+    def residuals(self, simulated: Mapping[str, Curve], experiment: Experiment) -> np.ndarray:
+        """As :meth:`Objective.residuals`, the simulated channels smoothed in one stacked fit (the same
+        values as one by one)."""
+        names = list(self.channels if self.channels is not None else experiment.channel_names)
+        missing = [ch for ch in names if ch not in simulated]
+        if missing:
+            raise DataError(
+                f"the simulation has no channel {missing[0]!r} measured in experiment {experiment.name!r}; "
+                f"it has {sorted(simulated)}"
+            )
+        exp_s = self.smoothed_reference([experiment[ch] for ch in names])
+        sim_s = self.smoother.smooth_many([simulated[ch] for ch in names])
+        parts = [
+            np.sqrt(self.weights.get(ch, 1.0)) * OverlapRSS.channel_residuals(self, s, e)
+            for ch, s, e in zip(names, sim_s, exp_s, strict=True)
+        ]
+        return np.concatenate(parts) if parts else np.zeros(0)
 
     def values_many(self, simulated: Sequence[Mapping[str, Curve]], experiment: Experiment) -> list[float | Exception]:
         """The objective of each of several simulated responses against ``experiment``, with the networks of

@@ -123,6 +123,12 @@ class Optimizer(ABC):
         return int(self._next_batch_size())
 
     @property
+    def choices(self) -> list[dict[str, Any]]:
+        """The decisions a method made during the run (JSON-compatible records, e.g. ``auto``'s phases), kept
+        with the run by :func:`~mechcalib.calibrate` (``Result.choices``, the store's run record); default none."""
+        return []
+
+    @property
     def converged(self) -> bool:
         """The algorithm's own stopping signal (a collapsed population...); default never."""
         return False

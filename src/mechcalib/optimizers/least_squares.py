@@ -201,7 +201,8 @@ class LeastSquares(Optimizer):
 
     def prepare_problem(self, problem: Any, termination: Any) -> Any:
         """Check the problem and budget before a run (called by calibrate) and return the problem to run:
-        a :class:`~mechcalib.core.problem.Problem` with residuals is made to keep its responses."""
+        a :class:`~mechcalib.core.problem.Problem` with residuals is made to keep its responses (the measured
+        channels: what the residuals read)."""
         dim = problem.space.dim
         need = 1 + self.evals_per_jacobian(dim)
         max_evals = getattr(termination, "max_evals", None)
@@ -218,7 +219,7 @@ class LeastSquares(Optimizer):
             warnings.warn(
                 f"{self.name}: least squares needs residual vectors, and {objective!r} has none (has_residuals is "
                 "False); it fits sqrt(loss) as one residual instead, which needs loss >= 0 and converges slowly. "
-                "Use an objective with residuals (l2, f1, overlap_rss) or a derivative-free optimizer (de, lhs)",
+                "Use an objective with residuals (l2, f1, f2, overlap_rss, smoothed_overlap_rss) or a derivative-free optimizer (de, lhs)",
                 LeastSquaresWarning,
                 stacklevel=3,
             )
@@ -226,7 +227,7 @@ class LeastSquares(Optimizer):
         if not getattr(problem, "keep_responses", True):
             from dataclasses import replace
 
-            problem = replace(problem, keep_responses=True)
+            problem = replace(problem, keep_responses="measured")
         return problem
 
     @property

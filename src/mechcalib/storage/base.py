@@ -82,9 +82,17 @@ class Store(ABC):
 
     @abstractmethod
     def finish_run(
-        self, run_id: int, *, status: str, n_batches: int, stop_reason: str | None = None, error: str | None = None
+        self,
+        run_id: int,
+        *,
+        status: str,
+        n_batches: int,
+        stop_reason: str | None = None,
+        error: str | None = None,
+        choices: list[dict[str, Any]] | None = None,
     ) -> None:
-        """Record the end of a run (``finished``, ``interrupted`` or ``failed``)."""
+        """Record the end of a run (``finished``, ``interrupted`` or ``failed``) and the method's ``choices``
+        (``None``: keep the stored ones)."""
 
     # -- evaluations --------------------------------------------------------------------------------
     @abstractmethod

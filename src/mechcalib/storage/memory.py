@@ -124,7 +124,14 @@ class MemoryStore(Store):
         r = self._runs[rid]
         rows = self._rows(rid)
         losses = [e["loss"] for e in rows if e["loss"] is not None]
-        totals = (len(rows), sum(e["status"] != "ok" for e in rows), min(losses) if losses else None, False, 0)
+        totals = (
+            len(rows),
+            sum(e["status"] != "ok" for e in rows),
+            min(losses) if losses else None,
+            False,
+            0,
+            r.get("choices"),
+        )
         return run_info(tuple(r[f] for f in _RUN_FIELDS) + totals)
 
     def runs(self) -> list[RunInfo]:
@@ -215,7 +222,14 @@ class MemoryStore(Store):
             r["config"] = dumps(config)
 
     def finish_run(
-        self, run_id: int, *, status: str, n_batches: int, stop_reason: str | None = None, error: str | None = None
+        self,
+        run_id: int,
+        *,
+        status: str,
+        n_batches: int,
+        stop_reason: str | None = None,
+        error: str | None = None,
+        choices: list[dict[str, Any]] | None = None,
     ) -> None:
         if run_id in self._runs:  # as an SQL UPDATE, an unknown id changes nothing
             self._runs[run_id] |= {
@@ -225,6 +239,8 @@ class MemoryStore(Store):
                 "n_batches": n_batches,
                 "updated": now(),
             }
+            if choices is not None:
+                self._runs[run_id]["choices"] = dumps(choices)
 
     # -- evaluations --------------------------------------------------------------------------------
     def add_evaluation(

@@ -44,7 +44,9 @@ def nan(v: float | None) -> float:
 class RunInfo:
     """A run's record. ``status`` reads ``"interrupted"`` for a run marked running whose writer process
     (on this host) is gone, e.g. killed. ``n_evals``, ``n_failed`` and ``best_loss`` are the run's totals,
-    also after :meth:`RunStore.compact_run` (``compacted``; ``n_dropped`` evaluation rows were dropped)."""
+    also after :meth:`RunStore.compact_run` (``compacted``; ``n_dropped`` evaluation rows were dropped).
+    ``choices``: what the method recorded of its decisions when the run last ended (``auto``'s design,
+    starts, fallback rule and phases; empty for methods that record none)."""
 
     id: int
     name: str
@@ -70,6 +72,7 @@ class RunInfo:
     best_loss: float = math.inf
     compacted: bool = False
     n_dropped: int = 0
+    choices: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def free_names(self) -> list[str]:
@@ -138,7 +141,7 @@ class CompactionSummary:
 def run_info(r: Sequence[Any]) -> RunInfo:
     """A run's record from its stored row: the ``runs`` columns (``id`` ... ``updated``, the JSON ones as
     text) followed by ``n_evals``, ``n_failed``, the lowest loss (``None``: no loss), ``compacted`` and
-    ``n_dropped`` (:func:`mechcalib.storage.schema.run_sql`)."""
+    ``n_dropped`` and ``choices`` (JSON text or ``None``; :func:`mechcalib.storage.schema.run_sql`)."""
     js = [json.loads(v) if v is not None else None for v in r[6:14]]
     info = RunInfo(
         id=r[0],
@@ -165,6 +168,7 @@ def run_info(r: Sequence[Any]) -> RunInfo:
         best_loss=nan(r[21]) if r[21] is not None else math.inf,
         compacted=bool(r[22]),
         n_dropped=int(r[23]),
+        choices=json.loads(r[24]) if len(r) > 24 and r[24] is not None else [],
     )
     if info.status == "running" and alive(info.host, info.pid) is False:
         info.status = "interrupted"

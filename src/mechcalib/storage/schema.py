@@ -7,7 +7,8 @@ One file holds any number of runs. Tables:
     one row per run: ``name`` (unique), ``status`` (``running``/``finished``/``interrupted``/``failed``),
     ``stop_reason``, the optimiser's name, settings and seed (JSON), the termination rules, the evaluator's
     settings, the parameter space, the problem fingerprint, the caller's ``config`` (JSON), package
-    versions, host and process id of the writer, ``created``/``updated`` (ISO 8601, UTC).
+    versions, host and process id of the writer, ``created``/``updated`` (ISO 8601, UTC), ``choices`` (JSON:
+    the choices the method recorded at the run's end, e.g. ``auto``'s phases; added to older stores).
 ``evaluations``
     one row per evaluation, committed as it arrives: ``run_id``, ``idx`` (position in the run, from 0),
     ``batch``, ``pos`` (position in its batch), ``key`` (cache key), ``params`` (JSON ``{name: value}`` of
@@ -60,7 +61,8 @@ CREATE TABLE IF NOT EXISTS runs (
     pid INTEGER,
     n_batches INTEGER NOT NULL DEFAULT 0,
     created TEXT NOT NULL,
-    updated TEXT NOT NULL
+    updated TEXT NOT NULL,
+    choices TEXT
 );
 CREATE TABLE IF NOT EXISTS evaluations (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -138,23 +140,29 @@ _RUN_SQL = (
     "r.evaluator, r.space, r.fingerprint, r.config, r.versions, r.host, r.pid, r.n_batches, r.created, "
     "r.updated, {n_evals}, "
     "(SELECT COUNT(*) FROM evaluations e WHERE e.run_id=r.id AND e.status!='ok'), "
-    "(SELECT MIN(loss) FROM evaluations e WHERE e.run_id=r.id), {compacted}, {n_dropped} FROM runs r"
+    "(SELECT MIN(loss) FROM evaluations e WHERE e.run_id=r.id), {compacted}, {n_dropped}, {choices} FROM runs r"
 )
 _COUNT_SQL = "(SELECT COUNT(*) FROM evaluations e WHERE e.run_id=r.id)"
 
 
-def run_sql(has_compactions: bool) -> str:
+def run_sql(has_compactions: bool, has_choices: bool = True) -> str:
     """The ``SELECT`` of :func:`~mechcalib.storage.records.run_info` rows (append ``WHERE``/``ORDER BY``);
-    ``has_compactions``: whether the file has the ``compactions`` table (a store written by an older
-    version and opened read-only has not)."""
+    ``has_compactions``/``has_choices``: whether the file has the ``compactions`` table and the ``runs.choices``
+    column (a store written by an older version and opened read-only has not)."""
+    choices = "r.choices" if has_choices else "NULL"
     if not has_compactions:
-        return _RUN_SQL.format(n_evals=_COUNT_SQL, compacted="0", n_dropped="0")
+        return _RUN_SQL.format(n_evals=_COUNT_SQL, compacted="0", n_dropped="0", choices=choices)
     c = "(SELECT {} FROM compactions c WHERE c.run_id=r.id)"
     return _RUN_SQL.format(
         n_evals=f"COALESCE({c.format('n_evals')}, {_COUNT_SQL})",
         compacted=f"EXISTS {c.format('1')}",
         n_dropped=f"COALESCE({c.format('n_dropped')}, 0)",
+        choices=choices,
     )
+
+
+def has_column(con: sqlite3.Connection, table: str, column: str) -> bool:
+    return any(row[1] == column for row in con.execute(f"PRAGMA table_info({table})"))
 
 
 def ensure_schema(con: sqlite3.Connection, path: Path) -> None:
@@ -162,6 +170,8 @@ def ensure_schema(con: sqlite3.Connection, path: Path) -> None:
     for stmt in SCHEMA.split(";"):
         if stmt.strip():
             con.execute(stmt)
+    if not has_column(con, "runs", "choices"):  # a store written before the column was added
+        con.execute("ALTER TABLE runs ADD COLUMN choices TEXT")
     row = con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
     if row is None:
         con.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))

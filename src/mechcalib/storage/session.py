@@ -328,7 +328,16 @@ class RunSession:
         self._n_evals = n_evals
         self.store.sync(self.run_id, n_evals)
 
-    def finish(self, status: str, n_batches: int, stop_reason: str | None = None, error: str | None = None) -> None:
-        self.store.finish_run(self.run_id, status=status, n_batches=n_batches, stop_reason=stop_reason, error=error)
+    def finish(
+        self,
+        status: str,
+        n_batches: int,
+        stop_reason: str | None = None,
+        error: str | None = None,
+        choices: list[dict[str, Any]] | None = None,
+    ) -> None:
+        self.store.finish_run(
+            self.run_id, status=status, n_batches=n_batches, stop_reason=stop_reason, error=error, choices=choices
+        )
         if status == "finished" and self._n_evals is not None:
             self.store.sync(self.run_id, self._n_evals, force=True)

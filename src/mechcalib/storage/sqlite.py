@@ -100,6 +100,7 @@ class RunStore(Store):
         self._compactions = False  # whether the file has the compactions table, once seen
         #: ``PRAGMA quick_check``'s complaints on open (``[]``: sound; ``None``: not checked, too large)
         self.damage: list[str] | None = None
+        self._choices = False  # whether the runs table has the choices column, once seen
         if readonly:
             if not self.path.exists():
                 raise ConfigurationError(f"RunStore: no store at {self.path}; open it writable to create it")
@@ -170,6 +171,12 @@ class RunStore(Store):
             self._compactions = bool(self._q("SELECT 1 FROM sqlite_master WHERE type='table' AND name='compactions'"))
         return self._compactions
 
+    def _has_choices(self) -> bool:
+        """Whether ``runs`` has the ``choices`` column (not in a store of an older version opened read-only)."""
+        if not self._choices:
+            self._choices = any(r[1] == "choices" for r in self._q("PRAGMA table_info(runs)"))
+        return self._choices
+
     def _compaction(self, rid: int) -> dict[str, Any] | None:
         """The compaction record of a run, ``None`` when it was not compacted."""
         if not self._has_compactions():
@@ -180,11 +187,13 @@ class RunStore(Store):
     # -- runs --------------------------------------------------------------------------------------
     def runs(self) -> list[RunInfo]:
         """Every run, oldest first, with its evaluation counts and best loss."""
-        return [run_info(r) for r in self._q(run_sql(self._has_compactions()) + " ORDER BY r.id")]
+        return [run_info(r) for r in self._q(run_sql(self._has_compactions(), self._has_choices()) + " ORDER BY r.id")]
 
     def run(self, run: str | int) -> RunInfo:
         """One run by name or id."""
-        return run_info(self._q(run_sql(self._has_compactions()) + " WHERE r.id=?", (self._run_id(run),))[0])
+        return run_info(
+            self._q(run_sql(self._has_compactions(), self._has_choices()) + " WHERE r.id=?", (self._run_id(run),))[0]
+        )
 
     def has_run(self, name: str) -> bool:
         return bool(self._q("SELECT 1 FROM runs WHERE name=?", (name,)))
@@ -283,13 +292,21 @@ class RunStore(Store):
             con.execute(f"UPDATE runs SET {sets} WHERE id=?", (*args, run_id))
 
     def finish_run(
-        self, run_id: int, *, status: str, n_batches: int, stop_reason: str | None = None, error: str | None = None
+        self,
+        run_id: int,
+        *,
+        status: str,
+        n_batches: int,
+        stop_reason: str | None = None,
+        error: str | None = None,
+        choices: list[dict[str, Any]] | None = None,
     ) -> None:
-        """Record the end of a run (``finished``, ``interrupted`` or ``failed``)."""
+        """Record the end of a run (``finished``, ``interrupted`` or ``failed``) and the method's choices."""
         with self._lock:
             self._con.execute(
-                "UPDATE runs SET status=?, stop_reason=?, error=?, n_batches=?, updated=? WHERE id=?",
-                (status, stop_reason, error, n_batches, now(), run_id),
+                "UPDATE runs SET status=?, stop_reason=?, error=?, n_batches=?, updated=?, "
+                "choices=COALESCE(?, choices) WHERE id=?",
+                (status, stop_reason, error, n_batches, now(), None if choices is None else dumps(choices), run_id),
             )
 
     def delete_run(self, run: str | int) -> None:
