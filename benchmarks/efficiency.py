@@ -376,6 +376,9 @@ def write_report(runs: dict[str, dict[str, Any]], refs: dict[str, Any], keys: li
             f"- `{k}`: complete: {', '.join(full) or 'none'}; partial: {', '.join(part) or 'none'}; "
             f"not run: {', '.join(none) or 'none'}."
         )
+    for k in ep.CASES:
+        if k not in keys:
+            lines.append(f"- `{k}`: no run yet.")
     lines += [
         "",
         "A partial or missing cell is continued by running the script again on the same store (finished runs",
