@@ -792,5 +792,6 @@ def write_report(
     written += plot_fits(problem, x, folder, responses=responses, title=label)
     from .uncertainty.folder import write_uncertainty_plots
 
-    written += write_uncertainty_plots(folder, problem)  # corner plot and bands after `mechcalib uncertainty`
+    # corner plot and bands after `mechcalib uncertainty`
+    written += write_uncertainty_plots(folder, problem, source=out)
     return written

@@ -121,18 +121,22 @@ def write_samples(res: UncertaintyResult, folder: Path) -> list[Path]:
     return [csv, npz]
 
 
-def write_uncertainty_plots(folder: Path, problem: Any, *, truth: dict[str, float] | None = None) -> list[Path]:
+def write_uncertainty_plots(
+    folder: Path, problem: Any, *, truth: dict[str, float] | None = None, source: Path | None = None
+) -> list[Path]:
     """``corner.png`` (the posterior's samples, else draws of the Laplace Gaussian) and ``band_<experiment>.png``
-    per experiment (the fit with its 95 % band) from the folder's uncertainty files; none without them."""
+    per experiment (the fit with its 95 % band) into ``folder``, from the uncertainty files of the run folder
+    ``source`` (default ``folder``; another one when a read-only run's plots go elsewhere); none without them."""
     from .local import laplace_samples
     from .plots import corner_plot, predictive_band
 
-    data = read_uncertainty(folder)
+    run_folder = folder if source is None else source
+    data = read_uncertainty(run_folder)
     if data is None:
         return []
     names = list(problem.space.free_names)
     best = np.array([data["parameters"][n]["best"] for n in names], dtype=float)
-    npz = folder / SAMPLES_NPZ
+    npz = _folder(run_folder) / SAMPLES_NPZ
     if data.get("posterior") and npz.is_file():
         samples, how = np.load(npz)["samples"], "posterior (emcee)"
     else:
