@@ -703,10 +703,15 @@ def table7(runs: dict[str, RunSummary], budget: int) -> list[str]:
                 if r.name not in {x.name for x in sel}
             ]
             if part:
-                done = ", ".join(f"s{r.seed} {r.n_evals}" for r in sorted(part, key=lambda r: r.seed))
-                lines.append(
-                    f"| | ours {ours}: incomplete runs (seed, evaluations of {budget}) | {done} | | | | | | | |"
-                )
+                ref = _select(runs, case_id("frame", scenario), "iabc", budget)
+                for r in sorted(part, key=lambda r: r.seed):
+                    err = 100 * np.max(np.abs(r.best - truth) / np.abs(truth))
+                    at = [float(x.curve[min(r.n_evals, x.curve.size) - 1]) for x in ref if x.curve.size]
+                    cmp = f"; I-ABC's median loss after as many: {np.median(at):.4g}" if at else ""
+                    lines.append(
+                        f"| | ours {ours} s{r.seed}: incomplete, {r.n_evals} of {budget} evaluations, best loss so far "
+                        f"{r.best_loss:.4g}{cmp} | " + " | ".join(_fmt(v) for v in r.best) + f" | {err:.2f} | |"
+                    )
             if not sel:
                 if not part:
                     lines.append(f"| | ours {ours} | " + " | ".join("not run" for _ in truth) + " | | 0 |")
