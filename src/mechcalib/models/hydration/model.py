@@ -33,7 +33,7 @@ rise. The conditions change it (``t_max=1000`` gives the earlier default, which 
 which calorimetry runs last). The integrator
 (:func:`integrate_alpha`) is explicit RK4 with substeps sized so that α changes by at most ``dalpha``
 per substep and the step stays well inside RK4's stability region; with the default ``dalpha = 2e-3``
-α agrees with a converged solver to about 1e-6 (1e-7 on the default grid).
+α agrees with a converged solver to within 1e-6 on the default grid (tests/test_hydration.py).
 """
 
 from __future__ import annotations
