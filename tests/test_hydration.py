@@ -65,8 +65,8 @@ def test_against_solve_ivp_on_the_grid(model):
 def test_grid_is_log_uniform_with_1161_steps(model):
     t = model.grid()
     assert t.size == 1161
-    np.testing.assert_allclose(np.diff(np.log(t)), np.log(1e4) / 1160, rtol=1e-10)
-    assert t[0] == pytest.approx(0.1) and t[-1] == pytest.approx(1000.0)
+    np.testing.assert_allclose(np.diff(np.log(t)), np.log(1e6) / 1160, rtol=1e-10)
+    assert t[0] == pytest.approx(0.1) and t[-1] == pytest.approx(1e5)  # the grid docs/hydration.md decides
     with pytest.raises(ConfigurationError, match="t_min < t_max"):
         log_time_grid(1.0, 0.5)
 
@@ -121,12 +121,17 @@ def test_integrator_converges_with_dalpha(model):
 
 @pytest.mark.benchmark
 def test_speed_10000_simulations(model):
+    """10 000 curves in seconds: on the measured span (0.1-1000 h) under 5 s; on the default 0.1-1e5 h grid,
+    whose plateau costs the explicit integrator about 3.5 times as many substeps, under 20 s."""
     rng = np.random.default_rng(1)
     X = model.space.full_from_unit(rng.random((10000, 4)))
     model.alpha(X[:100])
     t0 = time.perf_counter()
-    model.alpha(X)
+    model.alpha(X, conditions={"t_max": 1000.0})
     assert time.perf_counter() - t0 < 5.0
+    t0 = time.perf_counter()
+    model.alpha(X)
+    assert time.perf_counter() - t0 < 20.0
     assert math.isfinite(float(model.alpha(X[:1])[0, -1]))
 
 

@@ -9,6 +9,8 @@ registry name       class                       source
 ``abc``             :class:`ABC`                Ding et al. (2021) eqs. 28-33 (Karaboga)
 ``iabc``            :class:`IABC`               Ding et al. (2021) eqs. 34-35
 ``tsa``             :class:`TSA`                tree-seed algorithm (Kiran 2015)
+``ltsa``            :class:`LevyTSA`            tree-seed algorithm with Lévy-flight steps (Kiran 2015; Mantegna 1994)
+``bmo``             :class:`BMO`                bird mating optimiser (Askarzadeh 2014)
 ``de``              :class:`DE`                 differential evolution rand/1/bin (Storn & Price)
 ``grade``           :class:`GRADE`              Mareš et al. (2016) (Ibrahimbegovic et al. 2004; Kucerova 2007)
 ``cmaes``           :class:`CMAES`              CMA-ES from pycma (Hansen 2016), IPOP/BIPOP restarts (Auger & Hansen 2005; Hansen 2009)
@@ -45,6 +47,8 @@ OPTIMIZERS: Registry[type[Optimizer]] = Registry(
         "abc": "mechcalib.optimizers.abc:ABC",
         "iabc": "mechcalib.optimizers.abc:IABC",
         "tsa": "mechcalib.optimizers.tsa:TSA",
+        "ltsa": "mechcalib.optimizers.ltsa:LevyTSA",
+        "bmo": "mechcalib.optimizers.bmo:BMO",
         "de": "mechcalib.optimizers.de:DE",
         "grade": "mechcalib.optimizers.grade:GRADE",
         "cmaes": "mechcalib.optimizers.cmaes:CMAES",
@@ -63,6 +67,8 @@ _BY_CLASS = {
     "ABC": "abc",
     "IABC": "iabc",
     "TSA": "tsa",
+    "LevyTSA": "ltsa",
+    "BMO": "bmo",
     "DE": "de",
     "GRADE": "grade",
     "CMAES": "cmaes",
