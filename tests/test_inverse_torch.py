@@ -418,3 +418,42 @@ def test_commands_dataset_train_identify(tmp_path):
     assert r.exit_code == 2 and "x_scaling must be 'feature'" in r.output, r.output
     r = runner.invoke(app, ["inverse", "identify", str(net), str(tmp_path / "missing.csv")])
     assert r.exit_code == 2 and "does not exist" in r.output
+
+
+@pytest.mark.parametrize("criterion", ["value", "abs"])
+def test_fused_attention_equals_the_masked_dense_form(criterion):
+    """The fused path (boolean mask into scaled_dot_product_attention) is eq. 14 as the masked reference computes
+    it: values and gradients agree to round-off in float64, for a single call and through a whole PartsNet."""
+    g = torch.Generator().manual_seed(5)
+    qkv = [torch.randn(3, 4, 99, 18, generator=g, dtype=torch.float64) for _ in range(3)]
+    outs, grads = {}, {}
+    for impl in ("masked", "fused"):
+        leaves = [t.clone().requires_grad_(True) for t in qkv]
+        out, w = attention(*leaves, 0.49, criterion=criterion, impl=impl)
+        assert (w is None) == (impl == "fused")
+        (out * torch.linspace(-1, 1, 18, dtype=torch.float64)).sum().backward()
+        outs[impl], grads[impl] = out.detach(), [t.grad for t in leaves]
+    torch.testing.assert_close(outs["fused"], outs["masked"], rtol=0, atol=1e-10)
+    for a, b in zip(grads["fused"], grads["masked"], strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-10)
+    # a sparse mask is in effect: the result differs from dense attention
+    assert (outs["masked"] - attention(*qkv, 0.0)[0]).abs().max() > 1e-3
+
+    cfg = NetConfig.paper_001(criterion=criterion)
+    nets = {}
+    for impl in ("masked", "fused"):
+        torch.manual_seed(0)
+        nets[impl] = InverseNet(cfg.with_(attention_impl=impl)).double()
+    x = torch.randn(6, 99, 2, generator=g, dtype=torch.float64)
+    y = torch.rand(6, 3, generator=g, dtype=torch.float64)
+    res = {}
+    for impl, net in nets.items():
+        loss = torch.nn.functional.mse_loss(net(x), y)
+        loss.backward()
+        res[impl] = (loss.detach(), [p.grad for p in net.parameters()])
+    torch.testing.assert_close(res["fused"][0], res["masked"][0], rtol=0, atol=1e-10)
+    for a, b in zip(res["fused"][1], res["masked"][1], strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-10)
+    assert NetConfig().attention_impl == "masked"  # the reference stays the default
+    with pytest.raises(ConfigurationError, match="attention_impl"):
+        NetConfig(attention_impl="flash")

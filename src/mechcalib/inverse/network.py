@@ -27,7 +27,13 @@ more with ties at the threshold); the row's largest score is always kept, so at 
 ``s = 0`` is dense attention. Eq. 13 writes ``‖QKᵀ‖ <= threshold``; ``criterion="value"`` (default) compares the
 scores themselves (small and negative scores dropped, the reading under which dropping changes the softmax
 least), ``criterion="abs"`` their magnitudes. The mask needs a selection over every row, ``O(n² log n)`` in the
-paper's count; the full score matrix is still formed, so on a CPU it saves no time over dense attention.
+paper's count, so the full score matrix is formed whatever the implementation and only softmax-times-values can
+be sparse. ``attention_impl="masked"`` (default, the reference) fills the dropped scores with ``-inf`` before a
+dense softmax; ``"fused"`` passes the same boolean mask to ``torch.nn.functional.scaled_dot_product_attention``
+(one fused kernel for scaling, softmax and the product with ``V``). The two agree to round-off (float64: within
+1e-10 in values and gradients, ``tests/test_inverse_torch.py``), not bit for bit, so the reference stays the
+default and trained results do not move. Per training step PartsNet is slower than GRU+TransE with either form,
+not faster as the paper's 21.25 % claims: ``benchmarks/results/partsnet_attention.md``.
 
 GRU forms: ``recurrent_impl="eq"`` computes eqs. 7-10 literally, the reset gate before the recurrent weight,
 ``(R_i ⊙ H_{i-1}) W_HH``; ``"fused"`` (default) uses ``torch.nn.GRU``/``torch.nn.RNN``, whose candidate state
@@ -54,6 +60,7 @@ ATTENTIONS = ("none", "dot", "transformer", "sparse")
 IMPLS = ("fused", "eq")
 POOLS = ("last", "mean")
 CRITERIA = ("value", "abs")
+ATTENTION_IMPLS = ("masked", "fused")
 
 #: Table 4's networks as (recurrent cell, attention block).
 VARIANTS: dict[str, tuple[str, str]] = {
@@ -109,16 +116,33 @@ def sparse_mask(scores: torch.Tensor, sparsity: float, *, criterion: str = "valu
 
 
 def attention(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, sparsity: float = 0.0, *, criterion: str = "value"
-) -> tuple[torch.Tensor, torch.Tensor]:
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    sparsity: float = 0.0,
+    *,
+    criterion: str = "value",
+    impl: str = "masked",
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Eq. 11 (``sparsity = 0``) or eq. 14's sparse attention: ``softmax(mask(QKᵀ) / sqrt(d_k)) V``.
 
     Args:
         q: ``(..., n_q, d_k)``; k: ``(..., n_k, d_k)``; v: ``(..., n_k, d_v)``.
+        impl: ``"masked"`` (reference: ``-inf`` fill and a dense softmax) or ``"fused"`` (the same mask into
+            ``scaled_dot_product_attention``; equal to round-off, see the module docstring).
 
     Returns:
-        ``(output (..., n_q, d_v), weights (..., n_q, n_k))``.
+        ``(output (..., n_q, d_v), weights (..., n_q, n_k))``; the fused form returns no weights (``None``).
     """
+    if impl not in ATTENTION_IMPLS:
+        raise ConfigurationError(f"attention impl must be one of {ATTENTION_IMPLS}, got {impl!r}")
+    if impl == "fused":
+        keep = None
+        if sparsity > 0:
+            # the threshold needs every score: they are formed once more, outside the graph, for the mask only
+            with torch.no_grad():
+                keep = ~sparse_mask(q @ k.transpose(-2, -1), sparsity, criterion=criterion)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=keep), None
     scores = q @ k.transpose(-2, -1)
     if sparsity > 0:
         scores = scores.masked_fill(sparse_mask(scores, sparsity, criterion=criterion), float("-inf"))
@@ -133,19 +157,24 @@ class MultiHeadAttention(nn.Module):
     concatenated heads back to ``d_model``. Input and output ``(B, L, d_model)``.
     """
 
-    def __init__(self, d_model: int, heads: int, *, sparsity: float = 0.0, criterion: str = "value") -> None:
+    def __init__(
+        self, d_model: int, heads: int, *, sparsity: float = 0.0, criterion: str = "value", impl: str = "masked"
+    ) -> None:
         super().__init__()
+        if impl not in ATTENTION_IMPLS:
+            raise ConfigurationError(f"attention impl must be one of {ATTENTION_IMPLS}, got {impl!r}")
         if d_model % heads:
             raise ConfigurationError(
                 f"the hidden size must be a multiple of the number of heads, got {d_model} and {heads}"
             )
         n_dropped(2, sparsity)  # validates the range
-        self.heads, self.sparsity, self.criterion = int(heads), float(sparsity), criterion
+        self.heads, self.sparsity, self.criterion, self.impl = int(heads), float(sparsity), criterion, impl
         self.w_q = nn.Linear(d_model, d_model)
         self.w_k = nn.Linear(d_model, d_model)
         self.w_v = nn.Linear(d_model, d_model)
         self.w_o = nn.Linear(d_model, d_model)
-        self.weights: torch.Tensor | None = None  # the last forward's attention weights (B, heads, L, L)
+        # the last forward's attention weights (B, heads, L, L); None after a fused forward, which forms none
+        self.weights: torch.Tensor | None = None
 
     def _split(self, x: torch.Tensor) -> torch.Tensor:
         B, L, D = x.shape
@@ -159,8 +188,9 @@ class MultiHeadAttention(nn.Module):
             self._split(self.w_v(x)),
             self.sparsity,
             criterion=self.criterion,
+            impl=self.impl,
         )
-        self.weights = w.detach()
+        self.weights = None if w is None else w.detach()
         return self.w_o(out.transpose(1, 2).reshape(B, L, D))
 
 
@@ -259,10 +289,12 @@ class SparseEncoderBlock(nn.Module):
     The MLP is ``Linear(hidden, mlp_ratio hidden) - ReLU - Linear(mlp_ratio hidden, hidden)``.
     """
 
-    def __init__(self, hidden: int, heads: int, sparsity: float, mlp_ratio: int, criterion: str) -> None:
+    def __init__(
+        self, hidden: int, heads: int, sparsity: float, mlp_ratio: int, criterion: str, impl: str = "masked"
+    ) -> None:
         super().__init__()
         self.norm1 = nn.LayerNorm(hidden)
-        self.att = MultiHeadAttention(hidden, heads, sparsity=sparsity, criterion=criterion)
+        self.att = MultiHeadAttention(hidden, heads, sparsity=sparsity, criterion=criterion, impl=impl)
         self.norm2 = nn.LayerNorm(hidden)
         self.mlp = nn.Sequential(
             nn.Linear(hidden, mlp_ratio * hidden), nn.ReLU(), nn.Linear(mlp_ratio * hidden, hidden)
@@ -305,6 +337,8 @@ class NetConfig:
         mlp_ratio: width of the encoder MLPs (and TransE's feed-forward block) in units of ``hidden``.
         pool: ``"last"`` (the last time step) or ``"mean"`` (mean over time) before Decoder-Net.
         criterion: ``"value"`` or ``"abs"``: how eq. 13 compares scores with the threshold.
+        attention_impl: ``"masked"`` (reference, default) or ``"fused"`` (``scaled_dot_product_attention`` with
+            the boolean mask; equal to round-off) for the sparse blocks.
     """
 
     n_features: int = 2
@@ -319,6 +353,7 @@ class NetConfig:
     mlp_ratio: int = 2
     pool: str = "last"
     criterion: str = "value"
+    attention_impl: str = "masked"
 
     def __post_init__(self) -> None:
         for k in ("n_features", "n_outputs", "hidden", "heads", "num_layers", "mlp_ratio"):
@@ -331,6 +366,7 @@ class NetConfig:
             ("recurrent_impl", IMPLS),
             ("pool", POOLS),
             ("criterion", CRITERIA),
+            ("attention_impl", ATTENTION_IMPLS),
         ):
             if getattr(self, k) not in allowed:
                 raise ConfigurationError(f"NetConfig.{k} must be one of {allowed}, got {getattr(self, k)!r}")
@@ -398,7 +434,9 @@ class InverseNet(nn.Module):
                     )
                 )
             else:
-                blocks.append(SparseEncoderBlock(c.hidden, c.heads, c.sparsity, c.mlp_ratio, c.criterion))
+                blocks.append(
+                    SparseEncoderBlock(c.hidden, c.heads, c.sparsity, c.mlp_ratio, c.criterion, c.attention_impl)
+                )
         self.blocks = nn.ModuleList(blocks)
         self.decoder = DecoderNet(c.hidden, c.n_outputs)
 
