@@ -111,8 +111,14 @@ def sparse_mask(scores: torch.Tensor, sparsity: float, *, criterion: str = "valu
     else:
         threshold = torch.kthvalue(s, k, dim=-1, keepdim=True).values
     drop = s <= threshold
-    # ties at the threshold must not empty a row: the row's largest score stays
-    return drop.scatter_(-1, s.argmax(dim=-1, keepdim=True), False)
+    # ties at the threshold must not empty a row: the row's largest score (its first, as argmax) stays. Only a
+    # row whose threshold is its maximum is emptied, so argmax is needed there alone (it costs as much as the
+    # selection when taken over every row)
+    full = drop.all(dim=-1, keepdim=True)
+    if bool(full.any()):
+        first_max = torch.zeros_like(drop).scatter_(-1, s.argmax(dim=-1, keepdim=True), True)
+        drop &= ~(first_max & full)
+    return drop
 
 
 def attention(
