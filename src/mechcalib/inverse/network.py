@@ -105,15 +105,16 @@ def sparse_mask(scores: torch.Tensor, sparsity: float, *, criterion: str = "valu
     s = scores.detach()
     if criterion == "abs":
         s = s.abs()
-    if s.device.type == "cpu":  # numpy's introselect is several times faster than torch.kthvalue on a CPU
-        a = s.contiguous().numpy()
-        threshold = torch.from_numpy(np.partition(a, k - 1, axis=-1)[..., k - 1 : k].copy())
-    else:
-        threshold = torch.kthvalue(s, k, dim=-1, keepdim=True).values
-    drop = s <= threshold
     # ties at the threshold must not empty a row: the row's largest score (its first, as argmax) stays. Only a
-    # row whose threshold is its maximum is emptied, so argmax is needed there alone (it costs as much as the
-    # selection when taken over every row)
+    # row whose threshold is its maximum is emptied, so argmax is taken there alone
+    if s.device.type == "cpu":  # numpy's introselect and reductions are several times faster than torch's here
+        a = s.contiguous().numpy()
+        d = a <= np.partition(a, k - 1, axis=-1)[..., k - 1 : k]
+        full = d.all(axis=-1)
+        if full.any():
+            d[full, a[full].argmax(axis=-1)] = False
+        return torch.from_numpy(d)
+    drop = s <= torch.kthvalue(s, k, dim=-1, keepdim=True).values
     full = drop.all(dim=-1, keepdim=True)
     if bool(full.any()):
         first_max = torch.zeros_like(drop).scatter_(-1, s.argmax(dim=-1, keepdim=True), True)
