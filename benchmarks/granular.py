@@ -40,6 +40,7 @@ RESULTS = HERE / "results"
 JSON_PATH = RESULTS / "granular.json"
 MD_PATH = RESULTS / "granular.md"
 STORE = RESULTS / "granular.fast_dataset.sqlite"
+DATASET_NPZ = RESULTS / "granular.fast_dataset.npz"
 RUN_NAME = "eepa_fast_200"
 STAGES = ("fast", "dataset", "escale", "params", "velocity", "paper", "seeds")
 SEEDS = {"fast": (0, 1, 2, 3), "paper": (0, 1)}
@@ -181,6 +182,20 @@ def dataset_state() -> list[str]:
             f"{info.n_evals - n_ok} failed), run status `{info.status}`; {per:.1f} s of simulation per set on "
             f"average (each set on one core; the runs shared the machine with other jobs)."
         ),
+        "",
+        *exported_peaks(),
+    ]
+
+
+def exported_peaks() -> list[str]:
+    """Peak piston force over every set of the exported dataset (the stage above sees only its own sets)."""
+    if not DATASET_NPZ.exists():
+        return []
+    with np.load(DATASET_NPZ) as z:
+        pk = z["response/sim/force_displacement/y"].max(axis=1)
+    return [
+        f"Peak piston force over the {len(pk)} sets of `{DATASET_NPZ.name}`: {pk.min():.0f} - {pk.max():.0f} N "
+        f"(mean {pk.mean():.0f} N).",
         "",
     ]
 
