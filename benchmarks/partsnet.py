@@ -3,7 +3,7 @@ standard errors, and the seed-003 inverse strategies on the same data.
 
 On demand, outside the test suite. Writes ``benchmarks/results/partsnet.md`` (or ``--out``).
 
-Data (until the granular-DEM EEPA dataset exists): the SDOF Bouc-Wen oscillator of Ding et al. (2021) (``sdof_boucwen``,
+Data: the SDOF Bouc-Wen oscillator of Ding et al. (2021) (``sdof_boucwen``,
 ``F = 5 sin(t)`` N over 20 s, 1 ms RK4 steps) whose hysteresis loop, displacement ``u`` and restoring force ``r``
 resampled to 99 equally spaced times, stands in for the triaxial test's 99 x 2 displacement and force.
 
@@ -346,7 +346,9 @@ def write(args, res, path: Path) -> None:
         + ". Times depend on the machine's load; the step costs below are the fairer comparison.\n"
     )
     L.append(
-        "**Data.** No EEPA dataset exists yet; this is the SDOF Bouc-Wen oscillator of Ding et al. (2021) "
+        "**Data.** A stand-in for the EEPA DEM, whose 200-set dataset (`granular.fast_dataset.npz`) has its own "
+        "report, `partsnet_eepa_step.md` (Table 4 there; GDR-Net and Table 3 are run only here): the SDOF "
+        "Bouc-Wen oscillator of Ding et al. (2021) "
         "(`sdof_boucwen`, F = 5 sin(t) N, 0-20 s, 1 ms RK4 steps). Each sequence is its hysteresis loop, "
         "displacement u and restoring force r at 99 equal time steps (99 x 2, the shape of the triaxial "
         f"test's displacement and force). {args.n} Latin-hypercube samples per stage, seed {args.seed}.\n"
