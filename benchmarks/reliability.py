@@ -11,11 +11,12 @@ Scenarios (each trial on the cheap Duffing and linear models):
 * ``disk full``: a run into a small tmpfs that fills up, then resumed after space is freed.
 * ``read-only``: a finished run in a read-only bind mount: ``show``, ``export``, ``report``,
   ``compact --dry-run``, ``resume``.
-* ``external``: the external-simulator cases of the issue (detached grandchildren, chatty simulators, a
-  disk filled by failed working folders) belong to the external-simulator work; they are listed, not run,
-  until it lands (:func:`external_scenarios`).
+* ``external``: a simulator whose grandchild leaves its session (half of them orphaned by a double fork) and
+  outlives the timeout, which must leave no process behind; a simulator writing 4 MiB, whose logs must be
+  capped with their tail kept. Folder pruning and failures of the machine are tested once
+  (``tests/test_external_containment.py``), not repeated (:func:`external_scenarios`).
 
-"Held" is the issue's definition: no data lost, a clear message (no traceback), integrity ok and a result
+"Held" means: no data lost, a clear message (no traceback), integrity ok and a result
 identical to an uninterrupted run; for a store whose data was destroyed, a clear message, a salvage count
 and a resume from the salvage that completes (and, since the lost evaluations are simulated again, a result
 identical to the uninterrupted run). The processes of a trial are forked from this one (the CLI's own
@@ -57,6 +58,8 @@ from reliability_cases import (  # noqa: E402
     concurrency,
     corruption,
     disk_full,
+    external_chatty,
+    external_detached,
     external_scenarios,
     fork_cli,
     kill_and_resume,
@@ -157,7 +160,9 @@ def reference(cfg: Path, out: Path, log: Path, *extra: str) -> tuple[dict, float
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trials", type=int, default=24, help="trials per scenario (pool, wal: half; full: a quarter)")
-    ap.add_argument("--only", default="", help="comma-separated: kill,pool,wal,concurrency,corruption,full,ro,cost")
+    ap.add_argument(
+        "--only", default="", help="comma-separated: kill,pool,wal,concurrency,corruption,full,ro,external,cost"
+    )
     ap.add_argument("--no-write", action="store_true", help="print only")
     args = ap.parse_args()
     only = set(filter(None, args.only.split(",")))
@@ -232,11 +237,16 @@ def main() -> None:
             else:
                 case.notes.append("not run: no private mount namespace here")
             cases.append(case)
-        if not only:
-            ext = Case("external simulators (issue item 6)")
-            ext.notes.append("not run: the external-simulator changes are not on this branch (external_scenarios)")
-            ext.notes += external_scenarios()
-            cases.append(ext)
+        if want("external"):
+            case = Case("external simulator: a detached grandchild outlives the timeout")
+            for i in range(max(n // 2, 1)):
+                external_detached(work, case, i)
+            case.notes += external_scenarios()
+            cases.append(case)
+            case = Case("external simulator: 4 MiB of output, logs capped at 64 KiB")
+            for i in range(max(n // 4, 1)):
+                external_chatty(work, case, i)
+            cases.append(case)
         if want("cost"):
             costs = sync_cost(500, 2)
     finally:
@@ -280,7 +290,8 @@ ORDER = (
     "damaged store: json cell",
     "disk full (16 MiB tmpfs), resume after freeing space",
     "read-only run folder (bind mount)",
-    "external simulators (issue item 6)",
+    "external simulator: a detached grandchild outlives the timeout",
+    "external simulator: 4 MiB of output, logs capped at 64 KiB",
 )
 
 
