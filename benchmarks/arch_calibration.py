@@ -313,11 +313,19 @@ class RunData:
         )
 
 
-def load_runs(store: RunStore) -> list[RunData]:
+def load_runs(store: RunStore, summarised: dict[str, RunData] | None = None) -> list[RunData]:
+    """Every run of the store; a compacted run (its non-improving evaluations dropped) from ``summarised``, the
+    summary written while its evaluations were all stored (compaction keeps what the tables need, not the
+    per-batch timings)."""
     out = []
     for info in store.runs():
         c = info.config or {}
         if "geometry" not in c:
+            continue
+        if info.compacted:
+            if summarised is None or info.name not in summarised:
+                raise SystemExit(f"{info.name} was compacted before it was summarised; report from its summary file")
+            out.append(summarised[info.name])
             continue
         recs = store.evaluations(info.name)
         if not recs:
@@ -843,11 +851,13 @@ def cmd_claims(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     summary_path = args.store.with_suffix(".summary.json")
     if args.store.exists():
+        before, loads = read_summary(summary_path) if summary_path.exists() else ([], [])
         with RunStore(args.store, readonly=True) as store:
-            runs = load_runs(store)
-        log_path = args.store.with_suffix(".runs.jsonl")
-        log = [json.loads(ln) for ln in log_path.read_text().splitlines()] if log_path.exists() else []
-        loads = [x["loadavg_end"][0] for x in log] + [x["loadavg_start"][0] for x in log]
+            runs = load_runs(store, {r.name: r for r in before})
+        log_path = args.store.with_suffix(".runs.jsonl")  # the raw run log, not committed: else the summary's
+        if log_path.exists():
+            log = [json.loads(ln) for ln in log_path.read_text().splitlines()]
+            loads = [x["loadavg_end"][0] for x in log] + [x["loadavg_start"][0] for x in log]
         runs.sort(key=lambda x: x.name)
         write_summary(runs, loads, summary_path)
         source = f"the run store `{args.store.name}`"
