@@ -28,7 +28,7 @@ import math
 import numpy as np
 
 from ._base import SeedLike, check_range
-from .tsa import TSA, draw_other_trees, seed_counts, tsa_seeds
+from .tsa import TSA
 
 __all__ = ["LevyTSA", "mantegna_sigma", "levy_steps"]
 
@@ -89,20 +89,8 @@ class LevyTSA(TSA):
         self.beta = check_range(self.name, "beta", beta, 0.0, 2.0, lo_open=True)
         self.levy_scale = check_range(self.name, "levy_scale", levy_scale, 0.0, np.inf, lo_open=True)
 
-    def _prepare(self) -> None:
-        """Draw the next iteration's seed counts and Lévy-step seeds (once; ``ask`` consumes them)."""
-        if self._batch is not None:
-            return
-        rng, N, dim = self.rng, self.n_trees, self.dim
-        low, high = self.seed_range
-        ns = seed_counts(rng.random(N), low, high)
-        owner = np.repeat(np.arange(N), ns)
-        m = owner.size
-        other = draw_other_trees(owner, rng.random(m), N)
-        u = rng.standard_normal((m, dim))
-        v = rng.standard_normal((m, dim))
-        step = levy_steps(u, v, self.beta, self.levy_scale)
-        use_best = rng.random((m, dim)) < self.search_tendency
-        best = self._T[int(np.argmin(self._fT))]
-        self._batch = np.clip(tsa_seeds(self._T, best, owner, other, step, use_best), 0.0, 1.0)
-        self._owner = owner
+    def _steps(self, m: int, dim: int) -> np.ndarray:
+        """Mantegna's Lévy steps in place of Kiran's uniform factors (the rest of the iteration is :class:`TSA`'s)."""
+        u = self.rng.standard_normal((m, dim))
+        v = self.rng.standard_normal((m, dim))
+        return levy_steps(u, v, self.beta, self.levy_scale)

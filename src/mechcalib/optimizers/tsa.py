@@ -184,11 +184,15 @@ class TSA(Optimizer):
         owner = np.repeat(np.arange(N), ns)
         m = owner.size
         other = draw_other_trees(owner, rng.random(m), N)
-        alpha = rng.uniform(-1.0, 1.0, (m, dim))
+        alpha = self._steps(m, dim)
         use_best = rng.random((m, dim)) < self.search_tendency
         best = self._T[int(np.argmin(self._fT))]
         self._batch = np.clip(tsa_seeds(self._T, best, owner, other, alpha, use_best), 0.0, 1.0)
         self._owner = owner
+
+    def _steps(self, m: int, dim: int) -> np.ndarray:
+        """The ``(m, dim)`` step factors ``alpha`` of eqs. 3-4: uniform in ``[-1, 1]`` (Kiran)."""
+        return self.rng.uniform(-1.0, 1.0, (m, dim))
 
     def _next_batch_size(self) -> int:
         if self._T is None:
