@@ -274,6 +274,18 @@ def test_the_command_writes_intervals_samples_and_plots(tmp_path):
     assert (out / "corner.png").is_file() and (out / "band_linear.png").is_file()
     bad = runner.invoke(app, ["uncertainty", str(out), "--noise", "0"])
     assert bad.exit_code != 0 and "noise level must be a finite number > 0" in bad.output
+    # a resume keeps the intervals in result.json, and marks them stale once the run's best has moved
+    assert runner.invoke(app, ["resume", str(out), "-q"]).exit_code == 0
+    kept = json.loads((out / "result.json").read_text())["uncertainty"]
+    assert kept["stale"] is False and kept["parameters"]["a"]["upper"] == p["upper"]
+    unc = json.loads((out / "uncertainty.json").read_text())
+    assert unc["source"]["best_index"] == json.loads(runner.invoke(app, ["show", str(out), "--json"]).stdout)["best_index"]
+    unc["source"]["best_index"] += 1  # as if computed before the run found its present best
+    (out / "uncertainty.json").write_text(json.dumps(unc))
+    assert runner.invoke(app, ["resume", str(out), "-q"]).exit_code == 0
+    moved = json.loads((out / "result.json").read_text())["uncertainty"]
+    assert moved["stale"] is True and "run `mechcalib uncertainty`" in moved["note"]
+    assert "stale: computed at evaluation" in runner.invoke(app, ["show", str(out)]).output
 
 
 def test_the_profile_of_a_linear_model_gives_the_local_interval():

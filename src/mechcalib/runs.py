@@ -339,8 +339,10 @@ def _calibrate_in(
                 **cfg.calibrate_options(),
             )
             summary = result_summary(result, cfg, store, evaluator, wall=time.perf_counter() - t0)
+            best = store.best(run_name)
     finally:
         evaluator.close()
+    summary["uncertainty"] = _uncertainty_brief(out_dir, None if best is None else best.idx)  # kept by a resume
     _write_json(out_dir / RESULT_FILE, summary)
     written: list[Path] = []
     if cfg.output.plots if plots is None else plots:
@@ -651,17 +653,17 @@ def run_summary(out_dir: str | os.PathLike[str], *, run: str | None = None, n_fa
             "store": str(spath),
             "result": str(out / RESULT_FILE) if (out / RESULT_FILE).is_file() else None,
             "damage": damage,
-            "uncertainty": _uncertainty_brief(out),
+            "uncertainty": _uncertainty_brief(out, best.idx if best is not None else None),
         }
     )
 
 
-def _uncertainty_brief(out: Path) -> dict[str, Any] | None:
+def _uncertainty_brief(out: Path, best_index: int | None) -> dict[str, Any] | None:
     """The intervals of ``mechcalib uncertainty`` when it was run in the folder (``uncertainty.json``)."""
     from .uncertainty.folder import brief, read_uncertainty
 
     data = read_uncertainty(out)
-    return None if data is None else brief(data)
+    return None if data is None else brief(data, best_index=best_index)
 
 
 def _parquet_engine() -> None:

@@ -123,6 +123,8 @@ def _print_intervals(unc: dict[str, Any]) -> None:
     console.print(t)
     if unc.get("least_identifiable"):
         echo_plain(f"least identifiable: {unc['least_identifiable']}")
+    if unc.get("stale"):
+        echo_plain(f"stale: {unc['note']}")
 
 
 def run(

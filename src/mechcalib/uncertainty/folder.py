@@ -10,7 +10,9 @@ Files written in the run folder::
     corner.png, band_<experiment>.png   (:func:`write_uncertainty_plots`, by ``mechcalib report``)
 
 and ``result.json`` gains an ``uncertainty`` entry: per parameter ``best``, ``lower``, ``upper``, ``std`` and
-``method``.
+``method``. ``uncertainty.json`` records the run's best evaluation it started from (``source``); once a resumed
+run finds a better one, ``show`` and ``result.json`` keep the intervals but mark them ``stale``, naming the
+command that brings them up to date.
 """
 
 from __future__ import annotations
@@ -50,11 +52,12 @@ def folder_uncertainty(
     """Run :func:`~.api.uncertainty` on a run folder (its store, configuration and evaluator), holding the
     folder's lock, and write the files of the module docstring; returns the result and the files written."""
     from ..runfolder import folder_lock
-    from ..runs import RESULT_FILE, _write_json, build_evaluator, load_run_config
+    from ..runs import RESULT_FILE, _write_json, build_evaluator, load_run_config, run_summary
 
     folder = _folder(out_dir)
     with folder_lock(folder):
         cfg = load_run_config(out_dir, run=run)
+        before = run_summary(out_dir, run=run, n_failures=0)
         evaluator = build_evaluator(cfg)
         try:
             res = uncertainty(
@@ -63,29 +66,42 @@ def folder_uncertainty(
         finally:
             evaluator.close()
         data = res.to_json() | {"best_unit": res.best_u.tolist(), "covariance_unit": res.local.cov_u.tolist()}
+        data["source"] = {k: before.get(k) for k in ("run_name", "best_index", "best_loss", "n_evaluations")}
         written = [_write_json(folder / UNCERTAINTY_FILE, data)]
         if res.posterior is not None:
             written += write_samples(res, folder)
         rpath = folder / RESULT_FILE
         if rpath.is_file():
             summary = json.loads(rpath.read_text())
-            summary["uncertainty"] = brief(data)
+            summary["uncertainty"] = brief(data, best_index=before.get("best_index"))
             _write_json(rpath, summary)
             written.append(rpath)
     return res, written
 
 
-def brief(data: dict[str, Any]) -> dict[str, Any]:
+def brief(data: dict[str, Any], *, best_index: int | None = None) -> dict[str, Any]:
     """The ``result.json`` / ``show`` form of an ``uncertainty.json``: the method and per parameter ``best``,
-    ``lower``, ``upper``, ``std``, ``method``."""
+    ``lower``, ``upper``, ``std``, ``method``. Given the run's present ``best_index``, ``stale`` says whether the
+    run has found a better point since the intervals were computed (``None`` when the file does not say)."""
     keys = ("best", "lower", "upper", "std", "method")
-    return {
+    source = data.get("source") or {}
+    stale = None
+    if best_index is not None and source.get("best_index") is not None:
+        stale = int(source["best_index"]) != int(best_index)
+    out = {
         "method": data.get("method"),
         "converged": data.get("converged"),
         "parameters": {n: {k: p.get(k) for k in keys} for n, p in (data.get("parameters") or {}).items()},
         "least_identifiable": (data.get("local") or {}).get("least_identifiable"),
         "file": UNCERTAINTY_FILE,
+        "stale": stale,
     }
+    if stale:
+        out["note"] = (
+            f"computed at evaluation {source['best_index']}, but the run's best is now evaluation {best_index}; "
+            "run `mechcalib uncertainty` on the run folder again to bring the intervals up to date"
+        )
+    return out
 
 
 def read_uncertainty(out_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
