@@ -279,7 +279,9 @@ def test_the_command_writes_intervals_samples_and_plots(tmp_path):
     kept = json.loads((out / "result.json").read_text())["uncertainty"]
     assert kept["stale"] is False and kept["parameters"]["a"]["upper"] == p["upper"]
     unc = json.loads((out / "uncertainty.json").read_text())
-    assert unc["source"]["best_index"] == json.loads(runner.invoke(app, ["show", str(out), "--json"]).stdout)["best_index"]
+    assert (
+        unc["source"]["best_index"] == json.loads(runner.invoke(app, ["show", str(out), "--json"]).stdout)["best_index"]
+    )
     unc["source"]["best_index"] += 1  # as if computed before the run found its present best
     (out / "uncertainty.json").write_text(json.dumps(unc))
     assert runner.invoke(app, ["resume", str(out), "-q"]).exit_code == 0
