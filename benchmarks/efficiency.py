@@ -81,10 +81,8 @@ def run_cell(store: RunStore, key: str, method: str, seed: int, refs: dict[str, 
         return hit and method != "auto"
 
     peer = isinstance(opt, ep.PeerBridge)
-    # no checkpoints for the peers (a thread) nor the residual methods: a checkpoint of auto or least squares
-    # holds every residual vector told so far (20 001 per SDOF simulation), so checkpointing each batch costs
-    # more than the simulations; their resume replays from the start, answered from the store
-    light = not peer and not getattr(opt, "needs_residuals", False)
+    # no checkpoints for the peers (their state is a thread's); a resume replays them, answered from the store
+    light = not peer
     try:
         _calibrate(store, name, prob, opt, budget, at_target, light)
     finally:

@@ -134,7 +134,6 @@ def calibrate(law: str, exps: list[mc.Experiment], run_name: str, budget: int, s
         max_evals=budget,
         store=store,
         run_name=run_name,
-        checkpoint_every=None,  # auto's state holds its residuals (1 MB here): a resume replays from the start instead
     )
     theta = space.to_full(res.best_x[None])[0]
     return {

@@ -207,6 +207,37 @@ def test_killed_polishing_run_resumes_identically_without_recomputing(tmp_path):
     np.testing.assert_array_equal(res.history.losses, ref.history.losses)
 
 
+@pytest.mark.parametrize("method", ["auto", "lsq-trf"])
+def test_a_checkpoint_leaves_the_residuals_to_the_store_and_resumes_exactly(tmp_path, caplog, method):
+    # a checkpoint of a residual method holds no residual vector (the store's responses give them back), so
+    # it is smaller than one of them; the resume restores it and continues exactly as the uninterrupted run
+    prob, _ = _duffing()
+    ref = mc.calibrate(prob, make_optimizer(method, seed=5), max_evals=50)
+    m = np.atleast_2d(prob.residuals(ref.best_x)).shape[-1]
+    seen = []
+
+    def hook(idx, batch, outcome):
+        if outcome.source != "replay":
+            seen.append(idx)
+            if len(seen) == 23:
+                raise _Stop
+
+    with RunStore(tmp_path / "r.db") as store:
+        with pytest.raises(_Stop):
+            mc.calibrate(
+                prob, make_optimizer(method, seed=5), max_evals=50, store=store, run_name="r", on_evaluation=hook
+            )
+        rid = store.run("r").id
+        blobs = [len(blob) for _, _, blob in store.iter_checkpoints(rid)]
+        assert blobs and max(blobs) < 8 * m
+        with caplog.at_level(logging.INFO, logger="mechcalib"):
+            res = mc.calibrate(prob, make_optimizer(method), max_evals=50, store=store, run_name="r")
+    assert "restored the checkpoint after batch" in caplog.text and "cannot be restored" not in caplog.text
+    assert res.n_simulated == res.n_evals - 23
+    np.testing.assert_array_equal(res.history.losses, ref.history.losses)
+    np.testing.assert_array_equal(res.best_x, ref.best_x)
+
+
 def test_a_run_never_ends_on_a_cut_batch():
     prob, truth = _duffing()
     stopped = 0

@@ -287,11 +287,17 @@ def calibrate(
         hist = History()
         stored_responses: dict[int, Any] = {}
         if session is not None:
-            b = _restore_checkpoint(session, optimizer, space, hist, counts)
             if residuals_of is not None and session.resumed:
                 stored_responses = {
                     r.idx: r.response for r in session.store.evaluations(session.run_id, responses=True)
                 }
+            told_residuals = None
+            if residuals_of is not None:  # a checkpoint leaves the residuals out: they come from the responses
+
+                def told_residuals(recs: list) -> np.ndarray:
+                    return residuals_of([stored_responses.get(r.idx) if r.status == "ok" else None for r in recs])[0]
+
+            b = _restore_checkpoint(session, optimizer, space, hist, counts, told_residuals)
         best, stale = math.inf, 0
         for cur in hist.best_per_batch:
             stale = 0 if cur < best - termination.min_delta else stale + 1
@@ -405,12 +411,17 @@ def _after_batch(termination: Termination, best: float, stale: int) -> str | Non
     return None
 
 
-def _restore_checkpoint(session: RunSession, optimizer: Optimizer, space: Any, hist: History, counts: dict) -> int:
+def _restore_checkpoint(
+    session: RunSession, optimizer: Optimizer, space: Any, hist: History, counts: dict, told: Any = None
+) -> int:
     """Load the latest usable checkpoint of a resumed run into ``optimizer`` and rebuild ``hist`` from the
-    stored evaluations it covers; returns the number of batches restored (0: replay from the start)."""
+    stored evaluations it covers; returns the number of batches restored (0: replay from the start).
+    ``told(records)``: their residuals, for :meth:`~Optimizer.restore_told`."""
     for b, n, state, recs in session.checkpoints():
         try:
             optimizer.load_state_dict(state)
+            if told is not None and n:
+                optimizer.restore_told(np.array([r.u for r in recs]), told(recs))
         except Exception as exc:
             log.warning("checkpoint at batch %d cannot be restored (%s); trying an older one", b, exc)
             optimizer.setup(space.dim)

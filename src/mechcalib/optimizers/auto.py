@@ -3,6 +3,7 @@ derivative-free fallback (CMA-ES) where least squares does not apply."""
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
 from typing import Any, ClassVar
@@ -12,7 +13,7 @@ from scipy.stats import qmc
 
 from ._base import Optimizer, SeedLike, check_choice, check_positive_int, check_range
 from .cmaes import CMAES
-from .least_squares import LeastSquares, fd_steps, snap, stepped
+from .least_squares import TOLD, LeastSquares, fd_steps, refill, snap, stepped
 
 log = logging.getLogger(__name__)
 
@@ -162,6 +163,24 @@ class Auto(Optimizer):
             return int(self._ask().shape[0])
         finally:
             self.load_state_dict(state)
+
+    def checkpoint_state(self) -> dict[str, Any]:
+        """:meth:`state_dict` without the told residual vectors (the memory's and the polisher's), which
+        :meth:`restore_told` fills in again from the stored responses."""
+        state = copy.deepcopy({k: v for k, v in vars(self).items() if k not in ("_memo", "_sub")})
+        state["_memo"] = {k: (f, None if r is None else TOLD) for k, (f, r) in self._memo.items()}
+        sub = self._sub
+        if isinstance(sub, LeastSquares):
+            light = copy.copy(sub)
+            light.__dict__ = sub.checkpoint_state()
+            sub = light
+        state["_sub"] = copy.deepcopy(sub)
+        return state
+
+    def restore_told(self, U: np.ndarray, R: np.ndarray) -> None:
+        self._memo = refill(self._memo, U, R, self.name, put=lambda v, r: (v[0], r))
+        if isinstance(self._sub, LeastSquares):
+            self._sub.restore_told(U, R)
 
     def _ask(self) -> np.ndarray:
         if self._phase == "design":

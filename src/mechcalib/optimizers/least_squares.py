@@ -8,7 +8,10 @@ batch asked: one point for a residual, the ``d`` (forward) or ``2 d`` (central) 
 once, so an evaluator runs a whole Jacobian in one call. scipy itself never finite-differences (``jac=`` is a
 callable) and every simulation goes through :func:`~mechcalib.calibrate`, its evaluator and its run store;
 a resumed run replays the same asks and recomputes nothing stored. The state (the starts, the current
-start's table, the end points) is plain data, so checkpoints work like any other optimiser's.
+start's table, the end points) is plain data, so checkpoints work like any other optimiser's, except that a
+checkpoint holds the table's keys without its residual vectors: on resume, :func:`~mechcalib.calibrate`
+recomputes them from the stored responses (:meth:`LeastSquares.restore_told`), so a checkpoint stays small
+however long the curves.
 
 Residuals. Run through :func:`~mechcalib.calibrate` on a :class:`~mechcalib.core.problem.Problem` whose
 objective has residuals (``has_residuals``), the optimiser is told the residual vectors with the losses
@@ -45,6 +48,7 @@ A start whose first simulation fails ends at once. A failed point inside a start
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
 import warnings
@@ -278,6 +282,20 @@ class LeastSquares(Optimizer):
         finally:
             self.load_state_dict(state)
 
+    def checkpoint_state(self) -> dict[str, Any]:
+        """:meth:`state_dict` without the told residual vectors (keys kept, values :data:`TOLD`) and the
+        Jacobians derived from them, in residual mode; :meth:`restore_told` fills them in again."""
+        if getattr(self, "_mode", None) != "residuals":
+            return self.state_dict()
+        big = ("_table", "_jacs")
+        state = copy.deepcopy({k: v for k, v in vars(self).items() if k not in big})
+        state["_table"] = {k: None if v is None else TOLD for k, v in self._table.items()}
+        state["_jacs"] = {}
+        return state
+
+    def restore_told(self, U: np.ndarray, R: np.ndarray) -> None:
+        self._table = refill(self._table, U, R, self.name)
+
     def _ask(self) -> np.ndarray:
         for _ in range(100_000):
             if self._start >= len(self._starts):
@@ -463,6 +481,26 @@ class LeastSquares(Optimizer):
         if J.shape[0] < self.dim:
             return np.vstack([J, np.zeros((self.dim - J.shape[0], self.dim))])
         return J
+
+
+TOLD = "told"  # in a checkpoint, a residual vector left out (restore_told puts it back)
+
+
+def refill(table: dict[bytes, Any], U: np.ndarray, R: np.ndarray, owner: str, put: Any = None) -> dict[bytes, Any]:
+    """``table`` with each value holding :data:`TOLD` (the value itself, or a tuple's last element) at the key
+    of a row of ``U`` replaced by ``put(value, residuals)`` (default: the residuals; ``None`` for a failed row);
+    raises ``ValueError`` when a :data:`TOLD` value is left."""
+    rows = {u.tobytes(): r for u, r in zip(np.asarray(U, dtype=float), np.asarray(R, dtype=float), strict=True)}
+    out = {}
+    for k, v in table.items():
+        if isinstance(v, str) or (isinstance(v, tuple) and isinstance(v[-1], str)):
+            r = rows.get(k)
+            if r is None:
+                raise ValueError(f"{owner}: the checkpoint's residuals of a point are not among the stored ones")
+            r = r.copy() if np.all(np.isfinite(r)) else None
+            v = r if put is None else put(v, r)
+        out[k] = v
+    return out
 
 
 class LeastSquaresTRF(LeastSquares):

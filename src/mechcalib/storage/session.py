@@ -308,7 +308,7 @@ class RunSession:
 
     def checkpoint(self, batch: int, n_evals: int, optimizer: Any) -> None:
         try:
-            state = pickle.dumps(optimizer.state_dict(), protocol=pickle.HIGHEST_PROTOCOL)
+            state = pickle.dumps(optimizer.checkpoint_state(), protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as exc:  # an optimiser whose state cannot be pickled resumes by replay
             if not self._warned_unpicklable:
                 log.warning("optimizer %s: state cannot be pickled (%s); resume will replay", optimizer.name, exc)
