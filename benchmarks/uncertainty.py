@@ -194,29 +194,32 @@ def coverage_pass(case: str, seeds: list[int], posterior: bool, deadline: float 
             print(f"{k}: {row['wall']:.1f} s{extra}", flush=True)
 
 
-def cost_pass() -> None:
-    """One SDOF Bouc-Wen replicate sampled to >= 50 tau (steps extended as needed)."""
+def cost_pass(move: str = "stretch", max_steps: int = 8000) -> None:
+    """One SDOF Bouc-Wen replicate sampled to >= 50 tau (steps extended as needed, up to ``max_steps``) with
+    emcee's ``move`` (``stretch``: summary key ``cost``; another: ``cost_<move>``)."""
     s = load_summary()
     with RunStore(STORE) as store:
         prob = problem_of("sdof", 1)
         d = prob.space.dim
+        key, run = ("cost", "cost") if move == "stretch" else (f"cost_{move}", f"cost_{move}")
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             res = mc.calibrate(prob, LeastSquares(n_starts=2, restart=False, seed=1), max_evals=800)
             steps, walkers = 1000, 4 * d
             while True:
-                u = uncertainty(res, problem=prob, store=store, run="cost", posterior=True, walkers=walkers,
-                                steps=steps, seed=1)  # fmt: skip
+                u = uncertainty(res, problem=prob, store=store, run=run, posterior=True, walkers=walkers,
+                                steps=steps, seed=1, move=move)  # fmt: skip
                 p = u.posterior
                 assert p is not None
                 need = math.ceil(MIN_TAU_COST * 1.05 * float(np.max(p.tau)))
-                if steps >= need:
+                if steps >= need or steps >= max_steps:
                     break
-                steps = need
-        timing = store.timing("cost.posterior")
+                steps = min(need, max_steps)
+        timing = store.timing(f"{run}.posterior")
     s = load_summary()
-    s["cost"] = {
+    s[key] = {
+        "move": move,
         "walkers": walkers,
         "steps": p.steps,
         "tau": p.tau.tolist(),
@@ -233,7 +236,7 @@ def cost_pass() -> None:
         "truth": truth_of(prob).tolist(),
     }
     save_summary(s)
-    print(json.dumps(s["cost"], indent=1))
+    print(json.dumps(s[key], indent=1))
 
 
 # -- the hysteresis study's noisy cases --------------------------------------------------------------------
@@ -337,6 +340,18 @@ def cost_section(s: dict[str, Any]) -> list[str]:
     ]
     for n, t, a, b in zip(c["names"], c["truth"], c["lower"], c["upper"], strict=True):
         L.append(f"| {n} | {t:g} | [{a:.4g}, {b:.4g}] |")
+    g = s.get("cost_gauss")
+    if g:
+        reached = "reached" if g["chain_over_tau"] >= MIN_TAU_COST else f"stopped at its cap of {g['steps']} steps"
+        L += [
+            "",
+            f"The same replicate with the `gauss` move (Metropolis proposals from the Gauss-Newton covariance, one "
+            f"batch of {g['walkers']} walkers per step): {g['steps']} steps, tau up to {max(g['tau']):.1f}, the chain "
+            f"{g['chain_over_tau']:.1f} tau long ({reached} 50 tau); {g['chain_evals']} simulations, acceptance "
+            f"{g['acceptance']:.3f}, ESS min {min(g['ess']):.0f}. Intervals: "
+            + ", ".join(f"{n} [{a:.4g}, {b:.4g}]" for n, a, b in zip(g["names"], g["lower"], g["upper"], strict=True))
+            + ".",
+        ]
     return L + [""]
 
 
@@ -486,6 +501,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--replicates", default="0-99", help="noise seeds are replicate + 1 (default 0-99)")
     ap.add_argument("--posterior", action="store_true", help="also sample each replicate's posterior")
     ap.add_argument("--cost", action="store_true")
+    ap.add_argument("--cost-move", default="stretch", help="--cost with this emcee move (stretch, de, gauss)")
     ap.add_argument("--hysteresis", action="store_true")
     ap.add_argument("--hyst-cases", default=",".join(HYST_CASES))
     ap.add_argument("--figures", action="store_true")
@@ -501,7 +517,7 @@ def main(argv: list[str] | None = None) -> int:
         if a.case:
             coverage_pass(a.case, [r + 1 for r in _ints(a.replicates)], a.posterior, deadline)
         if a.cost:
-            cost_pass()
+            cost_pass(a.cost_move)
         if a.hysteresis:
             hysteresis_pass(a.hyst_cases.split(","), a.posterior, deadline)
         if a.figures:
