@@ -169,9 +169,10 @@ def stage_gdr(args) -> dict[str, Any]:
     for out, y in (("peak", peaks), ("quality", gamma)):
         d = delta.analyze(problem, ds.unit(), y, seed=0, num_resamples=100)
         r = rbd_fast.analyze(problem, ds.unit(), y, seed=0)
+        raw = "delta" if "delta" in d else "delta_raw"  # SALib >= 1.5 names Borgonovo's estimate delta_raw
         sens[out] = {
-            "delta": [float(v) for v in d["delta"]],
-            "delta_conf": [float(v) for v in d["delta_conf"]],
+            "delta": [float(v) for v in d[raw]],
+            "delta_conf": [float(v) for v in d[f"{raw}_conf"]],
             "S1_rbd": [float(v) for v in r["S1"]],
         }
     log(f"gdr: weights {dict(zip(ds.names, np.round(gdr.weights, 3), strict=True))}; selected {sel}")
