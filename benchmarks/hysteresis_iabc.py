@@ -1117,6 +1117,13 @@ def write_report(store_path: Path, budget: int, jobs_full: list[Job], command: s
         L += ["Not drawn yet: run `python benchmarks/hysteresis_iabc.py --figures`.", ""]
     L += ["## Identifiability: flat directions, convergence and the noisy optimum", ""]
     L += identifiability_section(outputs(store_path, ".identifiability.json"))
+    L += [
+        "The 95 % intervals of the noisy cases (Tables 1, 4, 5 at 5 and 10 %, Table 7's M3 and M4 data), local and "
+        "posterior, beside the paper's point errors, with the parameters whose posterior is the prior box named: "
+        '`benchmarks/results/uncertainty.md`, section "The hysteresis study\'s noisy cases with intervals" '
+        "(`python benchmarks/uncertainty.py --hysteresis --posterior`).",
+        "",
+    ]
     L += ["## Speed", ""] + speed_section(outputs(store_path, ".speed.json"))
     L += ["## Progress and projection", ""] + projection(runs, jobs_full, budget) + [""]
     if command:
