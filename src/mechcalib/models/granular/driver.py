@@ -65,7 +65,7 @@ from .motion import _finite, _omega, _rotation, _spheres, integrate, kinetic_ene
 from .neighbours import build_neighbours, transfer_history
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def run_one(bodies, state0, itab, dt, settings, out):
     """One simulation of the :class:`~.fields.Bodies` from the :class:`~.fields.BodyState` ``state0`` with the
     interaction table ``itab`` ``(n_types, N_IFIELDS)`` and time step ``dt`` [s] through the phases of
@@ -288,7 +288,7 @@ def run_one(bodies, state0, itab, dt, settings, out):
     info[F_KE_END] = kinetic_energy(vel, omega, angmom, mass)
 
 
-@nb.njit(parallel=True, cache=True)
+@nb.njit(parallel=True, cache=True, error_model="numpy")
 def run_batch(bodies, state0, itabs, dt, settings, out):
     """:func:`run_one` for each interaction table ``itabs[i]`` and time step ``dt[i]``, in parallel; ``out``: the
     :class:`~.fields.Outputs` of the batch (leading axis ``n``)."""

@@ -38,7 +38,7 @@ from .fields import (
 )
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always", error_model="numpy")
 def contact_force(hist, k, delta, nx, ny, nz, vx, vy, vz, wx, wy, wz, rstar, mstar, rroll, iroll, row, dt):
     """Force on body i and rolling torque on it at one contact (module docstring).
 
@@ -105,7 +105,7 @@ def contact_force(hist, k, delta, nx, ny, nz, vx, vy, vz, wx, wy, wz, rstar, mst
     return -fn * nx + tx, -fn * ny + ty, -fn * nz + tz, mx, my, mz, fn
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always", error_model="numpy")
 def _clear(hist, k):
     """Forget the history of a separated contact."""
     for c in range(N_HIST):
@@ -115,7 +115,7 @@ def _clear(hist, k):
             return
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def compute_forces(bodies, iroll, state, omega, spheres, nlist, whist, itab, settings, piston, dt, loads):
     """Gravity, pair and wall contact forces and torques on the bodies and the forces on the walls, into the
     :class:`~.fields.Loads` ``loads`` (overwritten). Returns the largest overlap relative to the sphere radius.

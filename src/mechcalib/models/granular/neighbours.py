@@ -9,7 +9,7 @@ import numpy as np
 from .fields import N_HIST
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def build_neighbours(sx, srad, sb, skin, start, nbr):
     """Verlet list of sphere pairs ``i < j`` of different bodies closer than ``r_i + r_j + skin``, by linked
     cells. Writes ``start`` ``(ns + 1,)`` and ``nbr`` (CSR, each row sorted); returns the number of pairs, or
@@ -90,7 +90,7 @@ def build_neighbours(sx, srad, sb, skin, start, nbr):
     return ptr
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def transfer_history(start_o, nbr_o, hist_o, start_n, nbr_n, hist_n):
     """Copy the history of pairs present in both lists (rows sorted by ``j``) and zero the new ones."""
     ns = start_n.size - 1
