@@ -85,6 +85,7 @@ from .fields import (
     I_N,
     I_ZETA,
     LIST_OVERFLOW,
+    N_CONST,
     N_HIST,
     N_IFIELDS,
     N_INFO,
@@ -129,6 +130,7 @@ from .fields import (
     Outputs,
     Settings,
     Spheres,
+    WallContacts,
 )
 from .forces import compute_forces, contact_force
 from .motion import integrate, kinetic_energy
@@ -178,6 +180,7 @@ __all__ = [
     "H_FT",
     "H_MR",
     "N_HIST",
+    "N_CONST",
     "P_SETTLE_TMAX",
     "P_SETTLE_TMIN",
     "P_SETTLE_KE",
@@ -228,6 +231,7 @@ __all__ = [
     "Outputs",
     "Settings",
     "Spheres",
+    "WallContacts",
 ]
 
 

@@ -16,6 +16,14 @@ from .contact import (
     tangential_force,
 )
 from .fields import (
+    C_FMIN,
+    C_IROLL,
+    C_K1,
+    C_K2,
+    C_MSTAR,
+    C_RMIN,
+    C_RSTAR,
+    C_SR,
     H_DP,
     H_FT,
     H_MR,
@@ -39,6 +47,16 @@ from .fields import (
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
+def contact_constants(rstar, row):
+    """``(sqrt(R*), k1, k2, f_min)`` of a contact of effective radius ``rstar`` with the interaction ``row``:
+    fixed for a pair, so computed once per neighbour-list build (:func:`.neighbours.pair_constants`)."""
+    sr = math.sqrt(rstar)
+    k1 = row[I_K1C] * sr
+    k2 = k1 / (1.0 - row[I_LAM])
+    return sr, k1, k2, row[I_FMINC] * rstar
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
 def contact_force(hist, k, delta, nx, ny, nz, vx, vy, vz, wx, wy, wz, rstar, mstar, rroll, iroll, row, dt):
     """Force on body i and rolling torque on it at one contact (module docstring).
 
@@ -48,17 +66,19 @@ def contact_force(hist, k, delta, nx, ny, nz, vx, vy, vz, wx, wy, wz, rstar, mst
     ``hist[k]``: the contact's history (updated).
     Returns ``(fx, fy, fz, mx, my, mz, fn)`` with ``fn`` the normal force (compression positive).
     """
+    sr, k1, k2, fmin = contact_constants(rstar, row)
+    return _contact(hist, k, delta, nx, ny, nz, vx, vy, vz, wx, wy, wz, sr, k1, k2, fmin, mstar, rroll, iroll, row, dt)
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def _contact(hist, k, delta, nx, ny, nz, vx, vy, vz, wx, wy, wz, sr, k1, k2, fmin, mstar, rroll, iroll, row, dt):
+    """:func:`contact_force` with the constants of :func:`contact_constants` given."""
     # the law of contact.py with n = 3/2, sharing the square roots of R* and delta:
     # k1 = 4/3 E* sqrt(R*), K_n = 3/2 k1 sqrt(delta) (eq. 21), k_t = 8 zeta G* sqrt(R* delta) (eq. 25), and the
     # tangential damper 2 sqrt(5/6) |beta| sqrt(k_t m*) = c_n sqrt(k_t / K_n) with a constant ratio
-    sr = math.sqrt(rstar)
     sd = math.sqrt(delta)
-    k1 = row[I_K1C] * sr
-    k2 = k1 / (1.0 - row[I_LAM])
     f0 = row[I_F0]
-    fh, dp, nc, _ = eepa_normal(
-        delta, hist[k, H_DP], k1, k2, row[I_KADH], f0, row[I_FMINC] * rstar, 1.5, row[I_CHI], row[I_LAMROOT]
-    )
+    fh, dp, nc, _ = eepa_normal(delta, hist[k, H_DP], k1, k2, row[I_KADH], f0, fmin, 1.5, row[I_CHI], row[I_LAMROOT])
     hist[k, H_DP] = dp
     kn = 1.5 * k1 * sd
     cn = -2.0 * SQRT_5_6 * row[I_BETA] * math.sqrt(kn * mstar)  # eq. 18
@@ -116,19 +136,21 @@ def _clear(hist, k):
 
 
 @nb.njit(cache=True, error_model="numpy")
-def compute_forces(bodies, iroll, state, omega, spheres, nlist, whist, itab, settings, piston, dt, loads):
+def compute_forces(bodies, state, omega, spheres, nlist, walls, itab, settings, piston, dt, loads):
     """Gravity, pair and wall contact forces and torques on the bodies and the forces on the walls, into the
     :class:`~.fields.Loads` ``loads`` (overwritten). Returns the largest overlap relative to the sphere radius.
 
-    ``bodies``, ``state``, ``spheres``, ``nlist`` (its history updated), ``settings``: the named tuples of
-    :mod:`.fields`; ``iroll`` ``(nb,)`` [kg m^2] moments of inertia about a contact point (rolling damper),
-    ``omega`` ``(nb, 3)`` [rad/s]; ``whist`` ``(3 ns, N_HIST)`` the wall contacts' history (updated); ``itab``
-    ``(n_types, N_IFIELDS)`` the interaction table; ``piston`` ``(z [m], v [m/s], present)``; ``dt`` [s].
+    ``bodies``, ``state``, ``spheres``, ``nlist`` (its history updated), ``walls`` (the
+    :class:`~.fields.WallContacts`, history updated), ``settings``: the named tuples of :mod:`.fields`;
+    ``omega`` ``(nb, 3)`` [rad/s]; ``itab`` ``(n_types, N_IFIELDS)`` the interaction table; ``piston``
+    ``(z [m], v [m/s], present)``; ``dt`` [s]. The constants of the contacts (``nlist.const``, ``walls.const``)
+    come from :func:`.neighbours.pair_constants` and :func:`.neighbours.wall_constants` with the same table.
     """
     pos, vel = state.pos, state.vel
     mass, sb, srad = bodies.mass, bodies.sphere_body, bodies.sphere_radius
     sx, srel = spheres.x, spheres.rel
-    start, nbr, hist = nlist.start, nlist.nbr, nlist.hist
+    start, nbr, hist, cst = nlist.start, nlist.nbr, nlist.hist, nlist.const
+    whist, wact, wcst = walls.hist, walls.active, walls.const
     wtype, r_cyl, z_bottom, gz = settings.wall_types, settings.r_cyl, settings.z_bottom, settings.gz
     z_piston, v_piston, piston_on = piston
     F, T, wallf = loads.F, loads.T, loads.wallf
@@ -149,9 +171,16 @@ def compute_forces(bodies, iroll, state, omega, spheres, nlist, whist, itab, set
     for i in range(ns):
         bi = sb[i]
         ri = srad[i]
+        xi, yi, zi = sx[i, 0], sx[i, 1], sx[i, 2]
+        # body i's state, and its force and torque summed here in the order of the list (no partner shares body i)
+        pix, piy, piz = pos[bi, 0], pos[bi, 1], pos[bi, 2]
+        vix, viy, viz = vel[bi, 0], vel[bi, 1], vel[bi, 2]
+        wix, wiy, wiz = omega[bi, 0], omega[bi, 1], omega[bi, 2]
+        fix, fiy, fiz = F[bi, 0], F[bi, 1], F[bi, 2]
+        tix, tiy, tiz = T[bi, 0], T[bi, 1], T[bi, 2]
         for k in range(start[i], start[i + 1]):
             j = nbr[k]
-            ex, ey, ez = sx[j, 0] - sx[i, 0], sx[j, 1] - sx[i, 1], sx[j, 2] - sx[i, 2]
+            ex, ey, ez = sx[j, 0] - xi, sx[j, 1] - yi, sx[j, 2] - zi
             rj = srad[j]
             d2 = ex * ex + ey * ey + ez * ez
             rs = ri + rj
@@ -164,22 +193,14 @@ def compute_forces(bodies, iroll, state, omega, spheres, nlist, whist, itab, set
             bj = sb[j]
             # contact point (middle of the overlap) relative to the two centres of mass
             h = ri - 0.5 * delta
-            cx, cy, cz = sx[i, 0] + h * nx, sx[i, 1] + h * ny, sx[i, 2] + h * nz
-            aix, aiy, aiz = cx - pos[bi, 0], cy - pos[bi, 1], cz - pos[bi, 2]
+            cx, cy, cz = xi + h * nx, yi + h * ny, zi + h * nz
+            aix, aiy, aiz = cx - pix, cy - piy, cz - piz
             ajx, ajy, ajz = cx - pos[bj, 0], cy - pos[bj, 1], cz - pos[bj, 2]
-            vx = (vel[bi, 0] + omega[bi, 1] * aiz - omega[bi, 2] * aiy) - (
-                vel[bj, 0] + omega[bj, 1] * ajz - omega[bj, 2] * ajy
-            )
-            vy = (vel[bi, 1] + omega[bi, 2] * aix - omega[bi, 0] * aiz) - (
-                vel[bj, 1] + omega[bj, 2] * ajx - omega[bj, 0] * ajz
-            )
-            vz = (vel[bi, 2] + omega[bi, 0] * aiy - omega[bi, 1] * aix) - (
-                vel[bj, 2] + omega[bj, 0] * ajy - omega[bj, 1] * ajx
-            )
-            rstar = ri * rj / rs
-            mstar = mass[bi] * mass[bj] / (mass[bi] + mass[bj])
-            ir = iroll[bi] * iroll[bj] / (iroll[bi] + iroll[bj])
-            fx, fy, fz, mx, my, mz, _ = contact_force(
+            wjx, wjy, wjz = omega[bj, 0], omega[bj, 1], omega[bj, 2]
+            vx = (vix + wiy * aiz - wiz * aiy) - (vel[bj, 0] + wjy * ajz - wjz * ajy)
+            vy = (viy + wiz * aix - wix * aiz) - (vel[bj, 1] + wjz * ajx - wjx * ajz)
+            vz = (viz + wix * aiy - wiy * aix) - (vel[bj, 2] + wjx * ajy - wjy * ajx)
+            fx, fy, fz, mx, my, mz, _ = _contact(
                 hist,
                 k,
                 delta,
@@ -189,30 +210,36 @@ def compute_forces(bodies, iroll, state, omega, spheres, nlist, whist, itab, set
                 vx,
                 vy,
                 vz,
-                omega[bi, 0] - omega[bj, 0],
-                omega[bi, 1] - omega[bj, 1],
-                omega[bi, 2] - omega[bj, 2],
-                rstar,
-                mstar,
-                2.0 * rstar,
-                ir,
+                wix - wjx,
+                wiy - wjy,
+                wiz - wjz,
+                cst[k, C_SR],
+                cst[k, C_K1],
+                cst[k, C_K2],
+                cst[k, C_FMIN],
+                cst[k, C_MSTAR],
+                2.0 * cst[k, C_RSTAR],
+                cst[k, C_IROLL],
                 row,
                 dt,
             )
-            F[bi, 0] += fx
-            F[bi, 1] += fy
-            F[bi, 2] += fz
+            fix += fx
+            fiy += fy
+            fiz += fz
             F[bj, 0] -= fx
             F[bj, 1] -= fy
             F[bj, 2] -= fz
-            T[bi, 0] += aiy * fz - aiz * fy + mx
-            T[bi, 1] += aiz * fx - aix * fz + my
-            T[bi, 2] += aix * fy - aiy * fx + mz
+            tix += aiy * fz - aiz * fy + mx
+            tiy += aiz * fx - aix * fz + my
+            tiz += aix * fy - aiy * fx + mz
             T[bj, 0] -= ajy * fz - ajz * fy + mx
             T[bj, 1] -= ajz * fx - ajx * fz + my
             T[bj, 2] -= ajx * fy - ajy * fx + mz
-            ov = max(ov, delta / min(ri, rj))
+            ov = _max_ratio(ov, delta, cst[k, C_RMIN])
+        F[bi, 0], F[bi, 1], F[bi, 2] = fix, fiy, fiz
+        T[bi, 0], T[bi, 1], T[bi, 2] = tix, tiy, tiz
     # walls
+    rows = (itab[wtype[W_CYL]], itab[wtype[W_BOTTOM]], itab[wtype[2]])
     for s in range(ns):
         b = sb[s]
         r = srad[s]
@@ -238,14 +265,18 @@ def compute_forces(bodies, iroll, state, omega, spheres, nlist, whist, itab, set
                 nz = 1.0
                 wv = v_piston
             if delta <= 0.0:
-                _clear(whist, kk)
+                if wact[kk]:  # a separated contact forgets its history
+                    for c in range(N_HIST):
+                        whist[kk, c] = 0.0
+                    wact[kk] = 0
                 continue
+            wact[kk] = 1
             h = r - 0.5 * delta
             ax, ay, az = srel[s, 0] + h * nx, srel[s, 1] + h * ny, srel[s, 2] + h * nz
             vx = vel[b, 0] + omega[b, 1] * az - omega[b, 2] * ay
             vy = vel[b, 1] + omega[b, 2] * ax - omega[b, 0] * az
             vz = vel[b, 2] + omega[b, 0] * ay - omega[b, 1] * ax - wv
-            fx, fy, fz, mx, my, mz, _ = contact_force(
+            fx, fy, fz, mx, my, mz, _ = _contact(
                 whist,
                 kk,
                 delta,
@@ -258,11 +289,14 @@ def compute_forces(bodies, iroll, state, omega, spheres, nlist, whist, itab, set
                 omega[b, 0],
                 omega[b, 1],
                 omega[b, 2],
-                r,
+                wcst[kk, C_SR],
+                wcst[kk, C_K1],
+                wcst[kk, C_K2],
+                wcst[kk, C_FMIN],
                 mass[b],
                 r,
-                iroll[b],
-                itab[wtype[w]],
+                wcst[kk, C_IROLL],
+                rows[w],
                 dt,
             )
             F[b, 0] += fx
@@ -274,5 +308,14 @@ def compute_forces(bodies, iroll, state, omega, spheres, nlist, whist, itab, set
             wallf[w, 0] -= fx
             wallf[w, 1] -= fy
             wallf[w, 2] -= fz
-            ov = max(ov, delta / r)
+            ov = _max_ratio(ov, delta, r)
+    return ov
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def _max_ratio(ov, delta, r):
+    """``max(ov, delta / r)`` for ``ov >= 0``, ``r > 0``, dividing only where the quotient may exceed ``ov`` (the
+    margin, far above the rounding of the product, keeps the result that of the division)."""
+    if delta >= ov * r * (1.0 - 1e-12):
+        return max(ov, delta / r)
     return ov
