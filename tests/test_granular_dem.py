@@ -277,6 +277,26 @@ def test_batch_equals_one_by_one():
     assert not np.array_equal(both.samples[0], both.samples[1])
 
 
+def test_results_do_not_depend_on_the_verlet_skin():
+    """The Verlet list only spares distance tests: a rebuild at every step (skin 0) and larger skins give the same
+    bits, since the pairs in contact, their history and the order of their sums are the same."""
+    es = 0.01
+    n, rc = 20, 3.5e-3
+    pos, q = lattice_column(n, rc, seed=2)
+    p = dem.Particles.clumps(n, R, A, 2000.0)
+    tab = table(dem.Interaction(e=0.25, mu=0.52, mu_r=0.23, lambda_p=0.575, f0=-0.002, dgamma=1.64), None, es)
+    dt = dem.time_step(R, SAND, [STEEL], 0.575, E_scale=es)
+    ph = dem.Phases(
+        settle_tmax=0.02, settle_tmin=0.02, settle_damping=0.3, piston=True, v_load=0.05, t_load=2e-3, t_end=3e-3
+    )
+    runs = [dem.run(p, pos, q, tab, dt, ph, r_cyl=rc, skin=k * R) for k in (0.0, 0.05, 0.2)]
+    rebuilds = [int(r.info[0, dem.F_REBUILDS]) for r in runs]
+    assert rebuilds[0] >= int(runs[0].info[0, dem.F_STEPS]) - 1 and rebuilds[0] > rebuilds[1] > rebuilds[2] >= 1
+    for r in runs[1:]:
+        for k in ("samples", "pos", "quat", "vel", "angmom"):
+            np.testing.assert_array_equal(getattr(r, k), getattr(runs[0], k))
+
+
 def test_contact_force_is_the_law_of_contact_py():
     """The DEM's contact (shared square roots, constant damper ratio) against the pure functions."""
     from mechcalib.models.granular import contact as C
