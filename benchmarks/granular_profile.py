@@ -28,7 +28,7 @@ import numpy as np
 from mechcalib.models.granular import dem
 from mechcalib.models.granular.fields import N_CONST, BodyState, Loads, NeighbourList, Spheres, WallContacts
 from mechcalib.models.granular.forces import compute_forces
-from mechcalib.models.granular.motion import _omega, _rotation, _spheres, integrate
+from mechcalib.models.granular.motion import _omega, _rotation, _spheres, advance
 from mechcalib.models.granular.neighbours import build_neighbours, pair_constants, transfer_history, wall_constants
 
 
@@ -65,11 +65,9 @@ def _loop_forces(n, bodies, state, omega, spheres, nlist, walls, itab, settings,
 
 
 @nb.njit(cache=True)
-def _loop_motion(n, state, bodies, loads, omega, R, dt, sb, sloc, sx, srel):
+def _loop_motion(n, state, bodies, loads, omega, R, dt, sx, srel):
     for _ in range(n):
-        integrate(state, bodies, loads, omega, R, dt, 0.0)
-        _rotation(state.quat, R)
-        _spheres(state.pos, R, sb, sloc, sx, srel)
+        advance(state, bodies, loads, omega, R, dt, 0.0, sx, srel)
 
 
 @nb.njit(cache=True)

@@ -330,6 +330,31 @@ def test_contact_force_is_the_law_of_contact_py():
     np.testing.assert_allclose(hist[0], [dp, *t[:3], *m[:3]], rtol=1e-12)
 
 
+def test_force_loop_normal_law_is_eepa_normal_bit_for_bit():
+    """The force loop's EEPA normal law (n = 3/2, the pair's constants computed once per list build) gives the bits of
+    contact.eepa_normal on every branch: virgin loading, the k2 line, the adhesive branch with k_adh derived from
+    dgamma or given."""
+    from mechcalib.models.granular import contact as C
+    from mechcalib.models.granular.forces import _eepa15, contact_constants, law_row
+
+    rng = np.random.default_rng(5)
+    branches = set()
+    for kadh in (-1.0, 2e9):
+        it = dem.Interaction(e=0.25, mu=0.52, mu_r=0.23, lambda_p=0.575, f0=-0.002, dgamma=1.64, kadh=kadh)
+        row = dem.interaction_row(SAND, SAND, it)
+        law = law_row(row[None], 0)
+        for _ in range(400):
+            rstar = rng.uniform(0.3e-3, 1e-3)
+            sr, k1, k2, fmin, lam, a0, a0k2 = contact_constants(rstar, row)
+            delta = rng.uniform(1e-9, 2e-6)
+            dp = rng.choice([0.0, rng.uniform(0.0, 1.5 * delta)])
+            ref = C.eepa_normal(delta, dp, k1, k2, kadh, -0.002, fmin, 1.5, 3.0, row[dem.I_LAMROOT])
+            got = _eepa15(delta, math.sqrt(delta), dp, k1, k2, lam, a0, a0k2, kadh, law[1], law[2], law[3], law[4])
+            assert got == ref[:3]
+            branches.add(ref[3])
+    assert branches == {C.LOADING, C.UNLOADING, C.ADHESIVE}
+
+
 def test_time_step_rule():
     dt = dem.time_step(R, SAND, [ACRYLIC, STEEL], 0.575)
     dtr = math.pi * R * math.sqrt(SAND.density / SAND.G) / (0.1631 * 0.3 + 0.8766)

@@ -37,9 +37,10 @@ H_DP, H_FT, H_MR = 0, 1, 4
 N_HIST = 7
 # constants of a contact, fixed by its two spheres (or sphere and wall) and its interaction row, computed when the
 # contact list is built: R*, m*, the moment of inertia of the rolling damper, sqrt(R*), k1, k2, the JKR pull-off
-# force f_min and the smaller radius
-C_RSTAR, C_MSTAR, C_IROLL, C_SR, C_K1, C_K2, C_FMIN, C_RMIN = range(8)
-N_CONST = 8
+# force f_min, the smaller radius, and of the EEPA law (contact.eepa_normal) 1 - k1/k2, f0 - f_min (or 0) and
+# (f0 - f_min) / k2
+C_RSTAR, C_MSTAR, C_IROLL, C_SR, C_K1, C_K2, C_FMIN, C_RMIN, C_LAM, C_A0, C_A0K2 = range(11)
+N_CONST = 11
 # phase settings (the ``phase`` array of run_one)
 (
     P_SETTLE_TMAX,

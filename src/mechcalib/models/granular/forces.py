@@ -9,17 +9,19 @@ import numba as nb
 
 from .contact import (
     SQRT_5_6,
-    eepa_normal,
+    _pow,
     rolling_damping,
     rolling_stiffness,
     rolling_torque,
     tangential_force,
 )
 from .fields import (
-    C_FMIN,
+    C_A0,
+    C_A0K2,
     C_IROLL,
     C_K1,
     C_K2,
+    C_LAM,
     C_MSTAR,
     C_RMIN,
     C_RSTAR,
@@ -48,12 +50,81 @@ from .fields import (
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
 def contact_constants(rstar, row):
-    """``(sqrt(R*), k1, k2, f_min)`` of a contact of effective radius ``rstar`` with the interaction ``row``:
-    fixed for a pair, so computed once per neighbour-list build (:func:`.neighbours.pair_constants`)."""
+    """``(sqrt(R*), k1, k2, f_min, 1 - k1/k2, a0, a0/k2)`` with ``a0 = max(f0 - f_min, 0)`` of a contact of
+    effective radius ``rstar`` with the interaction ``row``: fixed for a pair, so computed once per neighbour-list
+    build (:func:`.neighbours.pair_constants`), each as :func:`.contact.eepa_normal` computes it."""
     sr = math.sqrt(rstar)
     k1 = row[I_K1C] * sr
     k2 = k1 / (1.0 - row[I_LAM])
-    return sr, k1, k2, row[I_FMINC] * rstar
+    fmin = row[I_FMINC] * rstar
+    f0 = row[I_F0]
+    a0 = f0 - fmin if f0 > fmin else 0.0
+    return sr, k1, k2, fmin, 1.0 - k1 / k2, a0, a0 / k2
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def _eepa15(delta, sd, dp, k1, k2, lam, a0, a0k2, kadh, f0, chi, chi_n, lam_root):
+    """:func:`.contact.eepa_normal` for ``n = 3/2`` with ``sd = sqrt(delta)`` and the pair's constants of
+    :func:`contact_constants` (``lam = 1 - k1/k2``, ``a0``, ``a0/k2``) and ``chi_n = chi / 1.5`` given, the same
+    operations in the same order otherwise; ``lam_root >= 0``. Returns ``(f_hys, dp_new, n_c)``."""
+    dn = delta * sd
+    dpn = dp * math.sqrt(dp)
+    fl = k1 * dn
+    fu = k2 * (dn - dpn)
+    adhesive = False
+    if fu >= fl:  # virgin loading
+        dpn = lam * dn
+        dp_new = lam_root * delta
+        f = fl
+    else:
+        dp_new = dp
+        f = fu
+    if kadh >= 0.0:
+        a = kadh * _pow(delta, chi)
+        if f < -a:
+            f = -a
+        nc = abs(f + a)
+    else:
+        dmin_n = dpn - a0k2
+        if dmin_n > 0.0:
+            if f < 0.0:
+                kad = a0 / _pow(dmin_n, chi_n)
+                a = kad * _pow(delta, chi)
+                if f < -a:
+                    f = -a
+                    adhesive = True
+            nc = 0.0 if adhesive else f + a0
+        else:
+            nc = f + k2 * dpn
+    return f0 + f, dp_new, nc
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def law_row(itab, t):
+    """The fields of row ``t`` of the interaction table that :func:`_law` reads, as a tuple of scalars:
+    ``(kadh, f0, chi, chi / n, lambda_p^(1/n), beta, k_t / sqrt(R* delta), c_t / c_n, mu, mu_r)``."""
+    return (
+        itab[t, I_KADH],
+        itab[t, I_F0],
+        itab[t, I_CHI],
+        itab[t, I_CHI] / 1.5,
+        itab[t, I_LAMROOT],
+        itab[t, I_BETA],
+        itab[t, I_KTC],
+        itab[t, I_CTR],
+        itab[t, I_MU],
+        itab[t, I_MUR],
+    )
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def _history(hist, k):
+    return (hist[k, 0], hist[k, 1], hist[k, 2], hist[k, 3], hist[k, 4], hist[k, 5], hist[k, 6])
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def _store(hist, k, h):
+    hist[k, 0], hist[k, 1], hist[k, 2], hist[k, 3], hist[k, 4], hist[k, 5], hist[k, 6] = h
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
@@ -66,63 +137,44 @@ def contact_force(hist, k, delta, nx, ny, nz, vx, vy, vz, wx, wy, wz, rstar, mst
     ``hist[k]``: the contact's history (updated).
     Returns ``(fx, fy, fz, mx, my, mz, fn)`` with ``fn`` the normal force (compression positive).
     """
-    sr, k1, k2, fmin = contact_constants(rstar, row)
-    return _contact(hist, k, delta, nx, ny, nz, vx, vy, vz, wx, wy, wz, sr, k1, k2, fmin, mstar, rroll, iroll, row, dt)
+    sr, k1, k2, _, lam, a0, a0k2 = contact_constants(rstar, row)
+    law = (row[I_KADH], row[I_F0], row[I_CHI], row[I_CHI] / 1.5, row[I_LAMROOT], row[I_BETA], row[I_KTC], row[I_CTR])
+    fx, fy, fz, mx, my, mz, fn, h = _law(
+        _history(hist, k), delta, nx, ny, nz, vx, vy, vz, wx, wy, wz, sr, k1, k2, lam, a0, a0k2, mstar, rroll,
+        iroll, law + (row[I_MU], row[I_MUR]), dt,
+    )  # fmt: skip
+    _store(hist, k, h)
+    return fx, fy, fz, mx, my, mz, fn
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
-def _contact(hist, k, delta, nx, ny, nz, vx, vy, vz, wx, wy, wz, sr, k1, k2, fmin, mstar, rroll, iroll, row, dt):
-    """:func:`contact_force` with the constants of :func:`contact_constants` given."""
+def _law(h, delta, nx, ny, nz, vx, vy, vz, wx, wy, wz, sr, k1, k2, lam, a0, a0k2, mstar, rroll, iroll, law, dt):
+    """:func:`contact_force` on scalars: the history ``h`` (``N_HIST`` values) in and out, the constants of
+    :func:`contact_constants` and the row fields of :func:`law_row` given. The force loops pass no array to it,
+    so that the compiled loop neither counts references nor spills its registers around such calls."""
+    kadh, f0, chi, chi_n, lamroot, beta, ktc, ctr, mu, mur = law
     # the law of contact.py with n = 3/2, sharing the square roots of R* and delta:
     # k1 = 4/3 E* sqrt(R*), K_n = 3/2 k1 sqrt(delta) (eq. 21), k_t = 8 zeta G* sqrt(R* delta) (eq. 25), and the
     # tangential damper 2 sqrt(5/6) |beta| sqrt(k_t m*) = c_n sqrt(k_t / K_n) with a constant ratio
     sd = math.sqrt(delta)
-    f0 = row[I_F0]
-    fh, dp, nc, _ = eepa_normal(delta, hist[k, H_DP], k1, k2, row[I_KADH], f0, fmin, 1.5, row[I_CHI], row[I_LAMROOT])
-    hist[k, H_DP] = dp
+    fh, dp, nc = _eepa15(delta, sd, h[H_DP], k1, k2, lam, a0, a0k2, kadh, f0, chi, chi_n, lamroot)
     kn = 1.5 * k1 * sd
-    cn = -2.0 * SQRT_5_6 * row[I_BETA] * math.sqrt(kn * mstar)  # eq. 18
+    cn = -2.0 * SQRT_5_6 * beta * math.sqrt(kn * mstar)  # eq. 18
     vn = vx * nx + vy * ny + vz * nz  # approach rate d(delta)/dt
     fn = fh + cn * vn
     tvx, tvy, tvz = vx - vn * nx, vy - vn * ny, vz - vn * nz
-    kt = row[I_KTC] * sr * sd
+    kt = ktc * sr * sd
     sx, sy, sz, tx, ty, tz, _ = tangential_force(
-        hist[k, H_FT],
-        hist[k, H_FT + 1],
-        hist[k, H_FT + 2],
-        nx,
-        ny,
-        nz,
-        tvx,
-        tvy,
-        tvz,
-        kt,
-        cn * row[I_CTR],
-        dt,
-        row[I_MU] * nc,
+        h[H_FT], h[H_FT + 1], h[H_FT + 2], nx, ny, nz, tvx, tvy, tvz, kt, cn * ctr, dt, mu * nc
     )
-    hist[k, H_FT], hist[k, H_FT + 1], hist[k, H_FT + 2] = sx, sy, sz
     mx, my, mz = 0.0, 0.0, 0.0
-    mur = row[I_MUR]
+    rx, ry, rz = h[H_MR], h[H_MR + 1], h[H_MR + 2]
     if mur > 0.0:
         kr = rolling_stiffness(kn, mur, rroll)
-        sx, sy, sz, mx, my, mz, _ = rolling_torque(
-            hist[k, H_MR],
-            hist[k, H_MR + 1],
-            hist[k, H_MR + 2],
-            nx,
-            ny,
-            nz,
-            wx,
-            wy,
-            wz,
-            kr,
-            rolling_damping(kr, iroll, ROLL_DAMPING),
-            mur * rroll * nc,
-            dt,
+        rx, ry, rz, mx, my, mz, _ = rolling_torque(
+            rx, ry, rz, nx, ny, nz, wx, wy, wz, kr, rolling_damping(kr, iroll, ROLL_DAMPING), mur * rroll * nc, dt
         )
-        hist[k, H_MR], hist[k, H_MR + 1], hist[k, H_MR + 2] = sx, sy, sz
-    return -fn * nx + tx, -fn * ny + ty, -fn * nz + tz, mx, my, mz, fn
+    return -fn * nx + tx, -fn * ny + ty, -fn * nz + tz, mx, my, mz, fn, (dp, sx, sy, sz, rx, ry, rz)
 
 
 @nb.njit(cache=True, inline="always", error_model="numpy")
@@ -166,7 +218,13 @@ def compute_forces(bodies, state, omega, spheres, nlist, walls, itab, settings, 
         for d in range(3):
             wallf[w, d] = 0.0
     ov = 0.0
-    row = itab[0]
+    law = law_row(itab, 0)
+    nt = itab.shape[0]  # a wall without its row in the table is never touched (dem.run's tables have them all)
+    wlaw = (
+        law_row(itab, min(wtype[W_CYL], nt - 1)),
+        law_row(itab, min(wtype[W_BOTTOM], nt - 1)),
+        law_row(itab, min(wtype[2], nt - 1)),
+    )
     ns = sb.size
     for i in range(ns):
         bi = sb[i]
@@ -200,29 +258,12 @@ def compute_forces(bodies, state, omega, spheres, nlist, walls, itab, settings, 
             vx = (vix + wiy * aiz - wiz * aiy) - (vel[bj, 0] + wjy * ajz - wjz * ajy)
             vy = (viy + wiz * aix - wix * aiz) - (vel[bj, 1] + wjz * ajx - wjx * ajz)
             vz = (viz + wix * aiy - wiy * aix) - (vel[bj, 2] + wjx * ajy - wjy * ajx)
-            fx, fy, fz, mx, my, mz, _ = _contact(
-                hist,
-                k,
-                delta,
-                nx,
-                ny,
-                nz,
-                vx,
-                vy,
-                vz,
-                wix - wjx,
-                wiy - wjy,
-                wiz - wjz,
-                cst[k, C_SR],
-                cst[k, C_K1],
-                cst[k, C_K2],
-                cst[k, C_FMIN],
-                cst[k, C_MSTAR],
-                2.0 * cst[k, C_RSTAR],
-                cst[k, C_IROLL],
-                row,
-                dt,
-            )
+            fx, fy, fz, mx, my, mz, _, hk = _law(
+                _history(hist, k), delta, nx, ny, nz, vx, vy, vz, wix - wjx, wiy - wjy, wiz - wjz,
+                cst[k, C_SR], cst[k, C_K1], cst[k, C_K2], cst[k, C_LAM], cst[k, C_A0], cst[k, C_A0K2],
+                cst[k, C_MSTAR], 2.0 * cst[k, C_RSTAR], cst[k, C_IROLL], law, dt,
+            )  # fmt: skip
+            _store(hist, k, hk)
             fix += fx
             fiy += fy
             fiz += fz
@@ -239,7 +280,6 @@ def compute_forces(bodies, state, omega, spheres, nlist, walls, itab, settings, 
         F[bi, 0], F[bi, 1], F[bi, 2] = fix, fiy, fiz
         T[bi, 0], T[bi, 1], T[bi, 2] = tix, tiy, tiz
     # walls
-    rows = (itab[wtype[W_CYL]], itab[wtype[W_BOTTOM]], itab[wtype[2]])
     for s in range(ns):
         b = sb[s]
         r = srad[s]
@@ -276,29 +316,12 @@ def compute_forces(bodies, state, omega, spheres, nlist, walls, itab, settings, 
             vx = vel[b, 0] + omega[b, 1] * az - omega[b, 2] * ay
             vy = vel[b, 1] + omega[b, 2] * ax - omega[b, 0] * az
             vz = vel[b, 2] + omega[b, 0] * ay - omega[b, 1] * ax - wv
-            fx, fy, fz, mx, my, mz, _ = _contact(
-                whist,
-                kk,
-                delta,
-                nx,
-                ny,
-                nz,
-                vx,
-                vy,
-                vz,
-                omega[b, 0],
-                omega[b, 1],
-                omega[b, 2],
-                wcst[kk, C_SR],
-                wcst[kk, C_K1],
-                wcst[kk, C_K2],
-                wcst[kk, C_FMIN],
-                mass[b],
-                r,
-                wcst[kk, C_IROLL],
-                rows[w],
-                dt,
-            )
+            fx, fy, fz, mx, my, mz, _, hk = _law(
+                _history(whist, kk), delta, nx, ny, nz, vx, vy, vz, omega[b, 0], omega[b, 1], omega[b, 2],
+                wcst[kk, C_SR], wcst[kk, C_K1], wcst[kk, C_K2], wcst[kk, C_LAM], wcst[kk, C_A0], wcst[kk, C_A0K2],
+                mass[b], r, wcst[kk, C_IROLL], wlaw[w], dt,
+            )  # fmt: skip
+            _store(whist, kk, hk)
             F[b, 0] += fx
             F[b, 1] += fy
             F[b, 2] += fz

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .fields import C_FMIN, C_IROLL, C_K1, C_K2, C_MSTAR, C_RMIN, C_RSTAR, C_SR, N_HIST
+from .fields import C_A0, C_A0K2, C_FMIN, C_IROLL, C_K1, C_K2, C_LAM, C_MSTAR, C_RMIN, C_RSTAR, C_SR, N_HIST
 from .forces import contact_constants
 
 
@@ -109,6 +109,13 @@ def transfer_history(start_o, nbr_o, hist_o, start_n, nbr_n, hist_n):
                     hist_n[k, c] = 0.0
 
 
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def _store_constants(const, k, c):
+    sr, k1, k2, fmin, lam, a0, a0k2 = c
+    const[k, C_SR], const[k, C_K1], const[k, C_K2], const[k, C_FMIN] = sr, k1, k2, fmin
+    const[k, C_LAM], const[k, C_A0], const[k, C_A0K2] = lam, a0, a0k2
+
+
 @nb.njit(cache=True, error_model="numpy")
 def pair_constants(start, nbr, srad, sb, mass, iroll, row, const):
     """The constants (columns ``C_*`` of :mod:`.fields`) of the pairs of a list, for the interaction ``row``:
@@ -122,7 +129,7 @@ def pair_constants(start, nbr, srad, sb, mass, iroll, row, const):
             const[k, C_RSTAR] = rstar
             const[k, C_MSTAR] = mass[bi] * mass[bj] / (mass[bi] + mass[bj])
             const[k, C_IROLL] = iroll[bi] * iroll[bj] / (iroll[bi] + iroll[bj])
-            const[k, C_SR], const[k, C_K1], const[k, C_K2], const[k, C_FMIN] = contact_constants(rstar, row)
+            _store_constants(const, k, contact_constants(rstar, row))
             const[k, C_RMIN] = min(ri, rj)
 
 
@@ -138,7 +145,5 @@ def wall_constants(srad, sb, mass, iroll, itab, wall_types, const):
             const[kk, C_MSTAR] = mass[b]
             const[kk, C_IROLL] = iroll[b]
             if wall_types[w] < itab.shape[0]:  # a table without the wall's row: the wall is never touched
-                const[kk, C_SR], const[kk, C_K1], const[kk, C_K2], const[kk, C_FMIN] = contact_constants(
-                    r, itab[wall_types[w]]
-                )
+                _store_constants(const, kk, contact_constants(r, itab[wall_types[w]]))
             const[kk, C_RMIN] = r
