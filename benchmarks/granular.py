@@ -514,7 +514,8 @@ def profile_section(p: dict | None) -> list[str]:
     L += [
         "",
         (
-            f"Neighbour list: Verlet skin 0.2 r_max, rebuilt when a sphere has moved more than half the skin: "
+            f"Neighbour list: Verlet skin {p.get('skin_radii', 0.2):g} r, rebuilt when a sphere has moved more than "
+            "half the skin (the results do not depend on the skin, `tests/test_granular_dem.py`): "
             f"{p['rebuilds']} rebuild(s) in {p['steps']:,} steps ({p['steps_per_rebuild']:,.0f} steps per rebuild), "
             f"{1e3 * p['rebuild_call_s']:.2f} ms each, so the rebuild policy costs nothing worth tuning. The list holds "
             f"{p['pairs_per_sphere']:.2f} pairs per sphere, of which {p['contacts_per_sphere']:.2f} touch; "

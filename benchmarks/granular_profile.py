@@ -28,7 +28,7 @@ import numpy as np
 from mechcalib.models.granular import dem
 from mechcalib.models.granular.fields import N_CONST, BodyState, Loads, NeighbourList, Spheres, WallContacts
 from mechcalib.models.granular.forces import compute_forces
-from mechcalib.models.granular.motion import _omega, _rotation, _spheres, advance
+from mechcalib.models.granular.motion import _omega, _rotation, _spheres, integrate
 from mechcalib.models.granular.neighbours import build_neighbours, pair_constants, transfer_history, wall_constants
 
 
@@ -67,7 +67,9 @@ def _loop_forces(n, bodies, state, omega, spheres, nlist, walls, itab, settings,
 @nb.njit(cache=True)
 def _loop_motion(n, state, bodies, loads, omega, R, dt, sx, srel):
     for _ in range(n):
-        advance(state, bodies, loads, omega, R, dt, 0.0, sx, srel)
+        integrate(state, bodies, loads, omega, R, dt, 0.0)
+        _rotation(state.quat, R)
+        _spheres(state.pos, R, bodies.sphere_body, bodies.sphere_local, sx, srel)
 
 
 @nb.njit(cache=True)
@@ -101,7 +103,7 @@ def _timed(fn, *args, reps: int = 3) -> float:
 def profile(model, t_state: float = 0.01, n_calls: int = 200) -> dict:
     """Per-step cost of each part of a step (module docstring) for ``model``'s specimen with its default
     parameters, and the whole step of a run of the default program cut at ``t_state``."""
-    from mechcalib.models.granular.triaxial import interaction_tables
+    from mechcalib.models.granular.triaxial import SKIN, interaction_tables
 
     numba_threads = nb.get_num_threads()
     spec = model.specimen()
@@ -132,9 +134,10 @@ def profile(model, t_state: float = 0.01, n_calls: int = 200) -> dict:
         n_samples=round(t_state * float(c["fs"])) + 1,
     )
     # the whole step: a run to t_state (compiled by a first short call)
-    dem.run(parts, spec.pos, spec.quat, tab, dt, dem.Phases(t_end=5 * dt, n_samples=2), r_cyl=r_cyl)
+    skin = SKIN * model.spec.radius * 1e-3
+    dem.run(parts, spec.pos, spec.quat, tab, dt, dem.Phases(t_end=5 * dt, n_samples=2), r_cyl=r_cyl, skin=skin)
     t0, c0 = time.perf_counter(), time.process_time()
-    res = dem.run(parts, spec.pos, spec.quat, tab, dt, ph, r_cyl=r_cyl)
+    res = dem.run(parts, spec.pos, spec.quat, tab, dt, ph, r_cyl=r_cyl, skin=skin)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     steps = int(res.info[0, dem.F_STEPS])
     rebuilds = int(res.info[0, dem.F_REBUILDS])
@@ -151,7 +154,6 @@ def profile(model, t_state: float = 0.01, n_calls: int = 200) -> dict:
     _rotation(quat, R)
     _omega(R, parts.inertia, angmom, omega)
     _spheres(pos, R, parts.sphere_body, parts.sphere_local, sx, srel)
-    skin = 0.2 * float(parts.sphere_radius.max())
     cap = 16 * ns
     la = NeighbourList(*_list_arrays(ns, cap))
     lb = NeighbourList(*_list_arrays(ns, cap))
@@ -186,8 +188,6 @@ def profile(model, t_state: float = 0.01, n_calls: int = 200) -> dict:
         omega.copy(),
         R.copy(),
         dt,
-        parts.sphere_body,
-        parts.sphere_local,
         sx.copy(),
         srel.copy(),
     )
@@ -219,6 +219,7 @@ def profile(model, t_state: float = 0.01, n_calls: int = 200) -> dict:
         "cpu_seconds_run": cpu,
         "sphere_steps_per_s": steps * ns / wall,
         "sphere_steps_per_cpu_s": steps * ns / cpu,
+        "skin_radii": SKIN,
         "pairs_per_sphere": npairs / ns,
         "contacts_per_sphere": ncont / ns,
         "rebuild_call_s": t_rebuild,

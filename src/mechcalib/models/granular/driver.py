@@ -63,7 +63,7 @@ from .fields import (
     WallContacts,
 )
 from .forces import compute_forces
-from .motion import _finite, _omega, _rotation, _spheres, advance, kinetic_energy
+from .motion import _finite, _omega, _rotation, _spheres, integrate, kinetic_energy
 from .neighbours import build_neighbours, pair_constants, transfer_history, wall_constants
 
 
@@ -263,7 +263,9 @@ def run_one(bodies, state0, itab, dt, settings, out):
             if done:
                 break
             # advance
-            advance(state, bodies, loads, omega, R, dts, phase[P_SETTLE_DAMP] if stage == 0 else 0.0, sx, srel)
+            integrate(state, bodies, loads, omega, R, dts, phase[P_SETTLE_DAMP] if stage == 0 else 0.0)
+            _rotation(quat, R)
+            _spheres(pos, R, sb, sloc, sx, srel)
             z_piston += v_piston * dts
             t += dts
             it += 1

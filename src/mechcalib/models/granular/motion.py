@@ -8,44 +8,34 @@ import math
 import numba as nb
 
 
-@nb.njit(cache=True, inline="always", error_model="numpy")
-def _rotation_body(quat, R, b):
-    w, x, y, z = quat[b, 0], quat[b, 1], quat[b, 2], quat[b, 3]
-    R[b, 0] = 1 - 2 * (y * y + z * z)
-    R[b, 1] = 2 * (x * y - w * z)
-    R[b, 2] = 2 * (x * z + w * y)
-    R[b, 3] = 2 * (x * y + w * z)
-    R[b, 4] = 1 - 2 * (x * x + z * z)
-    R[b, 5] = 2 * (y * z - w * x)
-    R[b, 6] = 2 * (x * z - w * y)
-    R[b, 7] = 2 * (y * z + w * x)
-    R[b, 8] = 1 - 2 * (x * x + y * y)
-
-
 @nb.njit(cache=True, error_model="numpy")
 def _rotation(quat, R):
     """Rotation matrices ``R`` ``(nb, 9)`` (row-major, body to world) of unit quaternions ``(nb, 4)``."""
     for b in range(quat.shape[0]):
-        _rotation_body(quat, R, b)
-
-
-@nb.njit(cache=True, inline="always", error_model="numpy")
-def _omega_body(R, inertia, angmom, omega, b):
-    lx, ly, lz = angmom[b, 0], angmom[b, 1], angmom[b, 2]
-    # body-frame components R^T L, divided by the principal moments
-    a0 = (R[b, 0] * lx + R[b, 3] * ly + R[b, 6] * lz) / inertia[b, 0]
-    a1 = (R[b, 1] * lx + R[b, 4] * ly + R[b, 7] * lz) / inertia[b, 1]
-    a2 = (R[b, 2] * lx + R[b, 5] * ly + R[b, 8] * lz) / inertia[b, 2]
-    omega[b, 0] = R[b, 0] * a0 + R[b, 1] * a1 + R[b, 2] * a2
-    omega[b, 1] = R[b, 3] * a0 + R[b, 4] * a1 + R[b, 5] * a2
-    omega[b, 2] = R[b, 6] * a0 + R[b, 7] * a1 + R[b, 8] * a2
+        w, x, y, z = quat[b, 0], quat[b, 1], quat[b, 2], quat[b, 3]
+        R[b, 0] = 1 - 2 * (y * y + z * z)
+        R[b, 1] = 2 * (x * y - w * z)
+        R[b, 2] = 2 * (x * z + w * y)
+        R[b, 3] = 2 * (x * y + w * z)
+        R[b, 4] = 1 - 2 * (x * x + z * z)
+        R[b, 5] = 2 * (y * z - w * x)
+        R[b, 6] = 2 * (x * z - w * y)
+        R[b, 7] = 2 * (y * z + w * x)
+        R[b, 8] = 1 - 2 * (x * x + y * y)
 
 
 @nb.njit(cache=True, error_model="numpy")
 def _omega(R, inertia, angmom, omega):
     """``w = R I^-1 R^T L`` per body."""
     for b in range(R.shape[0]):
-        _omega_body(R, inertia, angmom, omega, b)
+        lx, ly, lz = angmom[b, 0], angmom[b, 1], angmom[b, 2]
+        # body-frame components R^T L, divided by the principal moments
+        a0 = (R[b, 0] * lx + R[b, 3] * ly + R[b, 6] * lz) / inertia[b, 0]
+        a1 = (R[b, 1] * lx + R[b, 4] * ly + R[b, 7] * lz) / inertia[b, 1]
+        a2 = (R[b, 2] * lx + R[b, 5] * ly + R[b, 8] * lz) / inertia[b, 2]
+        omega[b, 0] = R[b, 0] * a0 + R[b, 1] * a1 + R[b, 2] * a2
+        omega[b, 1] = R[b, 3] * a0 + R[b, 4] * a1 + R[b, 5] * a2
+        omega[b, 2] = R[b, 6] * a0 + R[b, 7] * a1 + R[b, 8] * a2
 
 
 @nb.njit(cache=True, error_model="numpy")
@@ -61,48 +51,6 @@ def _spheres(pos, R, sb, sloc, sx, srel):
         sx[s, 0], sx[s, 1], sx[s, 2] = pos[b, 0] + rx, pos[b, 1] + ry, pos[b, 2] + rz
 
 
-@nb.njit(cache=True, inline="always", error_model="numpy")
-def _translate_body(pos, vel, angmom, omega, mass, F, T, dt, alpha, b):
-    """Velocity, position and angular momentum of body ``b`` (:func:`integrate`)."""
-    for d in range(3):
-        f = F[b, d]
-        t = T[b, d]
-        if alpha > 0.0:
-            v = vel[b, d]
-            if v > 0.0:
-                f -= alpha * abs(f)
-            elif v < 0.0:
-                f += alpha * abs(f)
-            w = omega[b, d]
-            if w > 0.0:
-                t -= alpha * abs(t)
-            elif w < 0.0:
-                t += alpha * abs(t)
-        vel[b, d] += f / mass[b] * dt
-        pos[b, d] += vel[b, d] * dt
-        angmom[b, d] += t * dt
-
-
-@nb.njit(cache=True, inline="always", error_model="numpy")
-def _turn_body(quat, omega, dt, b):
-    """Body ``b``'s orientation turned by ``w dt`` (:func:`integrate`)."""
-    wx, wy, wz = omega[b, 0], omega[b, 1], omega[b, 2]
-    wn = math.sqrt(wx * wx + wy * wy + wz * wz)
-    if wn == 0.0:
-        return
-    half = 0.5 * wn * dt
-    c = math.cos(half)
-    s = math.sin(half) / wn
-    qw, qx, qy, qz = c, s * wx, s * wy, s * wz  # rotation by w dt, applied in the world frame
-    w0, x0, y0, z0 = quat[b, 0], quat[b, 1], quat[b, 2], quat[b, 3]
-    w1 = qw * w0 - qx * x0 - qy * y0 - qz * z0
-    x1 = qw * x0 + qx * w0 + qy * z0 - qz * y0
-    y1 = qw * y0 - qx * z0 + qy * w0 + qz * x0
-    z1 = qw * z0 + qx * y0 - qy * x0 + qz * w0
-    nq = math.sqrt(w1 * w1 + x1 * x1 + y1 * y1 + z1 * z1)
-    quat[b, 0], quat[b, 1], quat[b, 2], quat[b, 3] = w1 / nq, x1 / nq, y1 / nq, z1 / nq
-
-
 @nb.njit(cache=True, error_model="numpy")
 def integrate(state, bodies, loads, omega, R, dt, alpha):
     """Semi-implicit Euler step of translation and rotation of the :class:`~.fields.BodyState` ``state`` (in
@@ -112,27 +60,42 @@ def integrate(state, bodies, loads, omega, R, dt, alpha):
     pos, vel, quat, angmom = state.pos, state.vel, state.quat, state.angmom
     mass, inertia = bodies.mass, bodies.inertia
     F, T = loads.F, loads.T
-    for b in range(pos.shape[0]):
-        _translate_body(pos, vel, angmom, omega, mass, F, T, dt, alpha, b)
+    nb_ = pos.shape[0]
+    for b in range(nb_):
+        for d in range(3):
+            f = F[b, d]
+            t = T[b, d]
+            if alpha > 0.0:
+                v = vel[b, d]
+                if v > 0.0:
+                    f -= alpha * abs(f)
+                elif v < 0.0:
+                    f += alpha * abs(f)
+                w = omega[b, d]
+                if w > 0.0:
+                    t -= alpha * abs(t)
+                elif w < 0.0:
+                    t += alpha * abs(t)
+            vel[b, d] += f / mass[b] * dt
+            pos[b, d] += vel[b, d] * dt
+            angmom[b, d] += t * dt
     _omega(R, inertia, angmom, omega)
-    for b in range(pos.shape[0]):
-        _turn_body(quat, omega, dt, b)
-
-
-@nb.njit(cache=True, error_model="numpy")
-def advance(state, bodies, loads, omega, R, dt, alpha, sx, srel):
-    """:func:`integrate`, then the rotation matrices ``R`` and the sphere positions ``sx`` and offsets ``srel`` of
-    the new state, in one pass over the bodies (the same arithmetic: each body's update reads only its own
-    rows, ``omega`` from the rotation before the step as in :func:`integrate`)."""
-    pos, vel, quat, angmom = state.pos, state.vel, state.quat, state.angmom
-    mass, inertia = bodies.mass, bodies.inertia
-    F, T = loads.F, loads.T
-    for b in range(pos.shape[0]):
-        _translate_body(pos, vel, angmom, omega, mass, F, T, dt, alpha, b)
-        _omega_body(R, inertia, angmom, omega, b)
-        _turn_body(quat, omega, dt, b)
-        _rotation_body(quat, R, b)
-    _spheres(pos, R, bodies.sphere_body, bodies.sphere_local, sx, srel)
+    for b in range(nb_):
+        wx, wy, wz = omega[b, 0], omega[b, 1], omega[b, 2]
+        wn = math.sqrt(wx * wx + wy * wy + wz * wz)
+        if wn == 0.0:
+            continue
+        half = 0.5 * wn * dt
+        c = math.cos(half)
+        s = math.sin(half) / wn
+        qw, qx, qy, qz = c, s * wx, s * wy, s * wz  # rotation by w dt, applied in the world frame
+        w0, x0, y0, z0 = quat[b, 0], quat[b, 1], quat[b, 2], quat[b, 3]
+        w1 = qw * w0 - qx * x0 - qy * y0 - qz * z0
+        x1 = qw * x0 + qx * w0 + qy * z0 - qz * y0
+        y1 = qw * y0 - qx * z0 + qy * w0 + qz * x0
+        z1 = qw * z0 + qx * y0 - qy * x0 + qz * w0
+        nq = math.sqrt(w1 * w1 + x1 * x1 + y1 * y1 + z1 * z1)
+        quat[b, 0], quat[b, 1], quat[b, 2], quat[b, 3] = w1 / nq, x1 / nq, y1 / nq, z1 / nq
 
 
 @nb.njit(cache=True, error_model="numpy")
