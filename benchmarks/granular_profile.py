@@ -1,4 +1,5 @@
-"""Where one time step of the EEPA DEM (:mod:`mechcalib.models.granular`) spends its time, on one thread.
+"""Where one time step of the EEPA DEM (:mod:`mechcalib.models.granular`) spends its time, on one thread, and the
+report sections of the speed figures (the profile, the speed before and after changes of the kernels).
 
 The whole time loop runs inside numba (:func:`~mechcalib.models.granular.driver.run_one`), so the parts are
 timed by calling each kernel of a step in a compiled loop on a state of a real run, not by instrumenting the
@@ -227,3 +228,101 @@ def profile(model, t_state: float = 0.01, n_calls: int = 200) -> dict:
         "parts_per_step_s": parts_s,
         "pair_ns": 1e9 * (t_forces - t_walls) / max(npairs, 1),
     }
+
+
+# ----------------------------------------------------------------------------------------------------------
+# report sections (benchmarks/granular.py writes them into results/granular.md)
+def fmt(v: float, nd: int = 1) -> str:
+    return f"{v:,.{nd}f}"
+
+
+def speed_history(res: dict) -> list[str]:
+    """Before and after: the stored earlier speed figures beside the present ones."""
+    rows = list(res.get("speed_history", []))
+    for st in ("fast", "paper"):
+        cur = res.get(st)
+        if cur and rows:
+            rows.append(
+                {
+                    "stage": st,
+                    "commit": cur.get("commit", "?"),
+                    "steps": cur["default"]["steps"] if st == "fast" else cur["steps"],
+                    "n_spheres": cur["n_spheres"],
+                    "seconds": cur["seconds_1thread"] if st == "fast" else cur["seconds"],
+                    "cpu_seconds": cur.get("cpu_seconds_1thread" if st == "fast" else "cpu_seconds"),
+                    "sphere_steps_per_s_1core": cur["sphere_steps_per_s_1core"],
+                    "load": cur["load"][-1],
+                }
+            )
+    if not rows:
+        return []
+    L = [
+        "### One thread, before and after changes of the kernels",
+        "",
+        (
+            "Each row is one default simulation on one thread as the `fast` and `paper` stages record it, oldest "
+            "first (a redone stage keeps its previous figures here). The CPU time of the process is less disturbed "
+            "by the other jobs on the machine than the wall time; the load is the 1-minute load average at the end."
+        ),
+        "",
+        "| stage | commit | spheres | steps | wall [s] | CPU [s] | sphere-steps/s (wall) | sphere-steps/s (CPU) | load |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        work = r["steps"] * r["n_spheres"]
+        cpu = r.get("cpu_seconds")
+        L.append(
+            f"| `{r['stage']}` | {r['commit']} | {r['n_spheres']} | {r['steps']:,} | {fmt(r['seconds'])} | "
+            f"{fmt(cpu) if cpu else 'not recorded'} | {r['sphere_steps_per_s_1core']:.3g} | "
+            f"{f'{work / cpu:.3g}' if cpu else ''} | {r['load']} |"
+        )
+    return [*L, ""]
+
+
+PROFILE_PARTS = {
+    "check": "rebuild test (largest displacement since the last build)",
+    "rebuild": "neighbour-list rebuilds (linked cells, history carried over, pair constants)",
+    "pairs": "pair contacts (EEPA normal, tangential, rolling)",
+    "walls": "gravity and the three walls",
+    "motion": "semi-implicit Euler step, rotations, sphere positions",
+    "driver (rest)": "the driver's bookkeeping (the rest of the step)",
+}
+
+
+def profile_section(p: dict | None) -> list[str]:
+    if not p:
+        return []
+    per = p["per_step_s"]
+    L = [
+        f"## Profile of one time step (`{p['specimen']}` specimen, one thread, `granular_profile.py`)",
+        "",
+        (
+            f"A run of the default program cut at {1e3 * p['t_state_s']:.0f} ms (pre-compression and the start of the "
+            f"loading): {p['steps']:,} steps of {p['n_spheres']} spheres in {fmt(p['seconds_run'])} s wall, "
+            f"{fmt(p['cpu_seconds_run'])} s CPU ({p['sphere_steps_per_s']:.3g} sphere-steps per second of wall time, "
+            f"{p['sphere_steps_per_cpu_s']:.3g} per CPU second), {1e6 * per:.0f} us CPU per step (load "
+            f"{p['load'][0]} -> {p['load'][1]}, commit {p['commit']}). Each part is then timed alone on the final "
+            "state of that run (CPU time, best of three, 200 calls each); a rebuild counts at the rate the run "
+            "needed it. The rest is the driver's bookkeeping and what the parts lose by running together rather "
+            "than alone with their data in cache."
+        ),
+        "",
+        "| part | us CPU per step | share |",
+        "|---|---|---|",
+    ]
+    for k, v in p["parts_per_step_s"].items():
+        L.append(f"| {PROFILE_PARTS.get(k, k)} | {1e6 * v:.1f} | {100 * v / per:.1f} % |")
+    L += [
+        "",
+        (
+            f"Neighbour list: Verlet skin {p.get('skin_radii', 0.2):g} r, rebuilt when a sphere has moved more than "
+            "half the skin (the results do not depend on the skin, `tests/test_granular_dem.py`): "
+            f"{p['rebuilds']} rebuild(s) in {p['steps']:,} steps ({p['steps_per_rebuild']:,.0f} steps per rebuild), "
+            f"{1e3 * p['rebuild_call_s']:.2f} ms each, so the rebuild policy costs nothing worth tuning. The list holds "
+            f"{p['pairs_per_sphere']:.2f} pairs per sphere, of which {p['contacts_per_sphere']:.2f} touch; "
+            f"{p['pair_ns']:.0f} ns per listed pair, {p['pair_ns'] * p['pairs_per_sphere'] / p['contacts_per_sphere']:.0f} "
+            "ns per touching pair."
+        ),
+        "",
+    ]
+    return L
