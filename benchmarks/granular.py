@@ -16,7 +16,12 @@ Stages (``--stages``, in this order by default):
 * ``escale``: Young's modulus scaled by 0.1 and 0.01 (specimens relaxed at those moduli);
 * ``params``: one-at-a-time changes of lambda_p, f_ss and f_sa to ends of the dataset ranges;
 * ``velocity``: Fig. 7 setup 2 (5 mm/s for 0.4 s, 2 mm/s to 0.6 s) beside setup 1;
-* ``paper``: the `paper` specimen (the paper's clump) and one default simulation.
+* ``paper``: the `paper` specimen (the paper's clump) and one default simulation;
+* ``profile``: where one time step of the `paper` specimen spends its time on one thread
+  (:mod:`granular_profile`): the rebuild test, neighbour-list rebuilds, the pair contacts, the walls, the motion.
+
+Redoing ``fast`` or ``paper`` first moves their previous speed figures to ``speed_history`` (with the commit they
+were measured on, where recorded), so that the report shows the speed before and after a change of the kernels.
 
 Usage::
 
@@ -42,7 +47,7 @@ MD_PATH = RESULTS / "granular.md"
 STORE = RESULTS / "granular.fast_dataset.sqlite"
 DATASET_NPZ = RESULTS / "granular.fast_dataset.npz"
 RUN_NAME = "eepa_fast_200"
-STAGES = ("fast", "dataset", "escale", "params", "velocity", "paper", "seeds")
+STAGES = ("fast", "dataset", "escale", "params", "velocity", "paper", "seeds", "profile")
 SEEDS = {"fast": (0, 1, 2, 3), "paper": (0, 1)}
 PAPER_EDEM_S = 0.1714 * 3600  # EDEM, one setup-1 simulation of 8238 particles (section 3.2.3)
 PAPER_EDEM_SETUP2_S = 1.2985 * 3600
@@ -67,6 +72,18 @@ def save(res: dict) -> None:
 
 def loadavg() -> float:
     return round(os.getloadavg()[0], 2)
+
+
+def commit() -> str:
+    """The checked-out commit (with ``+`` when the working tree differs), or ``?`` outside git."""
+    import subprocess
+
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, capture_output=True, text=True)
+        dirty = subprocess.run(["git", "status", "--porcelain", "src"], cwd=HERE.parent, capture_output=True, text=True)
+    except OSError:
+        return "?"
+    return head.stdout.strip() + ("+" if dirty.stdout.strip() else "") if head.returncode == 0 else "?"
 
 
 def set_threads(k: int) -> int:
@@ -94,12 +111,16 @@ def record(run, n_spheres: int) -> dict:
     }
 
 
+CPU_S: dict[str, float] = {}  # process CPU time of the last timed_runs (less disturbed by other jobs than the wall)
+
+
 def timed_runs(model, thetas: np.ndarray, conditions: dict | None = None, threads: int = 1) -> tuple[list, float]:
     """Simulate and time; a batch runs one member per thread (``prange``)."""
     set_threads(threads)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     runs = model.run(thetas, conditions)
     wall = time.perf_counter() - t0
+    CPU_S["last"] = time.process_time() - c0
     for r in runs:
         if not hasattr(r, "steps"):
             raise RuntimeError(f"simulation failed: {r}")
@@ -121,6 +142,7 @@ def stage_fast(res: dict) -> dict:
     spec = specimen_stage(m)
     nsph = 2 * spec["n_particles"]
     (r1,), w1 = timed_runs(m, m.full_vector()[None], threads=1)
+    c1 = CPU_S["last"]
     threads = set_threads(2)
     runs2, w2 = timed_runs(m, np.repeat(m.full_vector()[None], 2, axis=0), threads=2)
     return {
@@ -130,6 +152,8 @@ def stage_fast(res: dict) -> dict:
         "default": record(r1, nsph),
         "seconds_1thread": w1,
         "sphere_steps_per_s_1core": r1.steps * nsph / w1,
+        "cpu_seconds_1thread": c1,
+        "commit": commit(),
         "seconds_batch2_2threads": w2,
         "sphere_steps_per_s_2cores": sum(r.steps for r in runs2) * nsph / w2,
         "load": [load0, loadavg()],
@@ -260,6 +284,8 @@ def stage_paper(res: dict) -> dict:
         "n_spheres": nsph,
         "seconds": w,
         "sphere_steps_per_s_1core": r.steps * nsph / w,
+        "cpu_seconds": CPU_S["last"],
+        "commit": commit(),
         **record(r, nsph),
         "load": [load0, loadavg()],
     }
@@ -289,6 +315,41 @@ def stage_seeds(res: dict) -> dict:
         out[name] = rows
     out["load"].append(loadavg())
     return out
+
+
+def stage_profile(res: dict) -> dict:
+    from granular_profile import profile
+    from mechcalib.models import get_model
+
+    m = get_model("eepa_triaxial", specimen="paper", seed=0)
+    m.specimen()  # generated (or read) before the clock starts
+    set_threads(1)
+    load0 = loadavg()
+    out = profile(m, t_state=0.005)
+    return {**out, "commit": commit(), "load": [load0, loadavg()]}
+
+
+def keep_speed(res: dict, stage: str) -> None:
+    """Before ``stage`` is redone: its speed figures into ``res['speed_history']``."""
+    old = res.get(stage)
+    if not old:
+        return
+    if stage == "fast":
+        row = {"seconds": old["seconds_1thread"], "cpu_seconds": old.get("cpu_seconds_1thread")}
+    else:
+        row = {"seconds": old["seconds"], "cpu_seconds": old.get("cpu_seconds")}
+    steps = old["default"]["steps"] if stage == "fast" else old["steps"]
+    row.update(
+        {
+            "stage": stage,
+            "commit": old.get("commit", "before the profile stage"),
+            "steps": steps,
+            "n_spheres": old["n_spheres"],
+            "sphere_steps_per_s_1core": old["sphere_steps_per_s_1core"],
+            "load": old["load"][-1],
+        }
+    )
+    res.setdefault("speed_history", []).append(row)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -375,6 +436,8 @@ def fmt(v: float, nd: int = 1) -> str:
 
 
 def report(res: dict) -> str:
+    from granular_profile import profile_section, speed_history
+
     L = [
         "# Wet sand EEPA DEM: speed, curves, velocity study, dataset (Hu et al. (2024), section 3)",
         "",
@@ -437,6 +500,8 @@ def report(res: dict) -> str:
             ),
             "",
         ]
+    L += speed_history(res)
+    L += profile_section(res.get("profile"))
     ds = res.get("dataset")
     if ds:
         L += [
@@ -561,6 +626,8 @@ def main(argv: list[str] | None = None) -> int:
             continue
         t0 = time.perf_counter()
         print(f"{st}: running (load {loadavg()})", flush=True)
+        if st in ("fast", "paper"):
+            keep_speed(res, st)
         if st == "dataset":
             res[st] = stage_dataset(res, a.dataset_sets, a.workers)
         else:

@@ -277,6 +277,26 @@ def test_batch_equals_one_by_one():
     assert not np.array_equal(both.samples[0], both.samples[1])
 
 
+def test_results_do_not_depend_on_the_verlet_skin():
+    """The Verlet list only spares distance tests: a rebuild at every step (skin 0) and larger skins give the same
+    bits, since the pairs in contact, their history and the order of their sums are the same."""
+    es = 0.01
+    n, rc = 20, 3.5e-3
+    pos, q = lattice_column(n, rc, seed=2)
+    p = dem.Particles.clumps(n, R, A, 2000.0)
+    tab = table(dem.Interaction(e=0.25, mu=0.52, mu_r=0.23, lambda_p=0.575, f0=-0.002, dgamma=1.64), None, es)
+    dt = dem.time_step(R, SAND, [STEEL], 0.575, E_scale=es)
+    ph = dem.Phases(
+        settle_tmax=0.02, settle_tmin=0.02, settle_damping=0.3, piston=True, v_load=0.05, t_load=2e-3, t_end=3e-3
+    )
+    runs = [dem.run(p, pos, q, tab, dt, ph, r_cyl=rc, skin=k * R) for k in (0.0, 0.05, 0.2)]
+    rebuilds = [int(r.info[0, dem.F_REBUILDS]) for r in runs]
+    assert rebuilds[0] >= int(runs[0].info[0, dem.F_STEPS]) - 1 and rebuilds[0] > rebuilds[1] > rebuilds[2] >= 1
+    for r in runs[1:]:
+        for k in ("samples", "pos", "quat", "vel", "angmom"):
+            np.testing.assert_array_equal(getattr(r, k), getattr(runs[0], k))
+
+
 def test_contact_force_is_the_law_of_contact_py():
     """The DEM's contact (shared square roots, constant damper ratio) against the pure functions."""
     from mechcalib.models.granular import contact as C
@@ -308,6 +328,31 @@ def test_contact_force_is_the_law_of_contact_py():
     np.testing.assert_allclose([fx, fy, fz], -fn_ref * n + np.array(t[3:6]), rtol=1e-12)
     np.testing.assert_allclose([mx, my, mz], m[3:6], rtol=1e-12)
     np.testing.assert_allclose(hist[0], [dp, *t[:3], *m[:3]], rtol=1e-12)
+
+
+def test_force_loop_normal_law_is_eepa_normal_bit_for_bit():
+    """The force loop's EEPA normal law (n = 3/2, the pair's constants computed once per list build) gives the bits of
+    contact.eepa_normal on every branch: virgin loading, the k2 line, the adhesive branch with k_adh derived from
+    dgamma or given."""
+    from mechcalib.models.granular import contact as C
+    from mechcalib.models.granular.forces import _eepa15, contact_constants, law_row
+
+    rng = np.random.default_rng(5)
+    branches = set()
+    for kadh in (-1.0, 2e9):
+        it = dem.Interaction(e=0.25, mu=0.52, mu_r=0.23, lambda_p=0.575, f0=-0.002, dgamma=1.64, kadh=kadh)
+        row = dem.interaction_row(SAND, SAND, it)
+        law = law_row(row[None], 0)
+        for _ in range(400):
+            rstar = rng.uniform(0.3e-3, 1e-3)
+            sr, k1, k2, fmin, lam, a0, a0k2 = contact_constants(rstar, row)
+            delta = rng.uniform(1e-9, 2e-6)
+            dp = rng.choice([0.0, rng.uniform(0.0, 1.5 * delta)])
+            ref = C.eepa_normal(delta, dp, k1, k2, kadh, -0.002, fmin, 1.5, 3.0, row[dem.I_LAMROOT])
+            got = _eepa15(delta, math.sqrt(delta), dp, k1, k2, lam, a0, a0k2, kadh, law[1], law[2], law[3], law[4])
+            assert got == ref[:3]
+            branches.add(ref[3])
+    assert branches == {C.LOADING, C.UNLOADING, C.ADHESIVE}
 
 
 def test_time_step_rule():

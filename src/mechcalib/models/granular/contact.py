@@ -59,7 +59,7 @@ SQRT_5_6 = math.sqrt(5.0 / 6.0)
 LOADING, UNLOADING, ADHESIVE = 1, 2, 3
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline="always", error_model="numpy")
 def _pow(x, p):
     """``x**p`` for ``x >= 0`` with the exponents of the law evaluated without ``pow``."""
     if p == 1.5:
@@ -126,7 +126,7 @@ def rayleigh_time_step(radius, density, G, nu):
 # ---------------------------------------------------------------------------------------------------------
 # Normal direction
 # ---------------------------------------------------------------------------------------------------------
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always", error_model="numpy")
 def eepa_normal(delta, dp, k1, k2, kadh, f0, fmin, n, chi, lam_root=-1.0):
     """Hysteretic spring force of eq. 17 at overlap ``delta > 0`` with the plastic overlap ``dp`` [m].
 
@@ -241,7 +241,7 @@ def tangential_stiffness(Gstar, Rstar, delta, zeta):
     return 8.0 * zeta * Gstar * math.sqrt(Rstar * delta)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline="always", error_model="numpy")
 def to_tangent_plane(fx, fy, fz, nx, ny, nz):
     """``(fx, fy, fz)`` with its component along the unit normal ``n`` removed and rescaled to its former
     length: a stored spring carried into the tangent plane after the contact normal turned."""
@@ -260,7 +260,7 @@ def to_tangent_plane(fx, fy, fz, nx, ny, nz):
     return fx, fy, fz
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always", error_model="numpy")
 def tangential_force(fx, fy, fz, nx, ny, nz, vx, vy, vz, kt, ct, dt, flim):
     """One step of the tangential force (eqs. 23-26).
 
@@ -292,20 +292,20 @@ def tangential_force(fx, fy, fz, nx, ny, nz, vx, vy, vz, kt, ct, dt, flim):
     return fx, fy, fz, tx, ty, tz, False
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always", error_model="numpy")
 def rolling_stiffness(kn, mu_r, r_roll):
     """``k_r = 2.25 K_n mu_r^2 R_r^2`` [N m/rad] (Ai et al. 2011)."""
     return 2.25 * kn * mu_r * mu_r * r_roll * r_roll
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always", error_model="numpy")
 def rolling_damping(kr, i_r, eta_r):
     """Rolling damper ``C_r = eta_r 2 sqrt(I_r k_r)`` [N m s] (Ai et al. 2011) with the equivalent moment of
     inertia ``I_r`` [kg m^2] of the two bodies about the contact point."""
     return 2.0 * eta_r * math.sqrt(i_r * kr)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always", error_model="numpy")
 def rolling_torque(mx, my, mz, nx, ny, nz, wx, wy, wz, kr, cr, mlim, dt):
     """One step of the rolling-resistance torque (on body i; body j gets its negative).
 

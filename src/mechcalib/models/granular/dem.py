@@ -10,6 +10,9 @@ Neighbours: a Verlet list of sphere pairs within ``r_i + r_j + skin``, built wit
 ``2 r_max + skin`` and rebuilt when a sphere has moved more than ``skin / 2`` since the last build. The
 list is kept sorted by ``(i, j)`` so that the contact history (plastic overlap, tangential spring, rolling
 torque) is carried over from the old list to the new one by a merge. A separated pair forgets its history.
+The results do not depend on the skin (the pairs in contact and the order of their sums are the same); the
+constants of each pair (``R*``, ``m*``, ``k1``, ``k2``, ...) are computed once per build, with the arithmetic of
+the step (:func:`.neighbours.pair_constants`).
 
 Walls: the inner surface of a vertical cylinder of radius ``r_cyl`` about the z axis, the bottom plate
 ``z = z_bottom`` and the piston (a plane facing down at ``z_piston``, moving at ``v_piston``), each with its
@@ -85,6 +88,7 @@ from .fields import (
     I_N,
     I_ZETA,
     LIST_OVERFLOW,
+    N_CONST,
     N_HIST,
     N_IFIELDS,
     N_INFO,
@@ -129,6 +133,7 @@ from .fields import (
     Outputs,
     Settings,
     Spheres,
+    WallContacts,
 )
 from .forces import compute_forces, contact_force
 from .motion import integrate, kinetic_energy
@@ -178,6 +183,7 @@ __all__ = [
     "H_FT",
     "H_MR",
     "N_HIST",
+    "N_CONST",
     "P_SETTLE_TMAX",
     "P_SETTLE_TMIN",
     "P_SETTLE_KE",
@@ -228,6 +234,7 @@ __all__ = [
     "Outputs",
     "Settings",
     "Spheres",
+    "WallContacts",
 ]
 
 

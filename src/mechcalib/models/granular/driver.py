@@ -21,6 +21,7 @@ from .fields import (
     F_STEPS,
     F_Z_REF,
     LIST_OVERFLOW,
+    N_CONST,
     N_HIST,
     N_INFO,
     NOT_SETTLED,
@@ -59,13 +60,14 @@ from .fields import (
     NeighbourList,
     Outputs,
     Spheres,
+    WallContacts,
 )
 from .forces import compute_forces
 from .motion import _finite, _omega, _rotation, _spheres, integrate, kinetic_energy
-from .neighbours import build_neighbours, transfer_history
+from .neighbours import build_neighbours, pair_constants, transfer_history, wall_constants
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def run_one(bodies, state0, itab, dt, settings, out):
     """One simulation of the :class:`~.fields.Bodies` from the :class:`~.fields.BodyState` ``state0`` with the
     interaction table ``itab`` ``(n_types, N_IFIELDS)`` and time step ``dt`` [s] through the phases of
@@ -95,9 +97,9 @@ def run_one(bodies, state0, itab, dt, settings, out):
     nbr_b = np.zeros(cap, dtype=np.int64)
     hist_a = np.zeros((cap, N_HIST))
     hist_b = np.zeros((cap, N_HIST))
-    whist = np.zeros((3 * ns, N_HIST))
-    nlist_a = NeighbourList(start_a, nbr_a, hist_a)
-    nlist_b = NeighbourList(start_b, nbr_b, hist_b)
+    nlist_a = NeighbourList(start_a, nbr_a, hist_a, np.zeros((cap, N_CONST)))
+    nlist_b = NeighbourList(start_b, nbr_b, hist_b, np.zeros((cap, N_CONST)))
+    walls = WallContacts(np.zeros((3 * ns, N_HIST)), np.zeros(3 * ns, dtype=np.int8), np.zeros((3 * ns, N_CONST)))
     spheres = Spheres(sx, srel)
     loads = Loads(F, T, wallf)
     # moment of inertia of each body about a contact point on its (largest) sphere, for the rolling damper
@@ -109,6 +111,7 @@ def run_one(bodies, state0, itab, dt, settings, out):
         rb[sb[s]] = max(rb[sb[s]], srad[s])
     for b in range(nb_):
         iroll[b] += mass[b] * rb[b] * rb[b]
+    wall_constants(srad, sb, mass, iroll, itab, settings.wall_types, walls.const)
     for c in range(N_INFO):
         info[c] = 0.0
     status = OK
@@ -121,6 +124,7 @@ def run_one(bodies, state0, itab, dt, settings, out):
     if build_neighbours(sx, srad, sb, skin, nlist_a.start, nlist_a.nbr) < 0:
         info[F_STATUS] = LIST_OVERFLOW
         return
+    pair_constants(nlist_a.start, nlist_a.nbr, srad, sb, mass, iroll, itab[0], nlist_a.const)
     sx_build[:, :] = sx
     half_skin2 = (0.5 * skin) ** 2
     z_piston = 0.0
@@ -191,17 +195,17 @@ def run_one(bodies, state0, itab, dt, settings, out):
                     status = LIST_OVERFLOW
                     break
                 transfer_history(nlist_a.start, nlist_a.nbr, nlist_a.hist, nlist_b.start, nlist_b.nbr, nlist_b.hist)
+                pair_constants(nlist_b.start, nlist_b.nbr, srad, sb, mass, iroll, itab[0], nlist_b.const)
                 nlist_a, nlist_b = nlist_b, nlist_a
                 sx_build[:, :] = sx
                 rebuilds += 1
             ov = compute_forces(
                 bodies,
-                iroll,
                 state,
                 omega,
                 spheres,
                 nlist_a,
-                whist,
+                walls,
                 itab,
                 settings,
                 (z_piston, v_piston, piston_on),
@@ -288,7 +292,7 @@ def run_one(bodies, state0, itab, dt, settings, out):
     info[F_KE_END] = kinetic_energy(vel, omega, angmom, mass)
 
 
-@nb.njit(parallel=True, cache=True)
+@nb.njit(parallel=True, cache=True, error_model="numpy")
 def run_batch(bodies, state0, itabs, dt, settings, out):
     """:func:`run_one` for each interaction table ``itabs[i]`` and time step ``dt[i]``, in parallel; ``out``: the
     :class:`~.fields.Outputs` of the batch (leading axis ``n``)."""

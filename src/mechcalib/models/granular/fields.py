@@ -35,6 +35,12 @@ W_CYL, W_BOTTOM, W_PISTON = 0, 1, 2
 # history columns: plastic overlap, tangential spring (3), rolling torque (3)
 H_DP, H_FT, H_MR = 0, 1, 4
 N_HIST = 7
+# constants of a contact, fixed by its two spheres (or sphere and wall) and its interaction row, computed when the
+# contact list is built: R*, m*, the moment of inertia of the rolling damper, sqrt(R*), k1, k2, the JKR pull-off
+# force f_min, the smaller radius, and of the EEPA law (contact.eepa_normal) 1 - k1/k2, f0 - f_min (or 0) and
+# (f0 - f_min) / k2
+C_RSTAR, C_MSTAR, C_IROLL, C_SR, C_K1, C_K2, C_FMIN, C_RMIN, C_LAM, C_A0, C_A0K2 = range(11)
+N_CONST = 11
 # phase settings (the ``phase`` array of run_one)
 (
     P_SETTLE_TMAX,
@@ -121,11 +127,23 @@ class Outputs(NamedTuple):
 class NeighbourList(NamedTuple):
     """A Verlet list in CSR form: the partners of sphere ``i`` are ``nbr[start[i]:start[i + 1]]`` (sorted);
     ``start`` ``(ns + 1,)``, ``nbr`` ``(cap,)`` (int64), ``hist`` ``(cap, N_HIST)`` the pairs' contact history
-    (columns ``H_*``: plastic overlap [m], tangential spring [N], rolling torque [N m])."""
+    (columns ``H_*``: plastic overlap [m], tangential spring [N], rolling torque [N m]), ``const``
+    ``(cap, N_CONST)`` the pairs' constants (columns ``C_*``, :func:`.neighbours.pair_constants`)."""
 
     start: np.ndarray
     nbr: np.ndarray
     hist: np.ndarray
+    const: np.ndarray
+
+
+class WallContacts(NamedTuple):
+    """The contacts of sphere ``s`` with wall ``w`` (rows ``3 s + w``): ``hist`` ``(3 ns, N_HIST)`` their history as
+    in :class:`NeighbourList`, ``active`` ``(3 ns,)`` (int8) 1 where the history may be non-zero (touched since it
+    was last cleared), ``const`` ``(3 ns, N_CONST)`` their constants (:func:`.neighbours.wall_constants`)."""
+
+    hist: np.ndarray
+    active: np.ndarray
+    const: np.ndarray
 
 
 class Spheres(NamedTuple):

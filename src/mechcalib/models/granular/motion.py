@@ -8,7 +8,7 @@ import math
 import numba as nb
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _rotation(quat, R):
     """Rotation matrices ``R`` ``(nb, 9)`` (row-major, body to world) of unit quaternions ``(nb, 4)``."""
     for b in range(quat.shape[0]):
@@ -24,7 +24,7 @@ def _rotation(quat, R):
         R[b, 8] = 1 - 2 * (x * x + y * y)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _omega(R, inertia, angmom, omega):
     """``w = R I^-1 R^T L`` per body."""
     for b in range(R.shape[0]):
@@ -38,7 +38,7 @@ def _omega(R, inertia, angmom, omega):
         omega[b, 2] = R[b, 6] * a0 + R[b, 7] * a1 + R[b, 8] * a2
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _spheres(pos, R, sb, sloc, sx, srel):
     """World positions ``sx`` of the spheres and their offsets ``srel`` from their body's centre."""
     for s in range(sb.size):
@@ -51,7 +51,7 @@ def _spheres(pos, R, sb, sloc, sx, srel):
         sx[s, 0], sx[s, 1], sx[s, 2] = pos[b, 0] + rx, pos[b, 1] + ry, pos[b, 2] + rz
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def integrate(state, bodies, loads, omega, R, dt, alpha):
     """Semi-implicit Euler step of translation and rotation of the :class:`~.fields.BodyState` ``state`` (in
     place) under the :class:`~.fields.Loads` ``loads`` (:mod:`.dem` docstring); ``omega`` ``(nb, 3)`` [rad/s]
@@ -98,7 +98,7 @@ def integrate(state, bodies, loads, omega, R, dt, alpha):
         quat[b, 0], quat[b, 1], quat[b, 2], quat[b, 3] = w1 / nq, x1 / nq, y1 / nq, z1 / nq
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def kinetic_energy(vel, omega, angmom, mass):
     e = 0.0
     for b in range(mass.size):
@@ -107,7 +107,7 @@ def kinetic_energy(vel, omega, angmom, mass):
     return e
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _finite(pos):
     for b in range(pos.shape[0]):
         if not (math.isfinite(pos[b, 0]) and math.isfinite(pos[b, 1]) and math.isfinite(pos[b, 2])):

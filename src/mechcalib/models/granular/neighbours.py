@@ -1,15 +1,16 @@
-"""Neighbour lists of the granular DEM (:mod:`.dem`): a Verlet list of sphere pairs built with linked cells, and
-the contact history carried from an old list to a rebuilt one."""
+"""Neighbour lists of the granular DEM (:mod:`.dem`): a Verlet list of sphere pairs built with linked cells, the
+contact history carried from an old list to a rebuilt one, and the constants of the pairs and wall contacts."""
 
 from __future__ import annotations
 
 import numba as nb
 import numpy as np
 
-from .fields import N_HIST
+from .fields import C_A0, C_A0K2, C_FMIN, C_IROLL, C_K1, C_K2, C_LAM, C_MSTAR, C_RMIN, C_RSTAR, C_SR, N_HIST
+from .forces import contact_constants
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def build_neighbours(sx, srad, sb, skin, start, nbr):
     """Verlet list of sphere pairs ``i < j`` of different bodies closer than ``r_i + r_j + skin``, by linked
     cells. Writes ``start`` ``(ns + 1,)`` and ``nbr`` (CSR, each row sorted); returns the number of pairs, or
@@ -90,7 +91,7 @@ def build_neighbours(sx, srad, sb, skin, start, nbr):
     return ptr
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def transfer_history(start_o, nbr_o, hist_o, start_n, nbr_n, hist_n):
     """Copy the history of pairs present in both lists (rows sorted by ``j``) and zero the new ones."""
     ns = start_n.size - 1
@@ -106,3 +107,43 @@ def transfer_history(start_o, nbr_o, hist_o, start_n, nbr_n, hist_n):
             else:
                 for c in range(N_HIST):
                     hist_n[k, c] = 0.0
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def _store_constants(const, k, c):
+    sr, k1, k2, fmin, lam, a0, a0k2 = c
+    const[k, C_SR], const[k, C_K1], const[k, C_K2], const[k, C_FMIN] = sr, k1, k2, fmin
+    const[k, C_LAM], const[k, C_A0], const[k, C_A0K2] = lam, a0, a0k2
+
+
+@nb.njit(cache=True, error_model="numpy")
+def pair_constants(start, nbr, srad, sb, mass, iroll, row, const):
+    """The constants (columns ``C_*`` of :mod:`.fields`) of the pairs of a list, for the interaction ``row``:
+    fixed while the list stands, so the force loop of every step reads them instead of dividing again."""
+    for i in range(start.size - 1):
+        ri, bi = srad[i], sb[i]
+        for k in range(start[i], start[i + 1]):
+            j = nbr[k]
+            rj, bj = srad[j], sb[j]
+            rstar = ri * rj / (ri + rj)
+            const[k, C_RSTAR] = rstar
+            const[k, C_MSTAR] = mass[bi] * mass[bj] / (mass[bi] + mass[bj])
+            const[k, C_IROLL] = iroll[bi] * iroll[bj] / (iroll[bi] + iroll[bj])
+            _store_constants(const, k, contact_constants(rstar, row))
+            const[k, C_RMIN] = min(ri, rj)
+
+
+@nb.njit(cache=True, error_model="numpy")
+def wall_constants(srad, sb, mass, iroll, itab, wall_types, const):
+    """The constants of the contacts of every sphere with the three walls (rows ``3 s + w``): the sphere's radius
+    as ``R*`` and its body's mass as ``m*`` (:mod:`.dem` docstring)."""
+    for s in range(srad.size):
+        r, b = srad[s], sb[s]
+        for w in range(3):
+            kk = 3 * s + w
+            const[kk, C_RSTAR] = r
+            const[kk, C_MSTAR] = mass[b]
+            const[kk, C_IROLL] = iroll[b]
+            if wall_types[w] < itab.shape[0]:  # a table without the wall's row: the wall is never touched
+                _store_constants(const, kk, contact_constants(r, itab[wall_types[w]]))
+            const[kk, C_RMIN] = r
