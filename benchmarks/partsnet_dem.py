@@ -404,6 +404,12 @@ def report(res: dict[str, Any]) -> str:
                 + ", ".join(f"{n} {e:.2f} %" for n, e in zip(t["names"], r["fig12"]["rel_err"], strict=True))
                 + f", peak {f(r['fig12']['peak_err'])} %, R² {f(r['fig12']['r2'], 4)}.\n"
             )
+        tp = t["target_peaks"]
+        L.append(
+            f"Target peaks {min(tp):.1f}-{max(tp):.1f} N (the paper's nine: 405.1-678.3 N). Table 5's standard "
+            "error scores the re-simulated curves and the errors above score the parameters: the two rank the "
+            "networks differently when a parameter moves the curve little.\n"
+        )
         L.append("Curves: `partsnet_dem.fig13.png` (target and re-simulated force against displacement).\n")
     else:
         L.append("Not run.\n")
