@@ -322,6 +322,22 @@ def stage_ablation(args, done: dict) -> dict[str, Any]:
     return {"per_seed": per_seed, "epochs": args.epochs}
 
 
+def store_state() -> str:
+    """`` (N of 200 sets stored, ...)`` of the dataset run while it is being made (read-only)."""
+    from mechcalib.storage import RunStore
+
+    if not STORE.is_file():
+        return ""
+    with RunStore(STORE, readonly=True) as store:
+        if not store.has_run(RUN7):
+            return ""
+        rid = store.run(RUN7).id
+        n, failed = store.n_evaluations(rid), store.n_evaluations(rid) - store.n_evaluations(rid, status="ok")
+        t = store.timing(rid)
+    per = float(t["seconds"]) / max(int(t["n_live"]), 1)
+    return f" ({n} of {N7} sets stored, {failed} failed, {per:.1f} s of simulation per set on one core)"
+
+
 # -- report -----------------------------------------------------------------------------------------------------
 def f(v: Any, nd: int = 2) -> str:
     return "-" if v is None else f"{v:.{nd}f}"
@@ -348,7 +364,9 @@ def report(res: dict[str, Any]) -> str:
             + ".\n"
         )
     else:
-        L.append("Not complete: `python benchmarks/partsnet_dem.py --stages dataset7 --workers 2` continues it.\n")
+        L.append(
+            f"Not complete{store_state()}: `python benchmarks/partsnet_dem.py --stages dataset7 --workers 2` continues it.\n"
+        )
     g = res.get("gdr")
     L.append("## GDR-Net's selection (Fig. 9 analogue)\n")
     if g:
