@@ -254,7 +254,8 @@ def result_summary(
     (of the last invocation: a resume that recomputes nothing has ``n_simulated == 0``), ``budget``,
     ``evaluator``, ``timings`` (``wall_seconds`` and ``calibrate_seconds`` of the last invocation,
     ``simulation_seconds`` summed over the simulation calls of the run (sets simulated together count once), ``mean_simulation_seconds``,
-    ``created``/``updated`` of the run), ``config_path``, ``store``, ``versions``, ``written``.
+    ``created``/``updated`` of the run), ``config_path``, ``store``, ``versions``, ``written``; ``uncertainty``
+    (added by the caller: the intervals of ``mechcalib uncertainty``, ``stale`` once the best has moved).
     """
     info = store.run(result.run_name)
     # totals from the store's exact counters, right for a compacted run too (failures are always kept)
