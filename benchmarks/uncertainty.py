@@ -342,12 +342,16 @@ def cost_section(s: dict[str, Any]) -> list[str]:
         L.append(f"| {n} | {t:g} | [{a:.4g}, {b:.4g}] |")
     g = s.get("cost_gauss")
     if g:
-        reached = "reached" if g["chain_over_tau"] >= MIN_TAU_COST else f"stopped at its cap of {g['steps']} steps"
+        reached = (
+            f"it reached {MIN_TAU_COST} tau"
+            if g["chain_over_tau"] >= MIN_TAU_COST
+            else f"it stopped at its cap of {g['steps']} steps, short of {MIN_TAU_COST} tau"
+        )
         L += [
             "",
             f"The same replicate with the `gauss` move (Metropolis proposals from the Gauss-Newton covariance, one "
             f"batch of {g['walkers']} walkers per step): {g['steps']} steps, tau up to {max(g['tau']):.1f}, the chain "
-            f"{g['chain_over_tau']:.1f} tau long ({reached} 50 tau); {g['chain_evals']} simulations, acceptance "
+            f"{g['chain_over_tau']:.1f} tau long ({reached}); {g['chain_evals']} simulations, acceptance "
             f"{g['acceptance']:.3f}, ESS min {min(g['ess']):.0f}. Intervals: "
             + ", ".join(f"{n} [{a:.4g}, {b:.4g}]" for n, a, b in zip(g["names"], g["lower"], g["upper"], strict=True))
             + ".",
