@@ -104,7 +104,7 @@ def _timed(fn, *args, reps: int = 3) -> float:
 def profile(model, t_state: float = 0.01, n_calls: int = 200) -> dict:
     """Per-step cost of each part of a step (module docstring) for ``model``'s specimen with its default
     parameters, and the whole step of a run of the default program cut at ``t_state``."""
-    from mechcalib.models.granular.triaxial import SKIN, interaction_tables
+    from mechcalib.models.granular.triaxial import ACRYLIC, SAND, SKIN, STEEL, interaction_tables, loading_phases
 
     numba_threads = nb.get_num_threads()
     spec = model.specimen()
@@ -112,28 +112,9 @@ def profile(model, t_state: float = 0.01, n_calls: int = 200) -> dict:
     theta = model.full_vector()
     tab = interaction_tables(theta[None])[0]
     c = model.default_conditions
-    dt = dem.time_step(
-        model.spec.radius * 1e-3,
-        dem.Material(1.229e9, 0.3, 2000.0),
-        [dem.Material(5.6e9, 0.4, 1200.0), dem.Material(2.6e11, 0.3, 8000.0)],
-        float(theta[0]),
-        safety=float(c["dt_safety"]),
-    )
+    dt = dem.time_step(model.spec.radius * 1e-3, SAND, [ACRYLIC, STEEL], float(theta[0]), safety=float(c["dt_safety"]))
     r_cyl = model.spec.diameter * 5e-4
-    ph = dem.Phases(
-        preload=float(c["preload"]),
-        pc_vmax=float(c["pc_vmax"]) * 1e-3,
-        pc_tmax=float(c["pc_tmax"]),
-        pc_tol=float(c["pc_tol"]),
-        pc_hold=float(c["pc_hold"]),
-        piston=True,
-        piston_z=spec.piston_z,
-        v_load=float(c["v_load"]) * 1e-3,
-        t_load=float(c["t_load"]),
-        v_unload=float(c["v_unload"]) * 1e-3,
-        t_end=t_state,
-        n_samples=round(t_state * float(c["fs"])) + 1,
-    )
+    ph = loading_phases(c, spec.piston_z, t_state, round(t_state * float(c["fs"])) + 1)
     # the whole step: a run to t_state (compiled by a first short call)
     skin = SKIN * model.spec.radius * 1e-3
     dem.run(parts, spec.pos, spec.quat, tab, dt, dem.Phases(t_end=5 * dt, n_samples=2), r_cyl=r_cyl, skin=skin)

@@ -112,6 +112,25 @@ def interaction_tables(theta: np.ndarray, E_scale: float = 1.0, *, cohesive: boo
     return out
 
 
+def loading_phases(c: Mapping[str, Any], piston_z: float, t_end: float, n_samples: int) -> dem.Phases:
+    """The pre-compression and the piston's displacement programme of the conditions ``c`` (mm and mm/s in,
+    SI out), run to ``t_end`` and sampled at ``n_samples`` instants."""
+    return dem.Phases(
+        preload=float(c["preload"]),
+        pc_vmax=float(c["pc_vmax"]) * 1e-3,
+        pc_tmax=float(c["pc_tmax"]),
+        pc_tol=float(c["pc_tol"]),
+        pc_hold=float(c["pc_hold"]),
+        piston=True,
+        piston_z=piston_z,
+        v_load=float(c["v_load"]) * 1e-3,
+        t_load=float(c["t_load"]),
+        v_unload=float(c["v_unload"]) * 1e-3,
+        t_end=t_end,
+        n_samples=n_samples,
+    )
+
+
 @dataclass(frozen=True)
 class TriaxialRun:
     """One simulation: the ``response`` channels (99 samples), the 2000 Hz record (``time`` [s],
@@ -326,20 +345,7 @@ class EEPATriaxial(Model):
         )
         t_end, fs = float(c["t_end"]), float(c["fs"])
         n_rec = round(t_end * fs) + 1
-        ph = dem.Phases(
-            preload=float(c["preload"]),
-            pc_vmax=float(c["pc_vmax"]) * 1e-3,
-            pc_tmax=float(c["pc_tmax"]),
-            pc_tol=float(c["pc_tol"]),
-            pc_hold=float(c["pc_hold"]),
-            piston=True,
-            piston_z=spec.piston_z,
-            v_load=float(c["v_load"]) * 1e-3,
-            t_load=float(c["t_load"]),
-            v_unload=float(c["v_unload"]) * 1e-3,
-            t_end=t_end,
-            n_samples=n_rec,
-        )
+        ph = loading_phases(c, spec.piston_z, t_end, n_rec)
         res = dem.run(
             spec.particles, spec.pos, spec.quat, tabs, dts, ph, r_cyl=self.spec.diameter * 5e-4, skin=SKIN * r
         )
