@@ -82,6 +82,13 @@ def sdof_figure(law: str, title: str, runs, truth, noises, case_id, select, out:
         for ax in (ax_l, ax_a):
             ax.grid(True, alpha=0.3)
             ax.legend(fontsize=6, loc="best")
+    return _finish(fig, drawn, out)
+
+
+def _finish(fig, drawn: bool, out: Path) -> Path | None:
+    """Save ``fig`` to ``out`` (a palette PNG) when anything was drawn on it; close it either way."""
+    import matplotlib.pyplot as plt
+
     if not drawn:
         plt.close(fig)
         return None
@@ -135,10 +142,4 @@ def frame_figure(runs, truth, case_id, select, rows: dict[str, str], out: Path) 
         ax.set_ylabel("restoring force [N]")
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=6)
-    if not drawn:
-        plt.close(fig)
-        return None
-    fig.tight_layout()
-    save_png(fig, out, dpi=72, colors=64)
-    plt.close(fig)
-    return out
+    return _finish(fig, drawn, out)

@@ -213,7 +213,7 @@ def simulated(res: dict, key: str, m, U: np.ndarray, features) -> tuple[np.ndarr
     from mechcalib.inverse import simulate_sequences
 
     got = res.setdefault("sims", {}).get(key)
-    if got is not None and np.allclose(np.array(got["U"]), U, rtol=0, atol=0):
+    if got is not None and np.array_equal(np.array(got["U"]), U):
         return np.array(got["X"], dtype=float), np.array(got["ok"], dtype=bool)
     X = np.full((len(U), 99, len(features)), np.nan)
     try:

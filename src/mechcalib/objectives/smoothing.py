@@ -660,8 +660,11 @@ class SmoothedOverlapRSS(OverlapRSS):
                     _CACHE.popitem(last=False)
         return [hit[k] for k in keys]
 
-    def breakdown(self, simulated: Mapping[str, Curve], experiment: Experiment) -> dict[str, float]:
-        names = self.channels if self.channels is not None else experiment.channel_names
+    def _smoothed_pairs(
+        self, simulated: Mapping[str, Curve], experiment: Experiment
+    ) -> tuple[list[str], list[Curve], list[Curve]]:
+        """The compared channels with their smoothed simulated curves (one stacked fit) and smoothed references."""
+        names = list(self.channels if self.channels is not None else experiment.channel_names)
         missing = [ch for ch in names if ch not in simulated]
         if missing:
             raise DataError(
@@ -670,6 +673,10 @@ class SmoothedOverlapRSS(OverlapRSS):
             )
         exp_s = self.smoothed_reference([experiment[ch] for ch in names])
         sim_s = self.smoother.smooth_many([simulated[ch] for ch in names])
+        return names, sim_s, exp_s
+
+    def breakdown(self, simulated: Mapping[str, Curve], experiment: Experiment) -> dict[str, float]:
+        names, sim_s, exp_s = self._smoothed_pairs(simulated, experiment)
         return {ch: OverlapRSS.channel_misfit(self, s, e) for ch, s, e in zip(names, sim_s, exp_s, strict=True)}
 
     def channel_misfit(self, sim: Curve, exp: Curve) -> float:
@@ -688,15 +695,7 @@ class SmoothedOverlapRSS(OverlapRSS):
     def residuals(self, simulated: Mapping[str, Curve], experiment: Experiment) -> np.ndarray:
         """As :meth:`Objective.residuals`, the simulated channels smoothed in one stacked fit (the same
         values as one by one)."""
-        names = list(self.channels if self.channels is not None else experiment.channel_names)
-        missing = [ch for ch in names if ch not in simulated]
-        if missing:
-            raise DataError(
-                f"the simulation has no channel {missing[0]!r} measured in experiment {experiment.name!r}; "
-                f"it has {sorted(simulated)}"
-            )
-        exp_s = self.smoothed_reference([experiment[ch] for ch in names])
-        sim_s = self.smoother.smooth_many([simulated[ch] for ch in names])
+        names, sim_s, exp_s = self._smoothed_pairs(simulated, experiment)
         parts = [
             np.sqrt(self.weights.get(ch, 1.0)) * OverlapRSS.channel_residuals(self, s, e)
             for ch, s, e in zip(names, sim_s, exp_s, strict=True)
