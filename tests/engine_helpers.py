@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import math
 import os
+import signal
+import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -21,6 +23,7 @@ from mechcalib.core.objective import Objective
 from mechcalib.core.problem import EvaluationBatch
 from mechcalib.models import Channel, Model
 from mechcalib.objectives.curves import sim_at_data
+from mechcalib.storage import RunStore
 
 TESTS_DIR = Path(__file__).resolve().parent
 
@@ -164,13 +167,39 @@ def reader_main(db: str, run_name: str, ready_file: str, limit_s: float) -> None
     sys.stdout.flush()
 
 
-def python_command(call: str) -> list[str]:
-    """``python -c`` running ``call`` with this folder importable."""
-    return [
-        sys.executable,
-        "-c",
-        f"import sys; sys.path.insert(0, {str(TESTS_DIR)!r}); import engine_helpers as h; {call}",
-    ]
+def python_command(call: str, module: str = "engine_helpers") -> list[str]:
+    """``python -c`` running ``call`` with this folder and the tested mechcalib importable and the test module
+    ``module`` imported as ``h``."""
+    paths = [str(TESTS_DIR), str(Path(mc.__file__).parents[1])]
+    return [sys.executable, "-c", f"import sys; sys.path[:0] = {paths!r}; import {module} as h; {call}"]
+
+
+def stored_evaluations(db: str, run_name: str) -> int:
+    """How many evaluations run ``run_name`` of the store ``db`` holds, read-only (0 while it cannot be read)."""
+    if not os.path.exists(db):
+        return 0
+    try:
+        with RunStore(db, readonly=True) as ro:
+            return ro.n_evaluations(run_name) if ro.has_run(run_name) else 0
+    except Exception:  # the writer may be creating the file or its schema
+        return 0
+
+
+def kill_after(child: subprocess.Popen, db: str, run_name: str, n: int, timeout_s: float = 120.0) -> None:
+    """SIGKILL ``child`` once its run ``run_name`` in ``db`` holds ``n`` evaluations; the test fails if the child
+    ends first (the kill would then test nothing)."""
+    try:
+        deadline, got = time.monotonic() + timeout_s, 0
+        while time.monotonic() < deadline and child.poll() is None and got < n:
+            got = stored_evaluations(db, run_name)
+            time.sleep(0.01)
+        assert child.poll() is None, f"the child ended before it could be killed ({got} of {n} evaluations stored)"
+        child.send_signal(signal.SIGKILL)
+        child.wait(30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(10)
 
 
 @dataclass(frozen=True)

@@ -3,19 +3,15 @@ recovery of known Duffing parameters in few simulations, kill and resume without
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
-import sys
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import mechcalib as mc
-from engine_helpers import MaxAbs
+from engine_helpers import MaxAbs, kill_after, python_command
 from mechcalib.core.parameters import Parameter, ParameterSpace
 from mechcalib.core.problem import Problem, experiment_from_model
 from mechcalib.errors import ConfigurationError
@@ -213,28 +209,8 @@ def child_run(db: str, total: int) -> None:
 
 def test_sigkilled_run_resumes_exactly(tmp_path):
     db, total = str(tmp_path / "kill.db"), 40
-    code = f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import test_least_squares as t; t.child_run({db!r}, {total})"
-    env = dict(
-        os.environ, PYTHONPATH=os.pathsep.join([str(Path(mc.__file__).parents[1]), os.environ.get("PYTHONPATH", "")])
-    )
-    child = subprocess.Popen([sys.executable, "-c", code], env=env)
-    try:
-        deadline, n = time.monotonic() + 120, 0
-        while time.monotonic() < deadline and child.poll() is None and n < 12:
-            if os.path.exists(db):
-                try:
-                    with RunStore(db, readonly=True) as ro:
-                        n = ro.n_evaluations("k") if ro.has_run("k") else 0
-                except Exception:
-                    n = 0
-            time.sleep(0.01)
-        assert child.poll() is None, "the run ended before it could be killed"
-        child.send_signal(signal.SIGKILL)
-        child.wait(30)
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait(10)
+    child = subprocess.Popen(python_command(f"h.child_run({db!r}, {total})", module="test_least_squares"))
+    kill_after(child, db, "k", 12)
     ref = mc.calibrate(_duffing_problem(SlowDuffing()), make_optimizer("lsq-lm", seed=3), max_evals=total)
     with RunStore(db) as store:
         stored = store.n_evaluations("k")

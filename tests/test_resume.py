@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import mechcalib as mc
-from engine_helpers import CountingProblem, count_lines, python_command
+from engine_helpers import CountingProblem, count_lines, kill_after, python_command
 from mechcalib import ConfigurationError, Termination
 from mechcalib.execution import PoolEvaluator
 from mechcalib.optimizers import OPTIMIZERS, make_optimizer
@@ -154,26 +154,7 @@ def test_sigkilled_cmaes_run_resumes_exactly_across_restarts(tmp_path):
             f"**{settings!r}), max_evals={total}, store=RunStore({db!r}), run_name='c', cache=False)"
         )
     )
-    try:
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline and child.poll() is None:
-            n = 0
-            if os.path.exists(db):
-                try:
-                    with RunStore(db, readonly=True) as ro:
-                        n = ro.n_evaluations("c") if ro.has_run("c") else 0
-                except Exception:
-                    n = 0
-            if n >= kill_at:
-                break
-            time.sleep(0.01)
-        assert child.poll() is None, "the writer ended before it could be killed"
-        child.send_signal(signal.SIGKILL)
-        child.wait(30)
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait(10)
+    kill_after(child, db, "c", kill_at, timeout_s=90)
 
     ref_opt = make_optimizer("cmaes", **settings)
     ref = mc.calibrate(CountingProblem(), ref_opt, max_evals=total)

@@ -4,10 +4,7 @@ chain resumed exactly, and bad input refused with the rule, the value and the fi
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
-import sys
 import time
 import warnings
 from pathlib import Path
@@ -16,6 +13,7 @@ import numpy as np
 import pytest
 
 import mechcalib as mc
+from engine_helpers import kill_after, python_command
 from mechcalib.core.data import Curve, Experiment
 from mechcalib.core.model import Channel, Model
 from mechcalib.core.parameters import Parameter, ParameterSpace
@@ -158,28 +156,8 @@ def child_chain(db: str) -> None:
 
 def test_sigkilled_chain_resumes_exactly(tmp_path):
     db = str(tmp_path / "chain.db")
-    code = f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import test_uncertainty as t; t.child_chain({db!r})"
-    env = dict(
-        os.environ, PYTHONPATH=os.pathsep.join([str(Path(mc.__file__).parents[1]), os.environ.get("PYTHONPATH", "")])
-    )
-    child = subprocess.Popen([sys.executable, "-c", code], env=env)
-    try:
-        deadline, n = time.monotonic() + 120, 0
-        while time.monotonic() < deadline and child.poll() is None and n < 150:
-            if os.path.exists(db):
-                try:
-                    with RunStore(db, readonly=True) as ro:
-                        n = ro.n_evaluations("fit.posterior") if ro.has_run("fit.posterior") else 0
-                except Exception:
-                    n = 0
-            time.sleep(0.01)
-        assert child.poll() is None, "the chain ended before it could be killed"
-        child.send_signal(signal.SIGKILL)
-        child.wait(30)
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait(10)
+    child = subprocess.Popen(python_command(f"h.child_chain({db!r})", module="test_uncertainty"))
+    kill_after(child, db, "fit.posterior", 150)
     ref = _chain(MemoryStore())
     with RunStore(db) as store:
         stored = store.n_evaluations("fit.posterior")
