@@ -66,6 +66,21 @@ def test_sobol_indices_of_a_linear_function():
     np.testing.assert_allclose(res["ST"][:, 0], [0.2, 0.8, 0.0], atol=0.05)
 
 
+def test_sobol_confidence_intervals_are_reproducible_for_every_seed_zero_included():
+    pytest.importorskip("SALib", reason="Sobol' indices need the optional extra mechcalib[sensitivity]")
+
+    def f(X):
+        return X[:, 0] + 2.0 * X[:, 1] ** 2
+
+    for seed in (0, 3):
+        a = sobol(f, 3, n=256, seed=seed)
+        np.random.seed(12345)  # noqa: NPY002 (the global state must not matter)
+        np.random.random(7)  # noqa: NPY002
+        b = sobol(f, 3, n=256, seed=seed)
+        for k in ("S1", "ST", "S1_conf", "ST_conf"):
+            assert np.array_equal(a[k], b[k]), (seed, k)
+
+
 # -- networks -------------------------------------------------------------------------------------------
 def test_mrp_error_eq10_and_pe_ratio_eq11_by_hand():
     # |1-2| + |3-3| + |5-2| = 4, over 3 samples and range 10 - 0

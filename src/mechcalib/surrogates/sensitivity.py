@@ -88,6 +88,12 @@ class PCA:
         return self.mean + S @ self.components[: S.shape[1]]
 
 
+def salib_seed(seed: int | None) -> int | None:
+    """The seed to hand SALib's analysers: they test ``if seed:``, so a seed of 0 would leave their bootstrap to
+    NumPy's global random state (not reproducible); 0 goes in as ``2**32 - 1``, any other seed as it is."""
+    return 2**32 - 1 if seed == 0 else seed
+
+
 def sobol(
     fn: Callable[[np.ndarray], np.ndarray],
     d: int,
@@ -125,7 +131,7 @@ def sobol(
             for arr in out.values():
                 arr[:, j] = np.nan
             continue
-        res = sobol_analyze.analyze(problem, col, calc_second_order=False, seed=seed)
+        res = sobol_analyze.analyze(problem, col, calc_second_order=False, seed=salib_seed(seed))
         for k, arr in out.items():
             arr[:, j] = res[k]
     return out
