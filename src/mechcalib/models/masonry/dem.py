@@ -243,7 +243,7 @@ def kernel_contacts(system: DemSystem) -> Contacts:
         [system.ca, system.cb, system.face0, system.tangent, system.normal, system.face_len]
     ).astype(float)
     new = np.flatnonzero(np.any(per_contact[1:] != per_contact[:-1], axis=1)) + 1
-    start = np.concatenate([[0], new, [system.n_contacts]]).astype(np.int64)
+    start = np.concatenate([[0], new, [system.n_contacts]]).astype(np.uint64)
     if np.any(system.ca == system.cb):
         raise ConfigurationError("a sub-contact joins a block to itself; check the assembly's joints")
     return Contacts(
@@ -257,7 +257,8 @@ def kernel_contacts(system: DemSystem) -> Contacts:
         system.area,
         system.visc,
         np.ascontiguousarray(system.node + system.centroid[system.ca] - system.centroid[system.cb]),
-        start if system.n_contacts else np.zeros(1, np.int64),
+        start if system.n_contacts else np.zeros(1, np.uint64),
+        np.ascontiguousarray(system.node.T),
     )
 
 
