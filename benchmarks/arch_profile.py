@@ -1,7 +1,8 @@
 """Where one simulation of the masonry arch (:mod:`mechcalib.models.masonry`) spends its time, on one thread, for
 the two geometries of the calibration study (``benchmarks/arch_calibration.py``): Pulatsu's (8 sub-blocks, 17
-sub-contacts per joint) and the surface-meshed one (h = 12 mm, 15 per joint), each at the model's default
-conditions (10 mm/s to 12 mm, ``mass_scale`` 0.01) and default parameters (Pulatsu's set).
+sub-contacts per joint) and the surface-meshed one (h = 12 mm, 15 per joint), and for the model's default
+layout (15 uniform sub-contacts per joint), each at the model's default conditions (10 mm/s to 12 mm,
+``mass_scale`` 0.01) and parameters (Pulatsu's set).
 
     NUMBA_NUM_THREADS=1 python benchmarks/arch_profile.py [--repeats 7] [--baseline REV]
 
@@ -19,7 +20,8 @@ Figures, after a warm-up run that compiles the kernels:
   counts, the plate, the finiteness check, every ``eq_check``-th step's equilibrium ratio, the samples);
 * ``--baseline REV``: the kernels (``kernels.py``) of git revision ``REV`` in place of the current ones, timed
   in the same process, interleaved with the current ones (the machine is shared: the ratio is what counts),
-  and their outputs compared array by array (``np.array_equal``).
+  and their outputs compared array by array (``np.array_equal``). The older kernels get the current
+  ``dem.run_batch``'s arguments and read the fields of ``Contacts`` they know.
 
 Writes ``results/arch_profile.md`` and ``results/arch_profile.json`` with the machine's load average.
 """
@@ -50,6 +52,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 GEOMETRIES = {
     "pulatsu": ("Pulatsu's geometry (8 sub-blocks, 17 sub-contacts per joint)", {"contacts": "pulatsu"}),
     "surface": ("surface-meshed geometry, h = 12 mm (15 per joint)", {"contacts": "surface", "mesh_size": 12.0}),
+    "uniform": ("the model's default layout (15 uniform sub-contacts per joint)", {}),
 }
 
 

@@ -443,15 +443,17 @@ def run_one(blocks, contacts, kn, ks, mu, kp, dt, controls, loading, out):
         contact_forces(
             pos, vel, F, fn, fs, slip, contacts, kna, ksa, mu, rounding, dtl, rot, cn, state, small, centroid, work
         )
-        for k in range(nc):
-            if (state[k] == 0) != (prev[k] == 0):
-                n_open += 1
-            elif state[k] + prev[k] == 3:
-                n_slip += 1
+        for k in range(nc):  # without branches (vectorised)
+            opened = (state[k] == 0) != (prev[k] == 0)
+            n_open += opened
+            n_slip += (not opened) and state[k] + prev[k] == 3
             prev[k] = state[k]
         fp = 0.0
         if load_block >= 0:
-            x, y, rx, ry = _point(pos, load_block, load_point)
+            # the plate's point on the load block, with the cos and sin of its rotation from contact_forces
+            rx = rot[load_block, 0] * load_point[0] - rot[load_block, 1] * load_point[1]
+            ry = rot[load_block, 1] * load_point[0] + rot[load_block, 0] * load_point[1]
+            x, y = pos[load_block, 0] + rx, pos[load_block, 1] + ry
             pen = (p0x + load_dir[0] * u - x) * load_dir[0] + (p0y + load_dir[1] * u - y) * load_dir[1]
             if pen > 0.0:
                 fp = kp * pen
