@@ -114,7 +114,10 @@ class Outputs(NamedTuple):
     info: np.ndarray
 
 
-@nb.njit(cache=True)
+# The kernels called at every step allocate nothing and run without reference counting (numba's ``_nrt``
+# option): with it every call increments and decrements each array argument's count atomically, about 0.3 us a
+# step for contact_forces alone.
+@nb.njit(cache=True, _nrt=False)
 def contact_forces(
     pos, vel, F, fn, fs, slip, contacts, kna, ksa, mu, rounding, dt, rot, cn, state, small, centroid, work
 ):
@@ -295,7 +298,7 @@ def _point(pos, blk, p):
     return pos[blk, 0] + rx, pos[blk, 1] + ry, rx, ry
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def integrate(pos, vel, F, mass, inertia, free, alpha, dt, form=LOCAL):
     """Central-difference update (in place) with Cundall's local damping ``-alpha |F| sign(v)`` per DOF, or
     (``form`` :data:`COMBINED`) half of it from the sign of the velocity and half from the sign of the force,
@@ -320,7 +323,7 @@ def integrate(pos, vel, F, mass, inertia, free, alpha, dt, form=LOCAL):
             pos[b, d] += vel[b, d] * dt
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _gravity(F, mass, free, gx, gy):
     for b in range(mass.size):
         F[b, 0] = mass[b] * gx * free[b]
