@@ -57,11 +57,11 @@ GEOMETRIES = {
 
 
 @nb.njit
-def _loop_forces(n, pos, vel, F, fn, fs, slip, contacts, kna, ksa, mu, rounding, dt, rot, cn, state, centroid, g, work):
+def _loop_forces(n, pos, vel, F, fn, fs, slip, contacts, kna, ksa, mu, rounding, dt, rot, cn, state, centroid, g):
     for _ in range(n):
         kernels._gravity(F, g[0], g[1], g[2], g[3])
         kernels.contact_forces(
-            pos, vel, F, fn, fs, slip, contacts, kna, ksa, mu, rounding, dt, rot, cn, state, 0, centroid, work
+            pos, vel, F, fn, fs, slip, contacts, kna, ksa, mu, rounding, dt, rot, cn, state, 0, centroid
         )
 
 
@@ -122,7 +122,6 @@ def _parts(model: MasonryArch, res: dem.BatchResult, kw: dict, theta: np.ndarray
             np.zeros(nc, np.int64),
             s.centroid,
             g,
-            kernels.work_space(dem.kernel_contacts(s).joint_start),
         )
         _loop_forces(2, *args)
         out[f"forces {tag}"] = min(_timed(lambda args=args: _loop_forces(n, *args))[1] for _ in range(3))

@@ -258,7 +258,6 @@ def kernel_contacts(system: DemSystem) -> Contacts:
         system.visc,
         np.ascontiguousarray(system.node + system.centroid[system.ca] - system.centroid[system.cb]),
         start if system.n_contacts else np.zeros(1, np.uint64),
-        np.ascontiguousarray(system.node.T),
     )
 
 

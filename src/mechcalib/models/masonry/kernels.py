@@ -17,9 +17,6 @@ S_TIME, S_DISP, S_FORCE, S_KE, S_TRACK = 0, 1, 2, 3, 4
 # global damping forms (module dem)
 LOCAL, COMBINED = 0, 1
 N_INFO = 8
-# the vectorised loop over a joint's sub-contacts takes them in multiples of this many (the compiler's vector
-# loop: 4 doubles, unrolled twice)
-LANES = 8
 
 
 class Blocks(NamedTuple):
@@ -37,11 +34,10 @@ class Contacts(NamedTuple):
     [m] relative to ``ca``, ``face0`` ``(nc, 2)`` [m] relative to ``cb``, unit ``tangent`` and ``normal``
     ``(nc, 2)``, ``face_len`` [m] and tributary ``area`` [m^2] ``(nc,)``; ``visc`` ``(nc,)`` [sqrt(kg) m]: the normal dashpot of a
     damping ratio of 1 is ``visc * sqrt(kn)`` (:func:`~.dem.build_system`); ``node_b`` ``(nc, 2)`` [m]: the node
-    relative to ``cb`` in the assembled configuration; ``joint_start`` ``(nj + 1,)`` (unsigned, so that the
-    compiler knows the indices are not negative and vectorises the loop over a joint): the sub-contacts
-    ``joint_start[j]`` to ``joint_start[j + 1] - 1`` form joint ``j`` (the same two blocks, which differ, and the
-    same ``face0``, ``tangent``, ``normal`` and ``face_len``; :func:`~.dem.kernel_contacts`); ``node_t``
-    ``(2, nc)``: ``node`` transposed (each coordinate contiguous)."""
+    relative to ``cb`` in the assembled configuration; ``joint_start`` ``(nj + 1,)`` (unsigned: the compiler
+    then leaves out the checks for negative indices): the sub-contacts ``joint_start[j]`` to
+    ``joint_start[j + 1] - 1`` form joint ``j`` (the same two blocks, which differ, and the same ``face0``,
+    ``tangent``, ``normal`` and ``face_len``; :func:`~.dem.kernel_contacts`)."""
 
     ca: np.ndarray
     cb: np.ndarray
@@ -54,7 +50,6 @@ class Contacts(NamedTuple):
     visc: np.ndarray
     node_b: np.ndarray
     joint_start: np.ndarray
-    node_t: np.ndarray
 
 
 class Controls(NamedTuple):
@@ -115,45 +110,37 @@ class Outputs(NamedTuple):
 
 
 # The kernels called at every step allocate nothing and run without reference counting (numba's ``_nrt``
-# option): with it every call increments and decrements each array argument's count atomically (contact_forces
-# takes 23 arrays).
+# option): with it every call increments and decrements the count of each array it is given (23 for
+# contact_forces) atomically.
 @nb.njit(cache=True, _nrt=False)
-def contact_forces(
-    pos, vel, F, fn, fs, slip, contacts, kna, ksa, mu, rounding, dt, rot, cn, state, small, centroid, work
-):
+def contact_forces(pos, vel, F, fn, fs, slip, contacts, kna, ksa, mu, rounding, dt, rot, cn, state, small, centroid):
     """Add the forces of the :class:`Contacts` at state ``pos``/``vel`` (``(nb, 3)``) to ``F`` (``(nb, 3)``);
     update the stored normal ``fn``, shear ``fs`` and accumulated plastic slip ``slip`` (``(nc,)``). ``kna``,
     ``ksa``: sub-contact stiffnesses [N/m] (``(nc,)``); ``mu = tan(phi)``; ``rot`` ``(nb, 2)``: receives each
     block's ``cos``, ``sin`` of its rotation; ``cn`` ``(nc,)``: normal dashpots [N s/m] (the shear one is
     ``cn sqrt(ks / kn)``; it acts while the contact sticks); ``state`` ``(nc,)`` receives 0 (open), 1 (stick) or
     2 (slip); ``small``: see :class:`Controls`; ``centroid`` ``(nb, 2)``: the assembled centroids (small
-    displacements); ``work``: work space (:func:`work_space`).
+    displacements).
 
     The loop runs joint by joint (``contacts.joint_start``): what the sub-contacts of a joint share (the face's
     rotated start, tangent and normal, the two blocks' positions and velocities) is computed once, and the two
-    blocks' forces are summed in registers in the order of the sub-contacts (the floats of a loop over the
-    sub-contacts one by one). Without dashpots, in large displacements, the first multiple of :data:`LANES`
-    sub-contacts of a joint take two passes: every sub-contact's force, state and shear in one loop without
-    branches (selects, which the compiler vectorises: element by element, the same operations), then the sums
-    and the plastic slip in order; the rest go one by one."""
-    node, node_t, face0, tangent, normal, node_b = (
+    blocks' forces are summed in registers, in the same order as one sub-contact after the other (the same
+    floats)."""
+    ca, cb, node, face0, tangent, normal, face_len = (
+        contacts.ca,
+        contacts.cb,
         contacts.node,
-        contacts.node_t,
         contacts.face0,
         contacts.tangent,
         contacts.normal,
-        contacts.node_b,
+        contacts.face_len,
     )
-    ca, cb, face_len, start = contacts.ca, contacts.cb, contacts.face_len, contacts.joint_start
-    lanes = np.uint64(LANES)  # unsigned throughout: no negative-index checks
+    node_b, start = contacts.node_b, contacts.joint_start
     for b in range(pos.shape[0]):
         rot[b, 0] = math.cos(pos[b, 2])
         rot[b, 1] = math.sin(pos[b, 2])
     for j in range(start.size - 1):
-        k0, k1 = start[j], start[j + 1]
-        dashpots = False
-        for k in range(k0, k1):
-            dashpots = dashpots or cn[k] > 0.0
+        k0 = start[j]
         a, b = ca[k0], cb[k0]
         caa, saa = rot[a, 0], rot[a, 1]
         cbb, sbb = rot[b, 0], rot[b, 1]
@@ -181,51 +168,7 @@ def contact_forces(
         lo, hi = -rounding * L, (1.0 + rounding) * L
         Fax, Fay, Faz = F[a, 0], F[a, 1], F[a, 2]
         Fbx, Fby, Fbz = F[b, 0], F[b, 1], F[b, 2]
-        # whole vectors of LANES sub-contacts in two passes, the rest (and every sub-contact of a joint in small
-        # displacements or with dashpots) one by one below
-        kv = k0 if small or dashpots else k0 + (k1 - k0) // lanes * lanes
-        for k in range(k0, kv):  # no branches: an open sub-contact's values are computed and dropped
-            i = k - k0
-            rax = caa * node_t[0, k] - saa * node_t[1, k]
-            ray = saa * node_t[0, k] + caa * node_t[1, k]
-            px, py = pax + rax, pay + ray
-            dx, dy = px - qx, py - qy
-            gap = dx * nx + dy * ny
-            sp = dx * tx + dy * ty
-            n_force = -kna[k] * gap
-            rbx, rby = px - pbx, py - pby
-            vrx = (vax - vaz * ray) - (vbx - vbz * rby)
-            vry = (vay + vaz * rax) - (vby + vbz * rbx)
-            vs = vrx * tx + vry * ty
-            s_trial = fs[k] - ksa[k] * (vs * dt)
-            cap = mu * n_force
-            up = s_trial > cap
-            down = s_trial < -cap
-            s_force = cap if up else (-cap if down else s_trial)
-            closed = not (gap >= 0.0 or sp < lo or sp > hi)
-            fx = n_force * nx + s_force * tx
-            fy = n_force * ny + s_force * ty
-            work[0, i] = fx
-            work[1, i] = fy
-            work[2, i] = rax * fy - ray * fx
-            work[3, i] = rbx * fy - rby * fx
-            work[4, i] = abs(s_trial - cap) if up else (abs(s_trial + cap) if down else 0.0)
-            fn[k] = n_force if closed else 0.0
-            fs[k] = s_force if closed else 0.0
-            state[k] = (2 if up or down else 1) if closed else 0
-        for k in range(k0, kv):
-            if state[k] == 0:
-                continue
-            i = k - k0
-            if state[k] == 2:
-                slip[k] += work[4, i] / ksa[k]
-            Fax += work[0, i]
-            Fay += work[1, i]
-            Faz += work[2, i]
-            Fbx -= work[0, i]
-            Fby -= work[1, i]
-            Fbz -= work[3, i]
-        for k in range(kv, k1):
+        for k in range(k0, start[j + 1]):
             if small:
                 rax, ray = node[k, 0], node[k, 1]
                 r0x, r0y = node_b[k, 0], node_b[k, 1]
@@ -279,15 +222,6 @@ def contact_forces(
             Fbz -= rbx * fy - rby * fx
         F[a, 0], F[a, 1], F[a, 2] = Fax, Fay, Faz
         F[b, 0], F[b, 1], F[b, 2] = Fbx, Fby, Fbz
-
-
-@nb.njit(cache=True)
-def work_space(joint_start):
-    """The ``work`` array of :func:`contact_forces` for the joints ``joint_start``."""
-    m = 1
-    for j in range(joint_start.size - 1):
-        m = max(m, np.int64(joint_start[j + 1] - joint_start[j]))
-    return np.zeros((5, m))
 
 
 @nb.njit(cache=True)
@@ -367,7 +301,6 @@ def run_one(blocks, contacts, kn, ks, mu, kp, dt, controls, loading, out):
     fs = np.zeros(nc)
     slip = np.zeros(nc)
     rot = np.zeros((nb_, 2))
-    work = work_space(contacts.joint_start)
     kna = kn * area
     ksa = ks * area
     cn = xi * math.sqrt(kn) * contacts.visc
@@ -391,7 +324,7 @@ def run_one(blocks, contacts, kn, ks, mu, kp, dt, controls, loading, out):
         for it in range(eq_max):
             _gravity(F, mass, free, gx, gy)
             contact_forces(
-                pos, vel, F, fn, fs, slip, contacts, kna, ksa, mu, rounding, dt, rot, cn, state, small, centroid, work
+                pos, vel, F, fn, fs, slip, contacts, kna, ksa, mu, rounding, dt, rot, cn, state, small, centroid
             )
             eq_steps = it + 1
             if it % eq_check == 0:
@@ -444,7 +377,7 @@ def run_one(blocks, contacts, kn, ks, mu, kp, dt, controls, loading, out):
         u = ua if plate_mass <= 0.0 else z
         _gravity(F, mass, free, gx, gy)
         contact_forces(
-            pos, vel, F, fn, fs, slip, contacts, kna, ksa, mu, rounding, dtl, rot, cn, state, small, centroid, work
+            pos, vel, F, fn, fs, slip, contacts, kna, ksa, mu, rounding, dtl, rot, cn, state, small, centroid
         )
         for k in range(nc):  # without branches (vectorised)
             opened = (state[k] == 0) != (prev[k] == 0)
