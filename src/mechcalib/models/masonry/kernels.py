@@ -379,7 +379,7 @@ def run_one(blocks, contacts, kn, ks, mu, kp, dt, controls, loading, out):
         contact_forces(
             pos, vel, F, fn, fs, slip, contacts, kna, ksa, mu, rounding, dtl, rot, cn, state, small, centroid
         )
-        for k in range(nc):  # without branches (vectorised)
+        for k in range(nc):  # without branches
             opened = (state[k] == 0) != (prev[k] == 0)
             n_open += opened
             n_slip += (not opened) and state[k] + prev[k] == 3
