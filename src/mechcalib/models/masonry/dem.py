@@ -93,6 +93,7 @@ __all__ = [
     "build_system",
     "contact_forces",
     "integrate",
+    "kernel_contacts",
     "run_batch",
     "run_one",
     "stable_dt",
@@ -232,6 +233,31 @@ def build_system(
         tb,
         np.ascontiguousarray(tp),
         names,
+    )
+
+
+def kernel_contacts(system: DemSystem) -> Contacts:
+    """The sub-contacts of ``system`` packed for the kernels, with their joints: runs of consecutive
+    sub-contacts between the same two blocks on the same face (every joint of :func:`build_system`)."""
+    per_contact = np.column_stack(
+        [system.ca, system.cb, system.face0, system.tangent, system.normal, system.face_len]
+    ).astype(float)
+    new = np.flatnonzero(np.any(per_contact[1:] != per_contact[:-1], axis=1)) + 1
+    start = np.concatenate([[0], new, [system.n_contacts]]).astype(np.uint64)
+    if np.any(system.ca == system.cb):
+        raise ConfigurationError("a sub-contact joins a block to itself; check the assembly's joints")
+    return Contacts(
+        system.ca,
+        system.cb,
+        system.node,
+        system.face0,
+        system.tangent,
+        system.normal,
+        system.face_len,
+        system.area,
+        system.visc,
+        np.ascontiguousarray(system.node + system.centroid[system.ca] - system.centroid[system.cb]),
+        start if system.n_contacts else np.zeros(1, np.uint64),
     )
 
 
@@ -409,18 +435,7 @@ def run_batch(
     k_a = float(kp_arr[0] if k_act is None else k_act)
     _run_batch(
         Blocks(system.mass * mass_scale, system.inertia * mass_scale, system.free, system.centroid),
-        Contacts(
-            system.ca,
-            system.cb,
-            system.node,
-            system.face0,
-            system.tangent,
-            system.normal,
-            system.face_len,
-            system.area,
-            system.visc,
-            np.ascontiguousarray(system.node + system.centroid[system.ca] - system.centroid[system.cb]),
-        ),
+        kernel_contacts(system),
         kn,
         ks,
         mu,

@@ -34,7 +34,10 @@ class Contacts(NamedTuple):
     [m] relative to ``ca``, ``face0`` ``(nc, 2)`` [m] relative to ``cb``, unit ``tangent`` and ``normal``
     ``(nc, 2)``, ``face_len`` [m] and tributary ``area`` [m^2] ``(nc,)``; ``visc`` ``(nc,)`` [sqrt(kg) m]: the normal dashpot of a
     damping ratio of 1 is ``visc * sqrt(kn)`` (:func:`~.dem.build_system`); ``node_b`` ``(nc, 2)`` [m]: the node
-    relative to ``cb`` in the assembled configuration."""
+    relative to ``cb`` in the assembled configuration; ``joint_start`` ``(nj + 1,)`` (unsigned: the compiler
+    then leaves out the checks for negative indices): the sub-contacts ``joint_start[j]`` to
+    ``joint_start[j + 1] - 1`` form joint ``j`` (the same two blocks, which differ, and the same ``face0``,
+    ``tangent``, ``normal`` and ``face_len``; :func:`~.dem.kernel_contacts`)."""
 
     ca: np.ndarray
     cb: np.ndarray
@@ -46,6 +49,7 @@ class Contacts(NamedTuple):
     area: np.ndarray
     visc: np.ndarray
     node_b: np.ndarray
+    joint_start: np.ndarray
 
 
 class Controls(NamedTuple):
@@ -105,14 +109,23 @@ class Outputs(NamedTuple):
     info: np.ndarray
 
 
-@nb.njit(cache=True)
+# The kernels called at every step allocate nothing and run without reference counting (numba's ``_nrt``
+# option): with it every call increments and decrements the count of each array it is given (23 for
+# contact_forces) atomically.
+@nb.njit(cache=True, _nrt=False)
 def contact_forces(pos, vel, F, fn, fs, slip, contacts, kna, ksa, mu, rounding, dt, rot, cn, state, small, centroid):
     """Add the forces of the :class:`Contacts` at state ``pos``/``vel`` (``(nb, 3)``) to ``F`` (``(nb, 3)``);
     update the stored normal ``fn``, shear ``fs`` and accumulated plastic slip ``slip`` (``(nc,)``). ``kna``,
-    ``ksa``: sub-contact stiffnesses [N/m] (``(nc,)``); ``mu = tan(phi)``; ``rot`` ``(nb, 2)``: work space; ``cn``
-    ``(nc,)``: normal dashpots [N s/m] (the shear one is ``cn sqrt(ks / kn)``; it acts while the contact sticks);
-    ``state`` ``(nc,)`` receives 0 (open), 1 (stick) or 2 (slip); ``small``: see :class:`Controls`;
-    ``centroid`` ``(nb, 2)``: the assembled centroids (small displacements)."""
+    ``ksa``: sub-contact stiffnesses [N/m] (``(nc,)``); ``mu = tan(phi)``; ``rot`` ``(nb, 2)``: receives each
+    block's ``cos``, ``sin`` of its rotation; ``cn`` ``(nc,)``: normal dashpots [N s/m] (the shear one is
+    ``cn sqrt(ks / kn)``; it acts while the contact sticks); ``state`` ``(nc,)`` receives 0 (open), 1 (stick) or
+    2 (slip); ``small``: see :class:`Controls`; ``centroid`` ``(nb, 2)``: the assembled centroids (small
+    displacements).
+
+    The loop runs joint by joint (``contacts.joint_start``): what the sub-contacts of a joint share (the face's
+    rotated start, tangent and normal, the two blocks' positions and velocities) is computed once, and the two
+    blocks' forces are summed in registers, in the same order as one sub-contact after the other (the same
+    floats)."""
     ca, cb, node, face0, tangent, normal, face_len = (
         contacts.ca,
         contacts.cb,
@@ -122,74 +135,93 @@ def contact_forces(pos, vel, F, fn, fs, slip, contacts, kna, ksa, mu, rounding, 
         contacts.normal,
         contacts.face_len,
     )
-    node_b = contacts.node_b
+    node_b, start = contacts.node_b, contacts.joint_start
     for b in range(pos.shape[0]):
         rot[b, 0] = math.cos(pos[b, 2])
         rot[b, 1] = math.sin(pos[b, 2])
-    for k in range(ca.size):
-        a, b = ca[k], cb[k]
+    for j in range(start.size - 1):
+        k0 = start[j]
+        a, b = ca[k0], cb[k0]
         caa, saa = rot[a, 0], rot[a, 1]
         cbb, sbb = rot[b, 0], rot[b, 1]
-        rax = caa * node[k, 0] - saa * node[k, 1]
-        ray = saa * node[k, 0] + caa * node[k, 1]
-        px, py = pos[a, 0] + rax, pos[a, 1] + ray
-        qx = pos[b, 0] + cbb * face0[k, 0] - sbb * face0[k, 1]
-        qy = pos[b, 1] + sbb * face0[k, 0] + cbb * face0[k, 1]
-        tx = cbb * tangent[k, 0] - sbb * tangent[k, 1]
-        ty = sbb * tangent[k, 0] + cbb * tangent[k, 1]
-        nx = cbb * normal[k, 0] - sbb * normal[k, 1]
-        ny = sbb * normal[k, 0] + cbb * normal[k, 1]
+        pax, pay, paz = pos[a, 0], pos[a, 1], pos[a, 2]
+        pbx, pby, pbz = pos[b, 0], pos[b, 1], pos[b, 2]
+        vax, vay, vaz = vel[a, 0], vel[a, 1], vel[a, 2]
+        vbx, vby, vbz = vel[b, 0], vel[b, 1], vel[b, 2]
+        f0x, f0y = face0[k0, 0], face0[k0, 1]
         if small:
             # the assembled geometry: the node's displacement relative to the material point of b beneath it
             # (both linear in the rotations, with the assembled lever arms) on the assembled normal and tangent
-            tx, ty, nx, ny = tangent[k, 0], tangent[k, 1], normal[k, 0], normal[k, 1]
-            rax, ray = node[k, 0], node[k, 1]
-            r0x, r0y = node_b[k, 0], node_b[k, 1]
-            ux = (pos[a, 0] - centroid[a, 0] - pos[a, 2] * ray) - (pos[b, 0] - centroid[b, 0] - pos[b, 2] * r0y)
-            uy = (pos[a, 1] - centroid[a, 1] + pos[a, 2] * rax) - (pos[b, 1] - centroid[b, 1] + pos[b, 2] * r0x)
-            dx, dy = r0x - face0[k, 0] + ux, r0y - face0[k, 1] + uy
-            px, py = pos[b, 0] + r0x, pos[b, 1] + r0y  # so that the lever arm on b below is the assembled one
+            tx, ty, nx, ny = tangent[k0, 0], tangent[k0, 1], normal[k0, 0], normal[k0, 1]
+            qx, qy = 0.0, 0.0
+            uax, uay = pax - centroid[a, 0], pay - centroid[a, 1]
+            ubx, uby = pbx - centroid[b, 0], pby - centroid[b, 1]
         else:
-            dx, dy = px - qx, py - qy
-        gap = dx * nx + dy * ny
-        sp = dx * tx + dy * ty
-        L = face_len[k]
-        if gap >= 0.0 or sp < -rounding * L or sp > (1.0 + rounding) * L:
-            fn[k] = 0.0
-            fs[k] = 0.0
-            state[k] = 0
-            continue
-        n_force = -kna[k] * gap
-        rbx, rby = px - pos[b, 0], py - pos[b, 1]
-        vrx = (vel[a, 0] - vel[a, 2] * ray) - (vel[b, 0] - vel[b, 2] * rby)
-        vry = (vel[a, 1] + vel[a, 2] * rax) - (vel[b, 1] + vel[b, 2] * rbx)
-        vs = vrx * tx + vry * ty
-        s_force = fs[k] - ksa[k] * (vs * dt)
-        cap = mu * n_force
-        state[k] = 1
-        if s_force > cap:
-            slip[k] += abs(s_force - cap) / ksa[k]
-            s_force = cap
-            state[k] = 2
-        elif s_force < -cap:
-            slip[k] += abs(s_force + cap) / ksa[k]
-            s_force = -cap
-            state[k] = 2
-        fn[k] = n_force
-        fs[k] = s_force
-        n_tot, s_tot = n_force, s_force
-        if cn[k] > 0.0:  # dashpots: no tension, and they leave the friction limit to the elastic normal force
-            n_tot = max(0.0, n_force - cn[k] * (vrx * nx + vry * ny))
-            if state[k] == 1:
-                s_tot = s_force - cn[k] * math.sqrt(ksa[k] / kna[k]) * vs
-        fx = n_tot * nx + s_tot * tx
-        fy = n_tot * ny + s_tot * ty
-        F[a, 0] += fx
-        F[a, 1] += fy
-        F[a, 2] += rax * fy - ray * fx
-        F[b, 0] -= fx
-        F[b, 1] -= fy
-        F[b, 2] -= rbx * fy - rby * fx
+            qx = pbx + cbb * f0x - sbb * f0y
+            qy = pby + sbb * f0x + cbb * f0y
+            tx = cbb * tangent[k0, 0] - sbb * tangent[k0, 1]
+            ty = sbb * tangent[k0, 0] + cbb * tangent[k0, 1]
+            nx = cbb * normal[k0, 0] - sbb * normal[k0, 1]
+            ny = sbb * normal[k0, 0] + cbb * normal[k0, 1]
+            uax, uay, ubx, uby = 0.0, 0.0, 0.0, 0.0
+        L = face_len[k0]
+        lo, hi = -rounding * L, (1.0 + rounding) * L
+        Fax, Fay, Faz = F[a, 0], F[a, 1], F[a, 2]
+        Fbx, Fby, Fbz = F[b, 0], F[b, 1], F[b, 2]
+        for k in range(k0, start[j + 1]):
+            if small:
+                rax, ray = node[k, 0], node[k, 1]
+                r0x, r0y = node_b[k, 0], node_b[k, 1]
+                ux = (uax - paz * ray) - (ubx - pbz * r0y)
+                uy = (uay + paz * rax) - (uby + pbz * r0x)
+                dx, dy = r0x - f0x + ux, r0y - f0y + uy
+                px, py = pbx + r0x, pby + r0y  # so that the lever arm on b below is the assembled one
+            else:
+                rax = caa * node[k, 0] - saa * node[k, 1]
+                ray = saa * node[k, 0] + caa * node[k, 1]
+                px, py = pax + rax, pay + ray
+                dx, dy = px - qx, py - qy
+            gap = dx * nx + dy * ny
+            sp = dx * tx + dy * ty
+            if gap >= 0.0 or sp < lo or sp > hi:
+                fn[k] = 0.0
+                fs[k] = 0.0
+                state[k] = 0
+                continue
+            n_force = -kna[k] * gap
+            rbx, rby = px - pbx, py - pby
+            vrx = (vax - vaz * ray) - (vbx - vbz * rby)
+            vry = (vay + vaz * rax) - (vby + vbz * rbx)
+            vs = vrx * tx + vry * ty
+            s_force = fs[k] - ksa[k] * (vs * dt)
+            cap = mu * n_force
+            st = 1
+            if s_force > cap:
+                slip[k] += abs(s_force - cap) / ksa[k]
+                s_force = cap
+                st = 2
+            elif s_force < -cap:
+                slip[k] += abs(s_force + cap) / ksa[k]
+                s_force = -cap
+                st = 2
+            state[k] = st
+            fn[k] = n_force
+            fs[k] = s_force
+            n_tot, s_tot = n_force, s_force
+            if cn[k] > 0.0:  # dashpots: no tension, and they leave the friction limit to the elastic normal force
+                n_tot = max(0.0, n_force - cn[k] * (vrx * nx + vry * ny))
+                if st == 1:
+                    s_tot = s_force - cn[k] * math.sqrt(ksa[k] / kna[k]) * vs
+            fx = n_tot * nx + s_tot * tx
+            fy = n_tot * ny + s_tot * ty
+            Fax += fx
+            Fay += fy
+            Faz += rax * fy - ray * fx
+            Fbx -= fx
+            Fby -= fy
+            Fbz -= rbx * fy - rby * fx
+        F[a, 0], F[a, 1], F[a, 2] = Fax, Fay, Faz
+        F[b, 0], F[b, 1], F[b, 2] = Fbx, Fby, Fbz
 
 
 @nb.njit(cache=True)
@@ -200,7 +232,7 @@ def _point(pos, blk, p):
     return pos[blk, 0] + rx, pos[blk, 1] + ry, rx, ry
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def integrate(pos, vel, F, mass, inertia, free, alpha, dt, form=LOCAL):
     """Central-difference update (in place) with Cundall's local damping ``-alpha |F| sign(v)`` per DOF, or
     (``form`` :data:`COMBINED`) half of it from the sign of the velocity and half from the sign of the force,
@@ -225,7 +257,7 @@ def integrate(pos, vel, F, mass, inertia, free, alpha, dt, form=LOCAL):
             pos[b, d] += vel[b, d] * dt
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _gravity(F, mass, free, gx, gy):
     for b in range(mass.size):
         F[b, 0] = mass[b] * gx * free[b]
@@ -347,15 +379,17 @@ def run_one(blocks, contacts, kn, ks, mu, kp, dt, controls, loading, out):
         contact_forces(
             pos, vel, F, fn, fs, slip, contacts, kna, ksa, mu, rounding, dtl, rot, cn, state, small, centroid
         )
-        for k in range(nc):
-            if (state[k] == 0) != (prev[k] == 0):
-                n_open += 1
-            elif state[k] + prev[k] == 3:
-                n_slip += 1
+        for k in range(nc):  # without branches
+            opened = (state[k] == 0) != (prev[k] == 0)
+            n_open += opened
+            n_slip += (not opened) and state[k] + prev[k] == 3
             prev[k] = state[k]
         fp = 0.0
         if load_block >= 0:
-            x, y, rx, ry = _point(pos, load_block, load_point)
+            # the plate's point on the load block, with the cos and sin of its rotation from contact_forces
+            rx = rot[load_block, 0] * load_point[0] - rot[load_block, 1] * load_point[1]
+            ry = rot[load_block, 1] * load_point[0] + rot[load_block, 0] * load_point[1]
+            x, y = pos[load_block, 0] + rx, pos[load_block, 1] + ry
             pen = (p0x + load_dir[0] * u - x) * load_dir[0] + (p0y + load_dir[1] * u - y) * load_dir[1]
             if pen > 0.0:
                 fp = kp * pen
