@@ -212,3 +212,24 @@ def test_stable_time_step_rule():
     assert dem.stable_dt(sysm, 1e9, 4e8, factor=0.5) == pytest.approx(0.5 * 2 / math.sqrt(lam))
     with pytest.raises(ConfigurationError, match="time-step factor"):
         dem.stable_dt(sysm, 1e9, 4e8, factor=1.5)
+
+
+@pytest.mark.parametrize("contacts", ["uniform", "pulatsu", "surface"])
+def test_kernel_contacts_group_the_sub_contacts_by_joint(contacts):
+    from mechcalib.models.masonry.arch import MasonryArch
+
+    sysm = MasonryArch(contacts=contacts).system
+    start = dem.kernel_contacts(sysm).joint_start.astype(np.int64)
+    # one run of consecutive sub-contacts per joint of the assembly, in order
+    expect = np.concatenate([[0], np.flatnonzero(np.diff(sysm.joint)) + 1, [sysm.n_contacts]])
+    assert np.array_equal(start, expect)
+    for a, b in zip(start[:-1], start[1:], strict=True):
+        assert np.unique(sysm.ca[a:b]).size == 1 and np.unique(sysm.cb[a:b]).size == 1
+
+
+def test_kernel_contacts_refuse_a_sub_contact_joining_a_block_to_itself():
+    asm = two_blocks(rect(-0.3, -0.2, 0.3, 0.0), rect(-0.1, 0.0, 0.1, 0.1))
+    sysm = dem.build_system(asm, "uniform", 5)
+    bad = dataclasses.replace(sysm, cb=sysm.ca.copy())
+    with pytest.raises(ConfigurationError, match="joins a block to itself"):
+        dem.kernel_contacts(bad)
