@@ -157,7 +157,14 @@ def save_runs(new: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     with open(SUMMARY.with_suffix(".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         runs = load_summary()
-        runs.update(new)
+        # a pass that read a run while another pass was finishing it must not undo the finished figures
+        runs.update(
+            {
+                k: v
+                for k, v in new.items()
+                if v.get("status") == "finished" or runs.get(k, {}).get("status") != "finished"
+            }
+        )
         tmp = SUMMARY.with_suffix(".tmp")
         tmp.write_text(json.dumps({"format": 1, "runs": runs}, indent=1, sort_keys=True) + "\n")
         tmp.replace(SUMMARY)
