@@ -386,6 +386,21 @@ def f(v: Any, nd: int = 2) -> str:
     return "-" if v is None else f"{v:.{nd}f}"
 
 
+def over_seeds(names: list[str], fits: dict[str, dict[str, Any]]) -> str:
+    """GDR-Net's weights and selections over training seeds, in words."""
+    W = np.array([r["weights"] for r in fits.values()])
+    picks = [set(r["selected"]) for r in fits.values()]
+    return (
+        "weight mean (sd) "
+        + ", ".join(
+            f"{n} {m:.3f} ({sd:.3f})" for n, m, sd in zip(names, W.mean(axis=0), W.std(axis=0, ddof=1), strict=True)
+        )
+        + "; selected in "
+        + ", ".join(f"{n} {sum(n in p for p in picks)}" for n in names)
+        + f" of {len(picks)} fits; the paper's three selected together in {sum(p == set(PAPER_WEIGHTS) for p in picks)}"
+    )
+
+
 def spread(rows: list[list[float]], i: int) -> str:
     """``median (min-max)`` of column ``i`` of ``rows`` (one row per estimator seed)."""
     v = np.array(rows)[:, i]
@@ -457,35 +472,18 @@ def report(res: dict[str, Any]) -> str:
                 f"and {g['bce_constant']:.4f} for the mean label predicted for every set.\n"
             )
         if "seeds" in g:
-            W = np.array([r["weights"] for r in g["seeds"].values()])
-            picks = [set(r["selected"]) for r in g["seeds"].values()]
             L.append(
-                f"The same fit from {len(picks)} training seeds ({', '.join(g['seeds'])}): weight mean (sd) "
-                + ", ".join(
-                    f"{n} {m:.3f} ({sd:.3f})"
-                    for n, m, sd in zip(g["names"], W.mean(axis=0), W.std(axis=0, ddof=1), strict=True)
-                )
-                + "; selected in "
-                + ", ".join(f"{n} {sum(n in p for p in picks)}" for n in g["names"])
-                + f" of {len(picks)} fits; the paper's three selected together in "
-                f"{sum(p == set(PAPER_WEIGHTS) for p in picks)}. Uniform weights would be {1 / len(g['names']):.3f}.\n"
+                f"The same fit from {len(g['seeds'])} training seeds ({', '.join(g['seeds'])}): "
+                f"{over_seeds(g['names'], g['seeds'])}. Uniform weights would be {1 / len(g['names']):.3f}.\n"
             )
         if "stretched" in g:
             st = g["stretched"]
-            W = np.array([r["weights"] for r in st.values()])
-            picks = [set(r["selected"]) for r in st.values()]
+            first = next(iter(st.values()))
             L.append(
                 "Beyond the paper, the same fits with the labels stretched to [0, 1] (min-max), so that the quality "
                 f"head has something to learn (BCE {np.median([r['bce'] for r in st.values()]):.4f} against the "
-                f"floor {next(iter(st.values()))['bce_floor']:.4f} and {next(iter(st.values())).get('bce_constant', float('nan')):.4f} "
-                f"for the mean label, median over {len(picks)} seeds): weight mean (sd) "
-                + ", ".join(
-                    f"{n} {m:.3f} ({sd:.3f})"
-                    for n, m, sd in zip(g["names"], W.mean(axis=0), W.std(axis=0, ddof=1), strict=True)
-                )
-                + "; selected in "
-                + ", ".join(f"{n} {sum(n in p for p in picks)}" for n in g["names"])
-                + f" of {len(picks)}; the paper's three together in {sum(p == set(PAPER_WEIGHTS) for p in picks)}.\n"
+                f"floor {first['bce_floor']:.4f} and {first.get('bce_constant', float('nan')):.4f} for the mean "
+                f"label, median over {len(st)} seeds): {over_seeds(g['names'], st)}.\n"
             )
     else:
         L.append("Not run.\n")
