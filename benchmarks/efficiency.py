@@ -144,6 +144,7 @@ def summarise_run(store: RunStore, name: str, key: str, refs: dict[str, Any]) ->
         "end_met": None if best is None else bool(met(best.params, best.loss)),
         "end_error": None if best is None or ep.CASES[key].target == "loss" else ep.rel_error(key, best.params, refs),
         "choices": getattr(info, "choices", None),
+        "error": info.error,  # a failed run (a peer library's error, for one): what the store recorded
     }
     return out
 
@@ -385,6 +386,14 @@ def write_report(runs: dict[str, dict[str, Any]], refs: dict[str, Any], keys: li
             f"- `{k}`: complete: {', '.join(full) or 'none'}; partial: {', '.join(part) or 'none'}; "
             f"not run: {', '.join(none) or 'none'}."
         )
+        for m in ep.METHODS:
+            errs = [
+                runs[n].get("error", "(no error recorded)")
+                for n in (run_name(k, m, s) for s in SEEDS)
+                if runs.get(n, {}).get("status") == "failed"
+            ]
+            if errs:
+                lines.append(f"  - `{m}` failed in {len(errs)} of {len(SEEDS)} runs: {sorted(set(errs))[0]}")
     for k in ep.CASES:
         if k not in keys:
             lines.append(f"- `{k}`: no run yet.")

@@ -328,7 +328,8 @@ class PeerBridge(Optimizer):
 
     @property
     def converged(self) -> bool:
-        return self.dim is not None and self._next is None
+        # a peer that ended by an error has not converged: the next ask raises it
+        return self.dim is not None and self._next is None and self._error is None
 
     def _ask(self) -> np.ndarray:
         if self._error is not None:
