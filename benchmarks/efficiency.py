@@ -129,6 +129,8 @@ def summarise_run(store: RunStore, name: str, key: str, refs: dict[str, Any]) ->
         if r.status == "ok" and met(r.params, r.loss):
             first = r.idx + 1
             break
+    if first is None and info.stop_reason == "callback":  # the callback stops a run only at the target
+        log.warning("%s stopped at its target but no stored evaluation meets it (%d stored)", name, len(recs))
     best = min((r for r in recs if r.status == "ok"), key=lambda r: r.loss, default=None)
     timing = store.timing(name)
     out: dict[str, Any] = {
