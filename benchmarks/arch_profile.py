@@ -71,23 +71,6 @@ def _loop_integrate(n, pos, vel, F, mass, inertia, free, alpha, dt):
         kernels.integrate(pos, vel, F, mass, inertia, free, alpha, dt, kernels.LOCAL)
 
 
-def batch_kwargs(model: MasonryArch) -> dict:
-    """The keyword arguments of ``dem.run_batch`` that ``MasonryArch.run`` passes at the default conditions."""
-    c = model.validate_conditions(None)
-    v = float(c["velocity"])
-    return dict(
-        velocity=v / 1e3,
-        duration=float(c["max_displacement"]) / v,
-        n_samples=int(c["n_samples"]),
-        alpha=float(c["damping"]),
-        dt_factor=float(c["dt_factor"]),
-        eq_tol=float(c["eq_tol"]),
-        rounding=float(c["rounding"]),
-        mass_scale=float(c["mass_scale"]),
-        small_displacements=model.displacements == "small",
-    )
-
-
 def _timed(fn) -> tuple[float, float, object]:
     w, c = time.perf_counter(), time.process_time()
     out = fn()
@@ -193,7 +176,7 @@ def profile(repeats: int, baseline: str | None) -> dict:
     for geom, (label, opts) in GEOMETRIES.items():
         model = MasonryArch(**opts)
         theta = model.full_vector()
-        kw = batch_kwargs(model)
+        kw = model.batch_settings(model.validate_conditions(None))
         first = {v: _run(model, theta, f) for v, f in variants.items()}  # compiles
         ref = first["current"][2]
         identical = {v: _same(r[2], ref) for v, r in first.items()}

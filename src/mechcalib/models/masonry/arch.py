@@ -221,12 +221,26 @@ class MasonryArch(Model):
         )
         return c
 
+    def batch_settings(self, c: Mapping[str, Any]) -> dict[str, Any]:
+        """The keyword arguments of :func:`.dem.run_batch` for the validated conditions ``c`` (mm, mm/s in; SI
+        out)."""
+        v = float(c["velocity"])
+        return dict(
+            velocity=v / 1e3,
+            duration=float(c["max_displacement"]) / v,
+            n_samples=int(c["n_samples"]),
+            alpha=float(c["damping"]),
+            dt_factor=float(c["dt_factor"]),
+            eq_tol=float(c["eq_tol"]),
+            rounding=float(c["rounding"]),
+            mass_scale=float(c["mass_scale"]),
+            small_displacements=self.displacements == "small",
+        )
+
     def run(self, theta: np.ndarray, conditions: Mapping[str, Any] | None = None) -> list[ArchRun | SimulationFailure]:
         """Simulate ``theta`` ``(n, 3)`` (``kn, ks, phi``) in one batched call; full results per set."""
         theta = self.check_theta(theta)
         c = self.validate_conditions(conditions, n_sets=theta.shape[0])
-        v, umax, ns = float(c["velocity"]), float(c["max_displacement"]), int(c["n_samples"])
-        alpha, f = float(c["damping"]), float(c["dt_factor"])
         ok = (
             np.all(np.isfinite(theta), axis=1)
             & np.all(theta[:, :2] > 0, axis=1)
@@ -244,15 +258,7 @@ class MasonryArch(Model):
             theta[idx, 0],
             theta[idx, 1],
             theta[idx, 2],
-            velocity=v / 1e3,
-            duration=umax / v,
-            n_samples=ns,
-            alpha=alpha,
-            dt_factor=f,
-            eq_tol=float(c["eq_tol"]),
-            rounding=float(c["rounding"]),
-            mass_scale=float(c["mass_scale"]),
-            small_displacements=self.displacements == "small",
+            **self.batch_settings(c),
         )
         names = self.system.track_names
         col = dem.S_TRACK + 2 * names.index(f"abutment_{self.abutment}")
