@@ -61,10 +61,18 @@ def is_done(store: RunStore, name: str) -> bool:
     return load_summary().get(name, {}).get("status") == "finished"
 
 
-def run_cell(store: RunStore, key: str, method: str, seed: int, refs: dict[str, Any]) -> None:
-    """One run (or its resumption) through the store; stops at the target (except auto) or the budget."""
+def run_cell(store: RunStore, key: str, method: str, seed: int, refs: dict[str, Any], retry: bool = False) -> None:
+    """One run (or its resumption) through the store; stops at the target (except auto) or the budget.
+    ``retry``: a run that failed (in the store or the summary) is deleted and run again from the start."""
     name = run_name(key, method, seed)
-    if is_done(store, name):
+    failed = load_summary().get(name, {}).get("status") == "failed" or (
+        store.has_run(name) and store.run(name).status == "failed"
+    )
+    if failed and retry:
+        if store.has_run(name):
+            store.delete_run(name)
+        log.info("%s failed before; run again from the start", name)
+    elif failed or is_done(store, name):
         return
     if store.has_run(name) and store.run(name).status == "running":  # another pass is running it
         log.info("%s is being run by process %s; skipped", name, store.run(name).pid)
@@ -87,8 +95,9 @@ def run_cell(store: RunStore, key: str, method: str, seed: int, refs: dict[str, 
     peer = isinstance(opt, ep.PeerBridge)
     # no checkpoints for the peers (their state is a thread's); a resume replays them, answered from the store
     light = not peer
+    config = {"peer_env": ep.peer_environment()} if method == "ngopt" else None
     try:
-        _calibrate(store, name, prob, opt, budget, at_target, light)
+        _calibrate(store, name, prob, opt, budget, at_target, light, config)
     finally:
         if peer:
             opt.close()  # type: ignore[attr-defined]
@@ -98,7 +107,9 @@ def run_cell(store: RunStore, key: str, method: str, seed: int, refs: dict[str, 
         store.compact_run(name)
 
 
-def _calibrate(store: RunStore, name: str, prob: Any, opt: Any, budget: int, at_target: Any, light: bool) -> None:
+def _calibrate(
+    store: RunStore, name: str, prob: Any, opt: Any, budget: int, at_target: Any, light: bool, config: Any
+) -> None:
     """One calibration; a run that another pass started or finished meanwhile is left to it."""
     try:
         mc.calibrate(
@@ -111,6 +122,7 @@ def _calibrate(store: RunStore, name: str, prob: Any, opt: Any, budget: int, at_
             callback=at_target,
             checkpoint_every=CHECKPOINT_EVERY if light else None,
             n_alternatives=0,
+            config=config,
         )
     except ConfigurationError:
         info = store.run(name) if store.has_run(name) else None
@@ -146,6 +158,7 @@ def summarise_run(store: RunStore, name: str, key: str, refs: dict[str, Any]) ->
         "end_met": None if best is None else bool(met(best.params, best.loss)),
         "end_error": None if best is None or ep.CASES[key].target == "loss" else ep.rel_error(key, best.params, refs),
         "choices": getattr(info, "choices", None),
+        "peer_env": (info.config or {}).get("peer_env"),  # where NGOpt ran (nevergrad's and numpy's versions)
         "error": info.error,  # a failed run (a peer library's error, for one): what the store recorded
     }
     return out
@@ -324,6 +337,26 @@ def auto_miss(runs: dict[str, dict[str, Any]], key: str, seed: int) -> str | Non
     return f"- `{key}` seed {seed}: ended at loss {r['best_loss']:.4g} ({err}{r['stop_reason']}{end}){spent}."
 
 
+def ngopt_environments(runs: dict[str, dict[str, Any]], keys: list[str]) -> str:
+    """Where NGOpt ran on each problem: nevergrad 1.0.12's MetaModel (NGOpt's choice in 6-D and more) fails under
+    numpy 2.4, so NGOpt runs through ``ngopt_worker.py``, possibly under another environment's Python."""
+    parts = []
+    for k in keys:
+        envs: dict[str, int] = {}
+        for s in SEEDS:
+            r = runs.get(run_name(k, "ngopt", s))
+            if r is not None and r["status"] == "finished":
+                e = r.get("peer_env")
+                tag = f"nevergrad {e['nevergrad']}, numpy {e['numpy']}" if e else "the project's environment"
+                envs[tag] = envs.get(tag, 0) + 1
+        if envs:
+            parts.append(f"`{k}` " + ", ".join(f"{t} ({n} runs)" for t, n in envs.items()))
+    return (
+        "NGOpt's environment (finished runs; runs made before the environment was recorded ran in the "
+        "project's own): " + ("; ".join(parts) or "none") + "."
+    )
+
+
 def _errs(st: dict[str, Any]) -> str:
     e = sorted(st["end_errors"])[-3:]
     return ", ".join(f"{100 * v:.3g} %" for v in e) if e else "-"
@@ -350,6 +383,7 @@ def write_report(runs: dict[str, dict[str, Any]], refs: dict[str, Any], keys: li
         "",
     ]
     lines += [f"- `{m}`: {d}" for m, (_, d) in ep.METHODS.items()]
+    lines += ["", ngopt_environments(runs, keys)]
     lines += ["", "## Targets", ""]
     for k in keys:
         c = ep.CASES[k]
@@ -418,6 +452,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-minutes", type=float, default=None, help="start no run after this many minutes")
     p.add_argument("--report-only", action="store_true")
     p.add_argument("--compact", action="store_true", help="VACUUM the store at the end (no other writer)")
+    p.add_argument(
+        "--peer-python", help="the Python that runs NGOpt (an environment with nevergrad; see ngopt_worker.py)"
+    )
+    p.add_argument("--retry-failed", action="store_true", help="run the selected runs that failed again from the start")
     a = p.parse_args(argv)
     warnings.filterwarnings("ignore", module="cma")  # NGOpt's inner CMA-ES warns about injected points
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
@@ -430,6 +468,8 @@ def main(argv: list[str] | None = None) -> int:
         seeds = list(range(int(lo), int(hi) + 1))
     else:
         seeds = [int(s) for s in a.seeds.split(",")]
+    if a.peer_python:
+        ep.PEER_PYTHON[0] = a.peer_python
     if a.quick:
         keys, methods, seeds = ["duffing"], ["auto", "lsq-trf", "cmaes", "de"], [1, 2]
     bad = [k for k in keys if k not in ep.CASES] + [m for m in methods if m not in ep.METHODS]
@@ -448,7 +488,7 @@ def main(argv: list[str] | None = None) -> int:
                     log.info("time limit reached; run again to continue")
                     break
                 t = time.time()
-                run_cell(store, key, m, seed, refs)
+                run_cell(store, key, m, seed, refs, retry=a.retry_failed)
                 log.info("%s done in %.1f s", run_name(key, m, seed), time.time() - t)
     runs = update_summary(refs, compact=a.compact)
     notes = []

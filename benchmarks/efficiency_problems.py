@@ -27,9 +27,13 @@ Problems (every one a :class:`mechcalib.Problem` with an L2-type objective that 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import queue
+import subprocess
+import sys
+import tempfile
 import threading
 import tomllib
 from collections.abc import Callable
@@ -217,13 +221,13 @@ def _lsq_optimum(key: str, starts: int = 8, budget: int = 1500) -> dict[str, Any
 def _arch_best() -> dict[str, Any]:
     # the rerun on the model with its default inertia scaling (arch_v2); the first arch study used real masses
     runs = json.loads((RESULTS / "arch_v2.summary.json").read_text())["runs"]
-    best = min(
-        (r for r in runs if r["geometry"] == "pulatsu" and r["objective"] == 1), key=lambda r: min(r["step_losses"])
-    )
+    mine = [r for r in runs if r["geometry"] == "pulatsu" and r["objective"] == 1]
+    best = min(mine, key=lambda r: min(r["step_losses"]))
     return {
         "params": best["best_params"],
         "loss": min(best["step_losses"]),
-        "how": f"best run so far of the arch rerun ({best['name']}, arch_v2.summary.json)",
+        "how": f"best of the arch rerun's {len(mine)} objective-1 runs on Pulatsu's geometry "
+        f"({best['name']}, arch_v2.summary.json)",
     }
 
 
@@ -369,16 +373,54 @@ def run_peer(peer: str, fun: Callable[[np.ndarray], np.ndarray], d: int, budget:
             updating="deferred",
         )
     elif peer == "ngopt":
-        import nevergrad as ng
-
-        param = ng.p.Array(shape=(d,), lower=0.0, upper=1.0)
-        param.random_state = np.random.RandomState(seed)
-        opt = ng.optimizers.NGOpt(parametrization=param, budget=budget, num_workers=1)
-        for _ in range(budget):
-            cand = opt.ask()
-            opt.tell(cand, float(fun(np.asarray(cand.value)[None, :])[0]))
+        run_ngopt(fun, d, budget, seed)
     else:  # pragma: no cover - checked by PeerBridge
         raise ValueError(peer)
+
+
+#: the Python that runs ``ngopt_worker.py``: one of an environment with nevergrad (``--peer-python``)
+PEER_PYTHON = [sys.executable]
+NGOPT_WORKER = Path(__file__).resolve().parent / "ngopt_worker.py"
+
+
+def peer_environment() -> dict[str, str]:
+    """nevergrad's and numpy's versions where NGOpt runs (``{}`` if nevergrad is not there)."""
+    r = subprocess.run(
+        [PEER_PYTHON[0], "-c", "import json, nevergrad, numpy; print(json.dumps("
+         "{'nevergrad': nevergrad.__version__, 'numpy': numpy.__version__}))"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    return json.loads(r.stdout) if r.returncode == 0 else {}
+
+
+def run_ngopt(fun: Callable[[np.ndarray], np.ndarray], d: int, budget: int, seed: int) -> None:
+    """NGOpt in a child process (``ngopt_worker.py`` under :data:`PEER_PYTHON`), one point per line."""
+    cmd = [PEER_PYTHON[0], str(NGOPT_WORKER), "--dim", str(d), "--budget", str(budget), "--seed", str(seed)]
+    # stderr to a file: a pipe nobody reads could fill and stall the worker
+    with (
+        tempfile.TemporaryFile("w+") as errf,
+        subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errf, text=True) as proc,
+    ):
+        assert proc.stdin is not None and proc.stdout is not None
+        try:
+            proc.stdout.readline()  # the versions
+            while True:
+                line = proc.stdout.readline()
+                if not line or json.loads(line) == "done":
+                    break
+                loss = float(fun(np.asarray(json.loads(line), float)[None, :])[0])
+                proc.stdin.write(json.dumps(loss) + "\n")
+                proc.stdin.flush()
+        finally:
+            with contextlib.suppress(OSError):  # the worker is gone: its status and message say why
+                proc.stdin.close()
+            if proc.wait(timeout=30) != 0:
+                errf.seek(0)
+                err = errf.read().strip().splitlines()
+                raise RuntimeError(
+                    f"the NGOpt worker ({PEER_PYTHON[0]}) exited with status {proc.returncode}: "
+                    f"{err[-1] if err else '(no message)'}"
+                )
 
 
 # --------------------------------------------------------------------------------------------
