@@ -870,7 +870,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         runs, loads = read_summary(summary_path)
         source = f"`{summary_path.name}`, the summary of its run store `{args.store.name}`"
         again = (
-            "The store is not in the repository: `python benchmarks/arch_calibration.py run --runs 10` "
+            "The store is not in the repository: `python benchmarks/arch_calibration.py run --runs 10"
+            f"{'' if args.store.resolve() == STORE.resolve() else ' --store benchmarks/results/' + args.store.name}` "
             "computes the study afresh (benchmarks/README.md gives the cost)."
         )
     else:

@@ -19,7 +19,9 @@ def ep():
         pytest.skip("benchmarks/efficiency_problems.py is not in this checkout")
     sys.path.insert(0, str(BENCH))
     try:
-        spec = importlib.util.spec_from_file_location("efficiency_problems_under_test", BENCH / "efficiency_problems.py")
+        spec = importlib.util.spec_from_file_location(
+            "efficiency_problems_under_test", BENCH / "efficiency_problems.py"
+        )
         mod = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = mod  # dataclasses look their module up there
         spec.loader.exec_module(mod)
