@@ -3,19 +3,23 @@ geometry and the surface-meshed geometry (h = 12 mm), against the shipped synthe
 
 Set-up (Kibriya et al. (2023) section 4): kn, ks in [1e8, 1e10] Pa/m (log scale) and phi in [25, 45] deg, initial values
 uniform in the unit cube; the model at 10 mm/s to 12 mm against ``mechcalib.models.masonry.reference_experiment()``
-(Pulatsu's geometry and parameters at 0.5 mm/s). Methods: PSO (``PSO.paper_000``) and GA (``GA.paper_000``) for
-50 iterations, PSO and TBPSO (``TBPSO.paper_000``) for 20; swarm/population 10. One iteration is one batch after
-the initial one: PSO and TBPSO evaluate 10 points per iteration (510 and 210 evaluations); the GA, as the
-``geneticalgorithm`` library the seed used, evaluates only its 6 offspring per generation (10 + 50 x 6 = 310).
-Run ``r`` (1-10) of every method uses seed ``r``, so PSO and TBPSO runs of the same id start from the same swarm.
+(Pulatsu's geometry and parameters at 0.5 mm/s). Swarm/population 10; one iteration is one batch after the initial
+one. Methods (``RUN_METHODS``): PSO (``PSO.paper_000``) for 50 and 20 iterations (510 and 210 evaluations), TBPSO
+(``TBPSO.paper_000``) for 20 in three readings of eq. 13 ("away", "toward", "toward" with the trust capped at 1), and
+the GA (``GA.paper_000`` with a population of 14: four parents kept, ten offspring per generation, 514 evaluations,
+PSO 50's budget). Run ``r`` (1-10) of every method uses seed ``r``, so PSO and TBPSO runs of the same id start from
+the same swarm.
 
-Every evaluation goes through the run store ``benchmarks/results/arch.sqlite`` (run name
-``{geometry}-obj{k}-{method}-run{r:02d}``): an interrupted study resumes where it stopped, finished runs are
-skipped, and the report is regenerated from the store alone. Each report written from the store also writes
-``arch.summary.json`` (per run the totals, the best set and the best-so-far curve's steps, and the run log's load
-averages; a new store's report replaces it); ``report`` reads it when the store is absent, with the same tables
-and figures. The store is not in the repository, the summary is (the study is to be rerun with a corrected
-model).
+Two studies exist. ``arch.md`` (store ``arch.sqlite``, the default ``--store``) was made with real masses before the
+default inertia scaling, with the GA of ``OLD_METHODS`` (six offspring per generation, 310 evaluations) and one reading
+of eq. 13. ``arch_v2.md`` (``--store benchmarks/results/arch_v2.sqlite --out benchmarks/results/arch_v2.md``) is the
+rerun with the default inertia scaling and ``RUN_METHODS``, 10 runs per configuration.
+
+Every evaluation goes through the run store (run name ``{geometry}-obj{k}-{method}-run{r:02d}``): an interrupted study
+resumes where it stopped, finished runs are skipped, and the report is regenerated from the store alone. Each report
+written from the store also writes ``<store>.summary.json`` (per run the totals, the best set and the best-so-far
+curve's steps, and the run log's load averages); ``report`` reads it when the store is absent, with the same tables
+and figures. Both studies are finished: their stores are not in the repository, their summaries are.
 
     python benchmarks/arch_calibration.py run --objectives 1 --runs 3          # the first pass
     python benchmarks/arch_calibration.py run --runs 10 --hours 8              # the rest (resumable)
@@ -570,7 +574,15 @@ def matplotlib_ticker():
     return matplotlib.ticker
 
 
-COLORS = {"pso50": "tab:blue", "ga50": "tab:green", "pso20": "tab:orange", "tbpso20": "tab:red"}
+COLORS = {
+    "pso50": "tab:blue",
+    "ga50": "tab:green",
+    "ga50e": "tab:green",
+    "pso20": "tab:orange",
+    "tbpso20": "tab:red",
+    "tbpso20t": "tab:purple",
+    "tbpso20tc": "tab:brown",
+}
 
 
 def plot_convergence(runs: list[RunData], path: Path) -> None:
@@ -669,12 +681,13 @@ def plot_params(runs: list[RunData], path: Path) -> None:
     h = [
         Line2D([], [], color=c, marker="o", ls="none", label=f"{METHODS[m][0]} {METHODS[m][1]}")
         for m, c in COLORS.items()
+        if any(x.method == m for x in runs)
     ]
     h += [Line2D([], [], color="0.3", marker=mk, ls="none", label=f"{g}, obj. {k}") for (g, k), mk in markers.items()]
     h += [Line2D([], [], color="k", marker="*", ls="none", ms=12, label="reference parameters")]
     axes[1].legend(handles=h, fontsize=7, ncol=2)
     fig.suptitle(
-        "best set of each finished run (the model at 10 mm/s, so kn is pulled below the reference's 4 GPa/m)",
+        "best set of each finished run (model at 10 mm/s) against the reference parameters",
         fontsize=9,
     )
     fig.tight_layout()
