@@ -22,7 +22,8 @@ Problems (every one a :class:`mechcalib.Problem` with an L2-type objective that 
     the least-squares optimum's (``reference``).
 ``arch``
     Kibriya et al.'s (2023) arch, Pulatsu's geometry, objective 1 against its shipped reference; target: the
-    best known loss (the best run so far of the arch rerun, ``benchmarks/results/arch_v2.summary.json``) + 5 %.
+    best known loss (the best of the arch rerun's 60 objective-1 runs on this geometry,
+    ``benchmarks/results/arch_v2.summary.json``) + 5 %.
 """
 
 from __future__ import annotations
@@ -378,7 +379,7 @@ def run_peer(peer: str, fun: Callable[[np.ndarray], np.ndarray], d: int, budget:
         raise ValueError(peer)
 
 
-#: the Python that runs ``ngopt_worker.py``: one of an environment with nevergrad (``--peer-python``)
+#: the Python that runs ``ngopt_worker.py``: this one, or that of an environment with nevergrad (``--peer-python``)
 PEER_PYTHON = [sys.executable]
 NGOPT_WORKER = Path(__file__).resolve().parent / "ngopt_worker.py"
 
