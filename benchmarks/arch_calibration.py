@@ -12,8 +12,10 @@ the same swarm.
 
 Two studies exist. ``arch.md`` (store ``arch.sqlite``, the default ``--store``) was made with real masses before the
 default inertia scaling, with the GA of ``OLD_METHODS`` (six offspring per generation, 310 evaluations) and one reading
-of eq. 13. ``arch_v2.md`` (``--store benchmarks/results/arch_v2.sqlite --out benchmarks/results/arch_v2.md``) is the
-rerun with the default inertia scaling and ``RUN_METHODS``, 10 runs per configuration.
+of eq. 13; its claims table is rewritten with ``claims`` only, since a full ``report`` would redraw its fits and
+Fig. 26 with today's model (inertia scaling). ``arch_v2.md`` (``--store benchmarks/results/arch_v2.sqlite --out
+benchmarks/results/arch_v2.md``) is the rerun with the default inertia scaling and ``RUN_METHODS``, 10 runs per
+configuration.
 
 Every evaluation goes through the run store (run name ``{geometry}-obj{k}-{method}-run{r:02d}``): an interrupted study
 resumes where it stopped, finished runs are skipped, and the report is regenerated from the store alone. Each report
@@ -21,9 +23,10 @@ written from the store also writes ``<store>.summary.json`` (per run the totals,
 curve's steps, and the run log's load averages); ``report`` reads it when the store is absent, with the same tables
 and figures. Both studies are finished: their stores are not in the repository, their summaries are.
 
-    python benchmarks/arch_calibration.py run --objectives 1 --runs 3          # the first pass
-    python benchmarks/arch_calibration.py run --runs 10 --hours 8              # the rest (resumable)
-    python benchmarks/arch_calibration.py report                               # arch.md and the PNGs
+    S="--store benchmarks/results/arch_v2.sqlite"
+    python benchmarks/arch_calibration.py run --objectives 1 --runs 3 $S       # the first pass
+    python benchmarks/arch_calibration.py run --runs 10 --hours 8 $S           # the rest (resumable)
+    python benchmarks/arch_calibration.py report $S --out benchmarks/results/arch_v2.md   # the report, PNGs
 
 ``run`` stops starting new runs after ``--hours``; kill it at any time and run it again to resume.
 """
@@ -863,6 +866,8 @@ def cmd_claims(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     summary_path = args.store.with_suffix(".summary.json")
+    store_flag = "" if args.store.resolve() == STORE.resolve() else f" --store benchmarks/results/{args.store.name}"
+    run_cmd = f"`python benchmarks/arch_calibration.py run --runs 10{store_flag}`"
     if args.store.exists():
         before, loads = read_summary(summary_path) if summary_path.exists() else ([], [])
         with RunStore(args.store, readonly=True) as store:
@@ -874,18 +879,13 @@ def cmd_report(args: argparse.Namespace) -> int:
         runs.sort(key=lambda x: x.name)
         write_summary(runs, loads, summary_path)
         source = f"the run store `{args.store.name}`"
-        again = (
-            f"Resume or extend the study with `python benchmarks/arch_calibration.py run --runs 10"
-            f"{'' if args.store.resolve() == STORE.resolve() else ' --store benchmarks/results/' + args.store.name}` (finished "
-            "runs are skipped, interrupted ones resume)."
-        )
+        again = f"Resume or extend the study with {run_cmd} (finished runs are skipped, interrupted ones resume)."
     elif summary_path.exists():
         runs, loads = read_summary(summary_path)
         source = f"`{summary_path.name}`, the summary of its run store `{args.store.name}`"
         again = (
-            "The store is not in the repository: `python benchmarks/arch_calibration.py run --runs 10"
-            f"{'' if args.store.resolve() == STORE.resolve() else ' --store benchmarks/results/' + args.store.name}` "
-            "computes the study afresh (benchmarks/README.md gives the cost)."
+            f"The store is not in the repository: {run_cmd} computes the study afresh (benchmarks/README.md gives "
+            "the cost)."
         )
     else:
         raise SystemExit(
@@ -1045,6 +1045,12 @@ def cmd_report(args: argparse.Namespace) -> int:
         proj,
         "",
         (f"Projected time of the rest of the full study at these rates: {hours:.1f} h on this machine (one process)."),
+        "",
+        (
+            f"The finished runs took {sum(x.seconds for x in fin) / 3600:.1f} h of evaluation time (the sum of their "
+            f"`seconds`); {sum(x.n_live for x in fin)} of their {sum(x.n_evals for x in fin)} evaluations ran the "
+            "model, the rest were answered from the store's cache."
+        ),
         "",
     ]
     if loads:

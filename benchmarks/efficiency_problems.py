@@ -22,7 +22,7 @@ Problems (every one a :class:`mechcalib.Problem` with an L2-type objective that 
     the least-squares optimum's (``reference``).
 ``arch``
     Kibriya et al.'s (2023) arch, Pulatsu's geometry, objective 1 against its shipped reference; target: the
-    best known loss (the best of the arch rerun's 60 objective-1 runs on this geometry,
+    best known loss (the best of the arch rerun's objective-1 runs on this geometry,
     ``benchmarks/results/arch_v2.summary.json``) + 5 %.
 """
 

@@ -104,3 +104,31 @@ def test_benchmark_scores_objective_two_batches_as_one_by_one():
     assert np.array_equal(batched.losses[:2], plain.losses[:2])
     assert 1.0 < batched.losses[0] < 30.0 and batched.losses[0] != batched.losses[1]
     assert "invalid parameters" in batched.errors[2]
+
+
+def test_report_figures_draw_every_method(tmp_path):
+    """The convergence and parameter figures have a colour and a legend entry for each method of both studies
+    (a method missing from the colour map made the report fail)."""
+    ac = _benchmark_module()
+    methods = sorted(set(ac.RUN_METHODS) | set(ac.OLD_METHODS))
+    runs = [
+        ac.RunData(
+            name=f"pulatsu-obj1-{m}-run01",
+            geom="pulatsu",
+            k=1,
+            method=m,
+            r=1,
+            complete=True,
+            n_evals=20,
+            steps=np.array([0, 5, 12]),
+            step_losses=np.array([30.0, 10.0, 2.0 + i]),
+            step_batches=np.array([0, 0, 1]),
+            best_params={"kn": 3e9 + 1e8 * i, "ks": 1.5e9, "phi": 30.5},
+            seconds=1.0,
+            n_live=20,
+        )
+        for i, m in enumerate(methods)
+    ]
+    ac.plot_convergence(runs, tmp_path / "c.png")
+    ac.plot_params(runs, tmp_path / "p.png")
+    assert (tmp_path / "c.png").stat().st_size > 1000 and (tmp_path / "p.png").stat().st_size > 1000
