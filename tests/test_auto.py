@@ -154,6 +154,43 @@ def test_rule_falls_back_to_cmaes_on_a_noisy_model():
     assert opt.choices[2]["mismatch"] == opt.jacobian_mismatch(opt._check) > opt.choices[2]["smooth_tol"]
 
 
+def test_cmaes_starts_at_the_best_point_told_with_a_small_step():
+    noise = np.random.default_rng(0)
+
+    def noisy(U):
+        R = _smooth(U)
+        return R + 1e-3 * noise.standard_normal(R.shape)
+
+    opt = Auto(seed=0)
+    opt.set_budget(40)
+    opt.setup(2)
+    told = []
+    while opt.method != "cmaes":
+        U = opt.ask()
+        R = noisy(U)
+        f = np.sum(R**2, axis=1)
+        told += list(zip(f, U.tolist(), strict=True))
+        opt.tell(U, f, residuals=R)
+    f0, u0 = min(told)
+    rec = opt.choices[-1]
+    assert rec["start"] == u0 and rec["start_loss"] == f0 and rec["sigma0"] == opt.cmaes_sigma0 == 0.1
+    assert "from the best point so far" in rec["reason"]
+    assert opt._sub.x0 == u0 and opt._sub.sigma0 == 0.1
+    U = opt.ask()  # the first generation lies around that point
+    assert np.max(np.abs(U - u0)) < 0.5
+
+
+def test_cmaes_starts_at_the_centre_when_every_design_point_failed():
+    opt = Auto(seed=0)
+    opt.set_budget(60)
+    opt.setup(2)
+    U = opt.ask()
+    opt.tell(U, np.full(len(U), np.inf), residuals=np.full((len(U), 3), np.nan))
+    rec = opt.choices[-1]
+    assert rec["choice"] == "cmaes" and "every design point failed" in rec["reason"]
+    assert rec["start"] is None and rec["sigma0"] == 0.3 and opt._sub.x0 is None
+
+
 def test_rule_falls_back_on_a_noisy_function_problem_without_residuals():
     noise = np.random.default_rng(1)
     prob = FunctionProblem.from_bounds(
@@ -270,3 +307,10 @@ def test_polishing_method_is_a_setting_recorded_with_the_run(polish):
 def test_an_unknown_polishing_method_is_refused():
     with pytest.raises(SettingError, match="polish"):
         Auto(polish="newton")
+
+
+@pytest.mark.parametrize("value", [0.0, -0.1, 1.5])
+def test_a_cmaes_step_outside_the_cube_is_refused(value):
+    with pytest.raises(SettingError, match="cmaes_sigma0") as e:
+        Auto(cmaes_sigma0=value)
+    assert e.value.name == "cmaes_sigma0"

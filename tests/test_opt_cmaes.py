@@ -94,6 +94,7 @@ def test_default_population_size_and_settings():
         "max_restarts": 9,
         "tolx": 1e-11,
         "tolfun": 1e-11,
+        "x0": None,
     }
     p = make_optimizer("cmaes", preset="default", seed=1, restarts="bipop")
     assert isinstance(p, CMAES) and p.settings() == CMAES(seed=1, restarts="bipop").settings()
@@ -113,6 +114,9 @@ def test_default_population_size_and_settings():
         ("max_restarts", -1),
         ("tolx", -1e-3),
         ("tolfun", "tiny"),
+        ("x0", [0.5, 1.2]),
+        ("x0", [-0.1, 0.5]),
+        ("x0", [float("nan"), 0.5]),
     ],
 )
 def test_bad_settings_name_the_rule(setting, value):
@@ -127,6 +131,34 @@ def test_first_run_samples_around_the_centre_with_sigma0():
     # the identity region of pycma's bound transform is [0.05, 0.95]: nearly every point lies inside it
     np.testing.assert_allclose(U.mean(axis=0), 0.5, atol=0.01)
     np.testing.assert_allclose(U.std(axis=0), 0.1, rtol=0.05)
+
+
+def test_first_run_samples_around_x0():
+    opt = CMAES(popsize=2000, sigma0=0.05, x0=[0.2, 0.7, 0.4], seed=3).setup(3)
+    U = opt.ask()
+    np.testing.assert_allclose(U.mean(axis=0), [0.2, 0.7, 0.4], atol=0.005)
+    np.testing.assert_allclose(U.std(axis=0), 0.05, rtol=0.05)
+    assert opt.runs[0]["sigma0"] == 0.05
+
+
+def test_x0_of_one_parameter_and_its_length_checked():
+    opt = CMAES(popsize=500, sigma0=0.05, x0=[0.8], seed=0).setup(1)
+    U = opt.ask()
+    assert U.shape == (500, 1)
+    np.testing.assert_allclose(U.mean(), 0.8, atol=0.01)
+    with pytest.raises(mc.ConfigurationError, match="x0 has 2 coordinates, the problem 3"):
+        CMAES(x0=[0.5, 0.5]).setup(3)
+
+
+def test_x0_in_a_corner_basin_reaches_it_with_a_small_sigma():
+    # two basins: a shallow one at the centre and the global one near (0.85, 0.85); started inside the
+    # global one with a small step, the first run stays there
+    def two_basins(U):
+        return np.minimum(np.sum((U - 0.5) ** 2, axis=1) + 0.1, 4.0 * np.sum((U - 0.85) ** 2, axis=1))
+
+    opt = CMAES(x0=[0.8, 0.8], sigma0=0.05, restarts=0, seed=1).setup(2)
+    _minimise(opt, two_basins, 1e-10, 1000)
+    np.testing.assert_allclose(opt.best_x, 0.85, atol=1e-4)
 
 
 # -- restarts ---------------------------------------------------------------------------------------------

@@ -55,7 +55,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SettingError
+from ..errors import ConfigurationError, SettingError
 from ._base import Optimizer, SeedLike, check_choice, check_positive_int, check_range
 
 __all__ = ["CMAES", "default_popsize", "failure_penalty"]
@@ -112,9 +112,11 @@ class CMAES(Optimizer):
         max_restarts: the most restarts (of either regime) after the first run.
         tolx: pycma's ``tolx``, stop when the steps in x are all below it (unit-cube units).
         tolfun: pycma's ``tolfun``, stop when the losses of the recent generations span less than it (loss units).
+        x0: the first run's mean, a unit-cube point (every coordinate in ``[0, 1]``); ``None``: the centre.
+            ``auto`` passes the best point of its design, with a smaller ``sigma0``.
         seed: random seed or generator.
 
-    The first run starts at the centre of the cube; restarts start at uniform random points. Failed simulations
+    The first run starts at ``x0`` (by default the centre of the cube); restarts start at uniform random points. Failed simulations
     (``+inf``) are given to pycma as the worst finite loss seen plus ``max(1, |worst|)``. Batches: one
     generation per ``ask`` (``lambda`` points of the current run).
     """
@@ -131,6 +133,7 @@ class CMAES(Optimizer):
         max_restarts: int = 9,
         tolx: float = 1e-11,
         tolfun: float = 1e-11,
+        x0: list[float] | None = None,
         seed: SeedLike = None,
     ) -> None:
         super().__init__(seed=seed)
@@ -144,6 +147,9 @@ class CMAES(Optimizer):
         self.max_restarts = check_positive_int(self.name, "max_restarts", max_restarts, minimum=0)
         self.tolx = check_range(self.name, "tolx", tolx, 0.0, np.inf)
         self.tolfun = check_range(self.name, "tolfun", tolfun, 0.0, np.inf)
+        self.x0 = None if x0 is None else [float(v) for v in np.ravel(np.asarray(x0, dtype=float))]
+        if self.x0 is not None and not all(0.0 <= v <= 1.0 for v in self.x0):
+            raise SettingError(self.name, "x0", "a unit-cube point (every coordinate in [0, 1])", x0)
 
     @classmethod
     def default(cls, *, seed: SeedLike = None, **overrides: Any) -> CMAES:
@@ -180,8 +186,20 @@ class CMAES(Optimizer):
         self._evals_large = 0
         self._n_large = 0
         self._done = False
-        self._es = self._start(np.full(self._n_cma, 0.5), self.sigma0, self.base_popsize, "first", None)
+        self._es = self._start(self._first_mean(), self.sigma0, self.base_popsize, "first", None)
         self._maxiter0 = float(self._es.opts["maxiter"])
+
+    def _first_mean(self) -> np.ndarray:
+        """``x0`` (the centre by default), with the dummy coordinate of a 1-D search at its centre."""
+        d = int(self.dim)
+        if self.x0 is None:
+            return np.full(self._n_cma, 0.5)
+        if len(self.x0) != d:
+            raise ConfigurationError(
+                f"{self.name}: x0 has {len(self.x0)} coordinates, the problem {d} free parameters; "
+                "give one unit-cube coordinate per free parameter"
+            )
+        return np.concatenate([self.x0, np.full(self._n_cma - d, 0.5)])
 
     @contextmanager
     def _own_global_rng(self) -> Iterator[None]:
