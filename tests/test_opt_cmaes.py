@@ -117,6 +117,8 @@ def test_default_population_size_and_settings():
         ("x0", [0.5, 1.2]),
         ("x0", [-0.1, 0.5]),
         ("x0", [float("nan"), 0.5]),
+        ("x0", ["low", 0.5]),
+        ("x0", []),
     ],
 )
 def test_bad_settings_name_the_rule(setting, value):

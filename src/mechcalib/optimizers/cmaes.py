@@ -89,6 +89,18 @@ def failure_penalty(f: np.ndarray, worst: float) -> tuple[np.ndarray, float]:
     return np.where(ok, f, penalty), worst
 
 
+def _unit_point(owner: str, x0: Any) -> list[float]:
+    """``x0`` as a list of floats in ``[0, 1]``, or a :class:`SettingError` that says what a start must be."""
+    rule = "a unit-cube point: a list of numbers, every one in [0, 1]"
+    try:
+        x = [float(v) for v in np.ravel(np.asarray(x0, dtype=float))]
+    except (TypeError, ValueError):
+        raise SettingError(owner, "x0", rule, x0) from None
+    if not x or not all(0.0 <= v <= 1.0 for v in x):
+        raise SettingError(owner, "x0", rule, x0)
+    return x
+
+
 class _Normal:
     """pycma's ``randn(lam, dim)`` drawing from one generator (a picklable callable, unlike a bound method of
     numpy's global ``RandomState``, which pickles as a detached copy)."""
@@ -113,12 +125,12 @@ class CMAES(Optimizer):
         tolx: pycma's ``tolx``, stop when the steps in x are all below it (unit-cube units).
         tolfun: pycma's ``tolfun``, stop when the losses of the recent generations span less than it (loss units).
         x0: the first run's mean, a unit-cube point (every coordinate in ``[0, 1]``); ``None``: the centre.
-            ``auto`` passes the best point of its design, with a smaller ``sigma0``.
+            ``auto`` passes the best point it has evaluated, with a smaller ``sigma0``.
         seed: random seed or generator.
 
-    The first run starts at ``x0`` (by default the centre of the cube); restarts start at uniform random points. Failed simulations
-    (``+inf``) are given to pycma as the worst finite loss seen plus ``max(1, |worst|)``. Batches: one
-    generation per ``ask`` (``lambda`` points of the current run).
+    The first run starts at ``x0`` (by default the centre of the cube); restarts start at uniform random points.
+    Failed simulations (``+inf``) are given to pycma as the worst finite loss seen plus ``max(1, |worst|)``.
+    Batches: one generation per ``ask`` (``lambda`` points of the current run).
     """
 
     name = "cmaes"
@@ -147,9 +159,7 @@ class CMAES(Optimizer):
         self.max_restarts = check_positive_int(self.name, "max_restarts", max_restarts, minimum=0)
         self.tolx = check_range(self.name, "tolx", tolx, 0.0, np.inf)
         self.tolfun = check_range(self.name, "tolfun", tolfun, 0.0, np.inf)
-        self.x0 = None if x0 is None else [float(v) for v in np.ravel(np.asarray(x0, dtype=float))]
-        if self.x0 is not None and not all(0.0 <= v <= 1.0 for v in self.x0):
-            raise SettingError(self.name, "x0", "a unit-cube point (every coordinate in [0, 1])", x0)
+        self.x0 = None if x0 is None else _unit_point(self.name, x0)
 
     @classmethod
     def default(cls, *, seed: SeedLike = None, **overrides: Any) -> CMAES:
