@@ -136,10 +136,15 @@ def test_direct2_fits_a_measured_curve_with_time_shift(model):
 
 
 def test_forward_complex_learns_the_bundle_and_identifies(train, test_set):
-    fc = ForwardComplex(step=40, settings=CVSettings(V=3, J=50, K=1000, W=2, h_max=5), max_evals=600).fit(train, seed=0)
+    settings = CVSettings(V=3, J=50, K=1000, W=2, h_max=5)
+    fits = [ForwardComplex(step=40, settings=settings, max_evals=600).fit(train, seed=s) for s in range(5)]
+    fc = fits[0]
     assert fc.predict(test_set.P).shape == (4, fc.idx.size)
-    (row,) = fc.network_rows(test_set)
-    assert row["h"] >= 2 and row["train"] < 0.03 and row["test"] < 0.03  # eq. 10 over (simulation, step) samples
+    # eq. 10 over (simulation, step) samples. One fit in a few stops in a poorer minimum (seeds 0-9: train error
+    # 0.019-0.037, and rounding that differs between CPUs moves each fit): the median of five is the stable figure
+    rows = [f.network_rows(test_set)[0] for f in fits]
+    assert np.median([r["train"] for r in rows]) < 0.03 and np.median([r["test"] for r in rows]) < 0.03
+    assert all(r["h"] >= 2 and r["train"] < 0.06 and r["test"] < 0.06 for r in rows)
     # the product-structured training equals a plain network on the expanded (p, log t_k) rows
     net = fc.networks[0]
     X = fc._inputs(train.P)
