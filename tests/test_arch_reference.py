@@ -65,15 +65,19 @@ def test_reference_feeds_a_calibration_problem():
 
 def test_reference_reproduces_from_the_model():
     """The file is what the DEM gives at 0.5 mm/s (regenerate with benchmarks/make_arch_reference.py).
-    Loose tolerances: a different CPU or numba version may move single stick-slip samples."""
+
+    The stick-slip run follows rounding: with OpenBLAS's AVX-512 kernels (where the file was made) the force
+    differs by 2.5e-9 kN (median), with its AVX2 kernels (``OPENBLAS_CORETYPE=Haswell``, a CPU without
+    AVX-512) by 0.0038 kN, overlap RSS 0.21. Raising kn by 1 % moves it by 0.0094 kN (RSS 0.50), phi by
+    1 % by 0.087 kN (RSS 4.3): the bounds pass both CPUs and catch those."""
     model = MasonryArch(contacts=REFERENCE["contacts"])
     cond = {k: REFERENCE[k] for k in ("velocity", "max_displacement", "n_samples", "mass_scale")}
     (resp,) = model.simulate(np.array([[REFERENCE["kn"], REFERENCE["ks"], REFERENCE["phi"]]]), cond)
     exp = reference_experiment()
     for ch in ("vertical", "horizontal"):
         d = np.abs(resp[ch].y - exp[ch].y)
-        assert np.median(d) < 1e-3 and np.max(np.abs(resp[ch].x - exp[ch].x)) < 0.05
-    assert OverlapRSS()(resp, exp) < 0.5
+        assert np.median(d) < 0.008 and np.max(np.abs(resp[ch].x - exp[ch].x)) < 0.05
+    assert OverlapRSS()(resp, exp) < 0.45
 
 
 def _benchmark_module():
