@@ -505,7 +505,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--rerun",
         action="store_true",
-        help="delete the selected runs (store and summary) first and run them again: for a method whose code changed",
+        help="delete the selected runs (store and summary) first and run them again, for a method whose code changed; "
+        "continue an interrupted rerun without it (it would delete the finished runs again)",
     )
     a = p.parse_args(argv)
     warnings.filterwarnings("ignore", module="cma")  # NGOpt's inner CMA-ES warns about injected points
