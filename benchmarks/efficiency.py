@@ -30,6 +30,7 @@ import math
 import sys
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -169,11 +170,22 @@ def load_summary() -> dict[str, dict[str, Any]]:
     return json.loads(SUMMARY.read_text())["runs"] if SUMMARY.exists() else {}
 
 
-def save_runs(new: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Merge per-run figures into the summary file (under a lock: several passes may run at once)."""
+def _edit_summary(edit: Callable[[dict[str, dict[str, Any]]], None]) -> dict[str, dict[str, Any]]:
+    """Apply ``edit`` to the summary's runs and write them back, under a lock (several passes may run at once)."""
     with open(SUMMARY.with_suffix(".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         runs = load_summary()
+        edit(runs)
+        tmp = SUMMARY.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"format": 1, "runs": runs}, indent=1, sort_keys=True) + "\n")
+        tmp.replace(SUMMARY)
+    return runs
+
+
+def save_runs(new: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Merge per-run figures into the summary file."""
+
+    def merge(runs: dict[str, dict[str, Any]]) -> None:
         # a pass that read a run while another pass was finishing it must not undo the finished figures
         runs.update(
             {
@@ -182,10 +194,8 @@ def save_runs(new: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
                 if v.get("status") == "finished" or runs.get(k, {}).get("status") != "finished"
             }
         )
-        tmp = SUMMARY.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"format": 1, "runs": runs}, indent=1, sort_keys=True) + "\n")
-        tmp.replace(SUMMARY)
-    return runs
+
+    return _edit_summary(merge)
 
 
 def drop_runs(store: RunStore, names: list[str]) -> None:
@@ -193,13 +203,8 @@ def drop_runs(store: RunStore, names: list[str]) -> None:
     for name in names:
         if store.has_run(name):
             store.delete_run(name)
-    with open(SUMMARY.with_suffix(".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        runs = load_summary()
-        gone = [n for n in names if runs.pop(n, None) is not None]
-        tmp = SUMMARY.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"format": 1, "runs": runs}, indent=1, sort_keys=True) + "\n")
-        tmp.replace(SUMMARY)
+    gone: list[str] = []
+    _edit_summary(lambda runs: gone.extend(n for n in names if runs.pop(n, None) is not None))
     log.info("dropped %d runs from the summary to run them again: %s", len(gone), ", ".join(gone))
 
 

@@ -14,7 +14,7 @@ import mechcalib as mc
 from engine_helpers import MaxAbs, kill_after, python_command
 from mechcalib.core.parameters import Parameter, ParameterSpace
 from mechcalib.core.problem import Problem, experiment_from_model
-from mechcalib.errors import ConfigurationError
+from mechcalib.errors import ConfigurationError, SettingError
 from mechcalib.models.analytic import Linear
 from mechcalib.models.oscillator import Duffing
 from mechcalib.objectives.curves import L2
@@ -275,5 +275,7 @@ def test_own_starts_are_polished_first():
     assert opt.n_starts == 0 and res.stop_reason == "converged"
     np.testing.assert_allclose(res.history.U[0], [0.25, 0.45], rtol=0, atol=1e-12)
     np.testing.assert_allclose(res.best_x, [0.2, 5.0], rtol=1e-6)
-    with pytest.raises(Exception, match="x0"):
-        make_optimizer("lsq", x0=[[1.5, 0.2]])
+    for bad in ([[1.5, 0.2]], [[float("nan"), 0.2]], [["low", 0.2]], []):
+        with pytest.raises(SettingError, match="x0") as e:
+            make_optimizer("lsq", x0=bad)
+        assert e.value.name == "x0"

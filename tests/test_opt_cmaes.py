@@ -119,6 +119,7 @@ def test_default_population_size_and_settings():
         ("x0", [float("nan"), 0.5]),
         ("x0", ["low", 0.5]),
         ("x0", []),
+        ("x0", [[0.2, 0.3], [0.4, 0.5]]),
     ],
 )
 def test_bad_settings_name_the_rule(setting, value):

@@ -200,6 +200,18 @@ def check_range(owner: str, name: str, value: Any, lo: float, hi: float, *, lo_o
     return v
 
 
+def check_unit_points(owner: str, name: str, value: Any) -> list[list[float]]:
+    """Unit-cube points (one point, or a list of them) as rows of floats, every coordinate in ``[0, 1]``."""
+    rule = "unit-cube points: numbers in [0, 1], one list per point"
+    try:
+        X = np.atleast_2d(np.asarray(value, dtype=float))
+    except (TypeError, ValueError):
+        raise SettingError(owner, name, rule, value) from None
+    if X.ndim != 2 or X.size == 0 or not np.all((X >= 0.0) & (X <= 1.0)):  # NaN fails the comparison
+        raise SettingError(owner, name, rule, value)
+    return X.tolist()
+
+
 def check_choice(owner: str, name: str, value: Any, choices: tuple) -> Any:
     if value not in choices:
         raise SettingError(owner, name, f"one of {list(choices)}", value)

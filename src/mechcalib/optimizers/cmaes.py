@@ -56,7 +56,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigurationError, SettingError
-from ._base import Optimizer, SeedLike, check_choice, check_positive_int, check_range
+from ._base import Optimizer, SeedLike, check_choice, check_positive_int, check_range, check_unit_points
 
 __all__ = ["CMAES", "default_popsize", "failure_penalty"]
 
@@ -87,18 +87,6 @@ def failure_penalty(f: np.ndarray, worst: float) -> tuple[np.ndarray, float]:
         worst = max(worst, float(f[ok].max()))
     penalty = worst + max(1.0, abs(worst)) if np.isfinite(worst) else 1.0
     return np.where(ok, f, penalty), worst
-
-
-def _unit_point(owner: str, x0: Any) -> list[float]:
-    """``x0`` as a list of floats in ``[0, 1]``, or a :class:`SettingError` that says what a start must be."""
-    rule = "a unit-cube point: a list of numbers, every one in [0, 1]"
-    try:
-        x = [float(v) for v in np.ravel(np.asarray(x0, dtype=float))]
-    except (TypeError, ValueError):
-        raise SettingError(owner, "x0", rule, x0) from None
-    if not x or not all(0.0 <= v <= 1.0 for v in x):
-        raise SettingError(owner, "x0", rule, x0)
-    return x
 
 
 class _Normal:
@@ -159,7 +147,12 @@ class CMAES(Optimizer):
         self.max_restarts = check_positive_int(self.name, "max_restarts", max_restarts, minimum=0)
         self.tolx = check_range(self.name, "tolx", tolx, 0.0, np.inf)
         self.tolfun = check_range(self.name, "tolfun", tolfun, 0.0, np.inf)
-        self.x0 = None if x0 is None else _unit_point(self.name, x0)
+        self.x0: list[float] | None = None
+        if x0 is not None:
+            rows = check_unit_points(self.name, "x0", x0)
+            if len(rows) != 1:
+                raise SettingError(self.name, "x0", "one unit-cube point (the first run's mean)", x0)
+            self.x0 = rows[0]
 
     @classmethod
     def default(cls, *, seed: SeedLike = None, **overrides: Any) -> CMAES:

@@ -58,8 +58,8 @@ import numpy as np
 from scipy.optimize import least_squares, leastsq
 from scipy.stats import qmc
 
-from ..errors import ConfigurationError, SettingError
-from ._base import Optimizer, SeedLike, check_choice, check_positive_int, check_range
+from ..errors import ConfigurationError
+from ._base import Optimizer, SeedLike, check_choice, check_positive_int, check_range, check_unit_points
 
 log = logging.getLogger(__name__)
 
@@ -184,9 +184,7 @@ class LeastSquares(Optimizer):
     ) -> None:
         super().__init__(seed=seed)
         self.method = check_choice(self.name, "method", method or self._default_method, ("trf", "lm"))
-        self.x0 = None if x0 is None else [[float(v) for v in row] for row in np.atleast_2d(np.asarray(x0, float))]
-        if self.x0 is not None and not all(0.0 <= v <= 1.0 for row in self.x0 for v in row):
-            raise SettingError(self.name, "x0", "unit-cube points (every coordinate in [0, 1])", x0)
+        self.x0 = None if x0 is None else check_unit_points(self.name, "x0", x0)
         default = self._default_starts if self.x0 is None else 0
         minimum = 1 if self.x0 is None else 0
         self.n_starts = check_positive_int(self.name, "n_starts", default if n_starts is None else n_starts, minimum)
