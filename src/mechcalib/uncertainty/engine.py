@@ -121,7 +121,9 @@ def polish(
 ) -> Polished:
     """One TRF least-squares start from ``u0`` in ``run_name`` (budget default ``50 (d + 1)``)."""
     d = problem.space.dim
-    opt = LeastSquaresTRF(x0=[list(map(float, u0))], restart=False)
+    # seeded so that the polish is reproducible (a stored polish keeps the seed it was recorded with)
+    seed = None if store is not None and store.has_run(run_name) else 0
+    opt = LeastSquaresTRF(x0=[list(map(float, u0))], restart=False, seed=seed)
     res = calibrate(
         measured_only(problem),
         opt,
