@@ -12,15 +12,16 @@ import math
 import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from .core.problem import EvaluationBatch, ProblemLike, check_problem
+from .core.problem import EvaluationBatch, ProblemBase, ProblemLike, check_problem, residual_problem
 from .errors import ConfigurationError, InfrastructureError
 from .execution._base import Evaluator, FunctionEvaluator, Outcome, outcomes_to_batch
 from .optimizers._base import Optimizer
+from .optimizers.residual import ResidualOptimizer
 from .storage.base import Store
 from .storage.session import RunSession
 from .storage.sqlite import RunStore
@@ -167,6 +168,24 @@ def _alternatives(problem: ProblemLike, hist: History, k: int, min_distance: flo
     return [(space.as_dict(space.to_full(hist.X[i])[0]), float(losses[i])) for i in chosen]
 
 
+@dataclass(frozen=True)
+class Persistence:
+    """How a run is recorded: :func:`calibrate`'s ``store``, ``run_name``, ``config``, ``resume``, ``cache`` and
+    ``checkpoint_every`` (documented there), grouped; ``checkpoint_every`` is checked here."""
+
+    store: Store | str | os.PathLike[str] | None = None
+    run_name: str | None = None
+    config: Mapping[str, Any] | None = None
+    resume: bool | str = True
+    cache: bool | None = None
+    checkpoint_every: int | None = 1
+
+    def __post_init__(self) -> None:
+        ce = self.checkpoint_every
+        if ce is not None and (isinstance(ce, bool) or not isinstance(ce, int) or ce < 0):
+            raise ConfigurationError(f"checkpoint_every must be an integer >= 0 or None, got {ce!r}")
+
+
 def calibrate(
     problem: ProblemLike,
     optimizer: Optimizer | None = None,
@@ -227,172 +246,271 @@ def calibrate(
         on_evaluation: called as each evaluation arrives with ``(index in the run, batch, outcome)``;
             ``outcome.source`` is ``"live"``, ``"cache"`` or ``"replay"``.
     """
-    if termination is None:
-        if max_evals is None:
-            raise ConfigurationError("calibrate needs a termination rule: pass termination=... or max_evals=...")
-        termination = Termination(max_evals=max_evals)
-    elif max_evals is not None:
-        raise ConfigurationError("give either termination or max_evals, not both")
+    termination = _termination(termination, max_evals)
     if evaluate is not None and evaluator is not None:
         raise ConfigurationError("give either evaluate (a batch function) or evaluator, not both")
-    ce = checkpoint_every
-    if ce is not None and (isinstance(ce, bool) or not isinstance(ce, int) or ce < 0):
-        raise ConfigurationError(f"checkpoint_every must be an integer >= 0 or None, got {checkpoint_every!r}")
+    persistence = Persistence(store, run_name, config, resume, cache, checkpoint_every)
     check_problem(problem)
     if optimizer is None:
         from .optimizers.auto import Auto
 
         optimizer = Auto()
     # a residual optimiser (least squares) checks the problem and budget, and gets the problem that keeps
-    # the responses its residuals are computed from
-    needs_residuals = bool(getattr(optimizer, "needs_residuals", False))
-    if needs_residuals:
-        problem = optimizer.prepare_problem(problem, termination)  # type: ignore[attr-defined]
+    # the responses its residuals are computed from (called here: its warnings name the caller of calibrate)
+    if isinstance(optimizer, ResidualOptimizer):
+        problem = optimizer.prepare_problem(problem, max_evals=termination.max_evals)
     optimizer.set_budget(termination.max_evals)
-    residuals_of = getattr(problem, "residuals_from_responses", None) if needs_residuals else None
-    if residuals_of is not None and not getattr(problem, "has_residuals", False):
-        residuals_of = None
-    space = problem.space
-    own_evaluator = False
-    if isinstance(evaluator, str):
-        from .execution import make_evaluator
-
-        evaluator, own_evaluator = make_evaluator(evaluator), True
-    elif evaluator is None:
-        evaluator = FunctionEvaluator(evaluate or problem.evaluate)
-    own_store = False
+    source = residual_problem(problem) if isinstance(optimizer, ResidualOptimizer) else None
+    run_evaluator, own_evaluator = _evaluator_for(problem, evaluate, evaluator)
+    own_store = store is not None and not isinstance(store, Store)
     if store is not None and not isinstance(store, Store):
-        store, own_store = RunStore(store), True
-    session: RunSession | None = None
-    counts = {"live": 0, "cache": 0, "replay": 0}
+        persistence = replace(persistence, store=RunStore(store))
+    loop = CalibrationLoop(problem, optimizer, termination, run_evaluator, persistence, source, callback, on_evaluation)
     t0 = time.perf_counter()
-    b = 0
     try:
-        if store is not None:
-            session = RunSession(
-                store,
-                problem,
-                optimizer,
-                termination,
-                evaluator.describe(),
-                run_name=run_name,
-                config=dict(config) if config is not None else None,
-                resume=resume,
-                cache=True if cache is None else cache,
-            )
-        elif run_name is not None:
-            raise ConfigurationError("run_name needs a store: pass store=RunStore(path)")
-        evaluator.start(problem)
-        optimizer.setup(space.dim)
-        hist = History()
-        stored_responses: dict[int, Any] = {}
-        if session is not None:
-            if residuals_of is not None and session.resumed:
-                stored_responses = {
-                    r.idx: r.response for r in session.store.evaluations(session.run_id, responses=True)
-                }
-            told_residuals = None
-            if residuals_of is not None:  # a checkpoint leaves the residuals out: they come from the responses
-
-                def told_residuals(recs: list) -> np.ndarray:
-                    return residuals_of([stored_responses.get(r.idx) if r.status == "ok" else None for r in recs])[0]
-
-            b = _restore_checkpoint(session, optimizer, space, hist, counts, told_residuals)
-        best, stale = math.inf, 0
-        for cur in hist.best_per_batch:
-            stale = 0 if cur < best - termination.min_delta else stale + 1
-            best = min(best, cur)
-        reason = _after_batch(termination, best, stale) if b else None
-        while reason is None:
-            if termination.max_iters is not None and b >= termination.max_iters:
-                reason = "max_iters"
-                break
-            if termination.max_evals is not None and hist.n_evals >= termination.max_evals:
-                reason = "max_evals"
-                break
-            if optimizer.converged:
-                reason = "converged"
-                break
-            U = optimizer.ask()
-            n = U.shape[0]
-            told = True
-            if termination.max_evals is not None and hist.n_evals + n > termination.max_evals:
-                n = termination.max_evals - hist.n_evals
-                told = False
-            X = space.from_unit(U[:n])
-            bt = time.perf_counter()
-            outs = _run_batch(
-                b, U[:n], X, hist.n_evals, evaluator, session, on_evaluation, counts, residuals_of is not None
-            )
-            res = outcomes_to_batch(outs, time.perf_counter() - bt)
-            if told and residuals_of is not None:
-                resp = [
-                    o.response if o.response is not None else stored_responses.get(hist.n_evals + i)
-                    for i, o in enumerate(outs)
-                ]
-                R, rerr = residuals_of([r if o.ok else None for r, o in zip(resp, outs, strict=True)])
-                for i, err in enumerate(rerr):
-                    if err is not None and outs[i].ok:
-                        log.warning("evaluation %d: %s; the optimiser treats it as failed", hist.n_evals + i, err)
-            hist.add(U[:n], X, res, b, told)
-            if told and residuals_of is not None:
-                optimizer.tell(U, res.losses, residuals=R)  # type: ignore[call-arg]
-            elif told:
-                optimizer.tell(U, res.losses)
-            b += 1
-            if session is not None:
-                if told and checkpoint_every and b % checkpoint_every == 0:
-                    session.checkpoint(b, hist.n_evals, optimizer)
-                else:
-                    session.touch(b, hist.n_evals)
-            cur = hist.best_per_batch[-1]
-            stale = 0 if cur < best - termination.min_delta else stale + 1
-            best = min(best, cur)
-            if callback is not None and callback(b, optimizer, hist):
-                reason = "callback"
-                break
-            reason = _after_batch(termination, best, stale)
-        if session is not None:
-            session.finish("finished", b, stop_reason=reason, choices=_choices_of(optimizer))
+        reason = loop.run()
     except BaseException as exc:
-        if session is not None:
-            # the machine failed (InfrastructureError): a pause, resumed once fixed, not a failed run
-            stopped = isinstance(exc, KeyboardInterrupt | GeneratorExit | InfrastructureError)
-            status = "interrupted" if stopped else "failed"
-            try:
-                session.finish(status, b, error=f"{type(exc).__name__}: {exc}", choices=_choices_of(optimizer))
-            except Exception as end_exc:  # the original error matters more (a full disk refuses both)
-                log.warning("could not record the end of run %r: %s", session.run_name, end_exc)
+        loop.abort(exc)
         raise
     finally:
         if own_evaluator:
-            evaluator.close()
-        if own_store and store is not None:
-            store.close()
-    seconds = time.perf_counter() - t0
-    losses = np.array(hist.losses) if hist.losses else np.array([np.inf])
-    i = int(np.argmin(losses))
-    best_x = np.array(hist.X[i]) if hist.X else np.full(space.dim, np.nan)
-    best_params = space.as_dict(space.to_full(best_x)[0]) if hist.X else {}
-    return Result(
-        best_x=best_x,
-        best_loss=float(losses[i]),
-        best_params=best_params,
-        history=hist,
-        alternatives=_alternatives(problem, hist, n_alternatives, alternative_distance),
-        n_evals=hist.n_evals,
-        n_batches=b,
-        n_failed=sum(s != "ok" for s in hist.status),
-        stop_reason=reason,
-        seconds=seconds,
-        optimizer=optimizer.name,
-        settings=optimizer.settings(),
-        run_name=session.run_name if session is not None else None,
-        n_simulated=counts["live"],
-        n_cached=counts["cache"],
-        n_replayed=counts["replay"],
-        choices=_choices_of(optimizer) or [],
-    )
+            run_evaluator.close()
+        if own_store and isinstance(persistence.store, Store):
+            persistence.store.close()
+    return loop.result(reason, time.perf_counter() - t0, n_alternatives, alternative_distance)
+
+
+def _termination(termination: Termination | None, max_evals: int | None) -> Termination:
+    if termination is None:
+        if max_evals is None:
+            raise ConfigurationError("calibrate needs a termination rule: pass termination=... or max_evals=...")
+        return Termination(max_evals=max_evals)
+    if max_evals is not None:
+        raise ConfigurationError("give either termination or max_evals, not both")
+    return termination
+
+
+def _evaluator_for(
+    problem: ProblemLike, evaluate: Callable[[np.ndarray], EvaluationBatch] | None, evaluator: Evaluator | str | None
+) -> tuple[Evaluator, bool]:
+    """The evaluator of a run and whether calibrate built it (and so closes it)."""
+    if isinstance(evaluator, str):
+        from .execution import make_evaluator
+
+        return make_evaluator(evaluator), True
+    if evaluator is None:
+        return FunctionEvaluator(evaluate or problem.evaluate), False
+    return evaluator, False
+
+
+class CalibrationLoop:
+    """One run of :func:`calibrate`: :meth:`restore` a resumed run's checkpoint, :meth:`step` batch after
+    batch (ask, evaluate, record, tell), then :meth:`finish`; :meth:`run` does the three in order.
+
+    ``residual_source``: the problem whose residuals the optimiser is told (a
+    :class:`~mechcalib.optimizers.residual.ResidualOptimizer` on a problem with residuals), else ``None``.
+    """
+
+    def __init__(
+        self,
+        problem: ProblemLike,
+        optimizer: Optimizer,
+        termination: Termination,
+        evaluator: Evaluator,
+        persistence: Persistence,
+        residual_source: ProblemBase | None = None,
+        callback: Callable[[int, Optimizer, History], bool | None] | None = None,
+        on_evaluation: Callable[[int, int, Outcome], Any] | None = None,
+    ) -> None:
+        self.problem, self.space = problem, problem.space
+        self.optimizer, self.termination, self.evaluator = optimizer, termination, evaluator
+        self.persistence = persistence
+        self.residual_optimizer = optimizer if isinstance(optimizer, ResidualOptimizer) and residual_source else None
+        self.residual_source = residual_source if self.residual_optimizer is not None else None
+        self.callback, self.on_evaluation = callback, on_evaluation
+        self.session: RunSession | None = None
+        self.counts = {"live": 0, "cache": 0, "replay": 0}
+        self.hist = History()
+        self.stored_responses: dict[int, Any] = {}
+        self.batches = 0
+        self.best, self.stale = math.inf, 0
+
+    def run(self) -> str:
+        """Open the run's session, restore, step until a rule stops it, finish; returns the stop reason."""
+        self._open_session()
+        self.evaluator.start(self.problem)
+        self.optimizer.setup(self.space.dim)
+        self.restore()
+        reason = _after_batch(self.termination, self.best, self.stale) if self.batches else None
+        while reason is None:
+            reason = self._stop_before_batch() or self.step()
+        self.finish(reason)
+        return reason
+
+    def _open_session(self) -> None:
+        p = self.persistence
+        if isinstance(p.store, Store):
+            self.session = RunSession(
+                p.store,
+                self.problem,
+                self.optimizer,
+                self.termination,
+                self.evaluator.describe(),
+                run_name=p.run_name,
+                config=dict(p.config) if p.config is not None else None,
+                resume=p.resume,
+                cache=True if p.cache is None else p.cache,
+            )
+        elif p.run_name is not None:
+            raise ConfigurationError("run_name needs a store: pass store=RunStore(path)")
+
+    def restore(self) -> None:
+        """A resumed run: the latest usable checkpoint into the optimiser and the history it covers."""
+        session = self.session
+        if session is not None:
+            told_residuals = None
+            if self.residual_source is not None:  # a checkpoint leaves the residuals out: from the responses
+                if session.resumed:
+                    recs = session.store.evaluations(session.run_id, responses=True)
+                    self.stored_responses = {r.idx: r.response for r in recs}
+                told_residuals = self._stored_residuals
+            self.batches = _restore_checkpoint(
+                session, self.optimizer, self.space, self.hist, self.counts, told_residuals
+            )
+        for cur in self.hist.best_per_batch:
+            self._note_best(cur)
+
+    def _stored_residuals(self, recs: list) -> np.ndarray:
+        assert self.residual_source is not None
+        responses = [self.stored_responses.get(r.idx) if r.status == "ok" else None for r in recs]
+        return self.residual_source.residuals_from_responses(responses)[0]
+
+    def _note_best(self, cur: float) -> None:
+        self.stale = 0 if cur < self.best - self.termination.min_delta else self.stale + 1
+        self.best = min(self.best, cur)
+
+    def _stop_before_batch(self) -> str | None:
+        t = self.termination
+        if t.max_iters is not None and self.batches >= t.max_iters:
+            return "max_iters"
+        if t.max_evals is not None and self.hist.n_evals >= t.max_evals:
+            return "max_evals"
+        if self.optimizer.converged:
+            return "converged"
+        return None
+
+    def step(self) -> str | None:
+        """One batch: ask, evaluate (the last one cut by the budget), record, tell; returns the stop reason
+        of the rules checked after a batch, or ``None``."""
+        hist, t = self.hist, self.termination
+        U = self.optimizer.ask()
+        n = U.shape[0]
+        told = True
+        if t.max_evals is not None and hist.n_evals + n > t.max_evals:
+            n = t.max_evals - hist.n_evals
+            told = False
+        X = self.space.from_unit(U[:n])
+        bt = time.perf_counter()
+        outs = _run_batch(
+            self.batches,
+            U[:n],
+            X,
+            hist.n_evals,
+            self.evaluator,
+            self.session,
+            self.on_evaluation,
+            self.counts,
+            self.residual_source is not None,
+        )
+        res = outcomes_to_batch(outs, time.perf_counter() - bt)
+        R = self._residuals(outs) if told else None
+        hist.add(U[:n], X, res, self.batches, told)
+        if told:
+            self._tell(U, res.losses, R)
+        self.batches += 1
+        self._record(told)
+        self._note_best(hist.best_per_batch[-1])
+        if self.callback is not None and self.callback(self.batches, self.optimizer, hist):
+            return "callback"
+        return _after_batch(t, self.best, self.stale)
+
+    def _residuals(self, outs: list[Outcome]) -> np.ndarray | None:
+        """The residuals of a told batch, for a residual optimiser (``None``: it is told losses only)."""
+        if self.residual_source is None:
+            return None
+        base = self.hist.n_evals
+        resp = [
+            o.response if o.response is not None else self.stored_responses.get(base + i) for i, o in enumerate(outs)
+        ]
+        R, rerr = self.residual_source.residuals_from_responses(
+            [r if o.ok else None for r, o in zip(resp, outs, strict=True)]
+        )
+        for i, err in enumerate(rerr):
+            if err is not None and outs[i].ok:
+                log.warning("evaluation %d: %s; the optimiser treats it as failed", base + i, err)
+        return R
+
+    def _tell(self, U: np.ndarray, losses: np.ndarray, R: np.ndarray | None) -> None:
+        if self.residual_optimizer is not None:
+            self.residual_optimizer.tell(U, losses, residuals=R)
+        else:
+            self.optimizer.tell(U, losses)
+
+    def _record(self, told: bool) -> None:
+        """A checkpoint every ``checkpoint_every`` told batches, else the run's progress."""
+        if self.session is None:
+            return
+        every = self.persistence.checkpoint_every
+        if told and every and self.batches % every == 0:
+            self.session.checkpoint(self.batches, self.hist.n_evals, self.optimizer)
+        else:
+            self.session.touch(self.batches, self.hist.n_evals)
+
+    def finish(self, reason: str) -> None:
+        """Record the end of a run that stopped on ``reason``."""
+        if self.session is not None:
+            self.session.finish("finished", self.batches, stop_reason=reason, choices=_choices_of(self.optimizer))
+
+    def abort(self, exc: BaseException) -> None:
+        """Record the end of a run stopped by ``exc``: interrupted (a pause, resumed once fixed: an interrupt
+        or the machine failing, :class:`InfrastructureError`) or failed."""
+        session = self.session
+        if session is None:
+            return
+        stopped = isinstance(exc, KeyboardInterrupt | GeneratorExit | InfrastructureError)
+        status = "interrupted" if stopped else "failed"
+        try:
+            session.finish(
+                status, self.batches, error=f"{type(exc).__name__}: {exc}", choices=_choices_of(self.optimizer)
+            )
+        except Exception as end_exc:  # the original error matters more (a full disk refuses both)
+            log.warning("could not record the end of run %r: %s", session.run_name, end_exc)
+
+    def result(self, reason: str, seconds: float, n_alternatives: int, alternative_distance: float) -> Result:
+        hist, space, optimizer = self.hist, self.space, self.optimizer
+        losses = np.array(hist.losses) if hist.losses else np.array([np.inf])
+        i = int(np.argmin(losses))
+        best_x = np.array(hist.X[i]) if hist.X else np.full(space.dim, np.nan)
+        best_params = space.as_dict(space.to_full(best_x)[0]) if hist.X else {}
+        return Result(
+            best_x=best_x,
+            best_loss=float(losses[i]),
+            best_params=best_params,
+            history=hist,
+            alternatives=_alternatives(self.problem, hist, n_alternatives, alternative_distance),
+            n_evals=hist.n_evals,
+            n_batches=self.batches,
+            n_failed=sum(s != "ok" for s in hist.status),
+            stop_reason=reason,
+            seconds=seconds,
+            optimizer=optimizer.name,
+            settings=optimizer.settings(),
+            run_name=self.session.run_name if self.session is not None else None,
+            n_simulated=self.counts["live"],
+            n_cached=self.counts["cache"],
+            n_replayed=self.counts["replay"],
+            choices=_choices_of(optimizer) or [],
+        )
 
 
 def _choices_of(optimizer: Optimizer) -> list[dict[str, Any]] | None:

@@ -106,6 +106,41 @@ class ProblemBase(ABC):
         package version (see :func:`mechcalib.storage.codec.problem_fingerprint`)."""
         return None
 
+    # -- the residual capability (read by the residual optimisers and the uncertainty engine) ------------
+    @property
+    def has_residuals(self) -> bool:
+        """Whether :meth:`residuals_from_responses` gives residual vectors; default ``False``."""
+        return False
+
+    @property
+    def residual_source(self) -> str:
+        """What the residuals come from, for messages (a :class:`Problem`: its objective's name)."""
+        return type(self).__name__
+
+    def residuals_from_responses(self, responses: Sequence[Any]) -> tuple[np.ndarray, list[str | None]]:
+        """The residuals ``(n, m)`` of the responses kept by :meth:`evaluate` (``None`` for a failed set; NaN
+        rows for failures) and each set's failure text. Default: none, refused."""
+        raise ConfigurationError(
+            f"{type(self).__name__} has no residual vectors (has_residuals is False); use a Problem whose objective "
+            "has residuals (l2, f1, f2, overlap_rss, smoothed_overlap_rss) or a derivative-free optimizer"
+        )
+
+    def keeping_responses(self, keep: bool | str) -> ProblemBase:
+        """This problem made to keep its simulated responses (``True``: every channel, ``"measured"``: the
+        channels the experiments measure) when it keeps none yet. Default: unchanged (it keeps none)."""
+        return self
+
+
+def residual_problem(problem: ProblemLike) -> ProblemBase | None:
+    """``problem`` when it gives residual vectors (a :class:`ProblemBase` whose ``has_residuals`` is True),
+    else ``None``: a problem that only follows :class:`ProblemLike` has no residuals."""
+    return problem if isinstance(problem, ProblemBase) and problem.has_residuals else None
+
+
+def residual_source(problem: ProblemLike) -> str:
+    """What ``problem``'s residuals would come from, for messages (its objective's name, or its type's)."""
+    return problem.residual_source if isinstance(problem, ProblemBase) else type(problem).__name__
+
 
 class _PenaltyMixin(ProblemBase):
     def _finish(self, raw: np.ndarray, errors: list[str | None], responses: list[Any], t0: float) -> EvaluationBatch:
@@ -207,6 +242,13 @@ class Problem(_PenaltyMixin):
     def has_residuals(self) -> bool:
         """Whether the objective gives residual vectors (see :mod:`mechcalib.core.objective`)."""
         return bool(self.objective.has_residuals)
+
+    @property
+    def residual_source(self) -> str:
+        return str(self.objective.name)
+
+    def keeping_responses(self, keep: bool | str) -> Problem:
+        return self if self.keep_responses else replace(self, keep_responses=keep)
 
     @property
     def n_residuals(self) -> int:

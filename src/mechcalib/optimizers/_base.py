@@ -18,6 +18,8 @@ Losses may be ``+inf`` (a failed simulation under the default penalty); NaN is t
 from __future__ import annotations
 
 import copy
+import functools
+import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -37,21 +39,22 @@ class Optimizer(ABC):
     """
 
     name: ClassVar[str] = "optimizer"
+    #: the number of free parameters once set up (``None`` before :meth:`setup`, where nothing reads it as a
+    #: number: declared ``int`` so that the algorithms' arithmetic on it type-checks)
+    dim: int
 
     def __init__(self, *, seed: SeedLike = None) -> None:
         self.seed = seed
-        self.dim: int | None = None
+        self.dim = None  # type: ignore[assignment]  # not set up yet (see the class attribute)
         self._pending: np.ndarray | None = None
 
     # -- configuration ----------------------------------------------------------------------
     def settings(self) -> dict[str, Any]:
-        """The constructor's keyword settings (for stores, configs and reports)."""
-        out = {}
-        for k, v in vars(self).items():
-            if k.startswith("_") or k in _STATE_ATTRS:
-                continue
-            out[k] = v
-        return out
+        """The constructor's keyword settings (for stores, configs and reports): the attributes named by a
+        parameter of an ``__init__`` of the class or its bases, in the order they were set; any other public
+        attribute is state, not a setting."""
+        declared = declared_settings(type(self))
+        return {k: v for k, v in vars(self).items() if k in declared}
 
     def copy(self, **changes: Any) -> Optimizer:
         """An unset-up copy with some settings changed (``opt.copy(seed=2)``)."""
@@ -117,6 +120,11 @@ class Optimizer(ABC):
         self.n_evals += X.shape[0]
         self._tell(X, f)
 
+    def withdraw(self) -> None:
+        """Forget the last asked batch without telling it: its points will not be evaluated (``auto`` drops its
+        polisher's batch that does not fit the budget and ends). The next call may be ``ask`` again."""
+        self._pending = None
+
     @property
     def next_batch_size(self) -> int:
         """The number of points the next ``ask`` returns (valid after ``setup``)."""
@@ -172,7 +180,19 @@ class Optimizer(ABC):
         return None
 
 
-_STATE_ATTRS = {"dim", "rng", "n_asks", "n_tells", "n_evals", "best_x", "best_f"}
+@functools.cache
+def declared_settings(cls: type[Optimizer]) -> frozenset[str]:
+    """The names of the settings of ``cls``: the named parameters of the ``__init__`` of the class and its
+    bases (an optimiser's constructor takes its settings as keywords)."""
+    names: set[str] = set()
+    for klass in cls.__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is None or klass is object:
+            continue
+        for p in list(inspect.signature(init).parameters.values())[1:]:  # after self
+            if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD):
+                names.add(p.name)
+    return frozenset(names)
 
 
 def check_positive_int(owner: str, name: str, value: Any, minimum: int = 1) -> int:

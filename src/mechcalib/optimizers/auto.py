@@ -11,9 +11,11 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.stats import qmc
 
+from ..core.problem import ProblemLike, residual_problem
 from ._base import Optimizer, SeedLike, check_choice, check_positive_int, check_range
 from .cmaes import CMAES
 from .least_squares import TOLD, LeastSquares, fd_steps, refill, snap, stepped
+from .residual import ResidualOptimizer
 
 log = logging.getLogger(__name__)
 
@@ -22,7 +24,7 @@ _H_FINE = 1e-6
 _H_COARSE = 1e-3
 
 
-class Auto(Optimizer):
+class Auto(ResidualOptimizer):
     """The default method: a scrambled Sobol design, then least squares (Levenberg-Marquardt) from its best distinct
     points, all inside the budget; CMA-ES (Hansen 2016) where least squares does not apply.
 
@@ -79,8 +81,6 @@ class Auto(Optimizer):
     """
 
     name: ClassVar[str] = "auto"
-    #: calibrate tells this optimiser the residual vectors where the problem has them
-    needs_residuals: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -102,24 +102,22 @@ class Auto(Optimizer):
         self.cmaes_sigma0 = check_range(self.name, "cmaes_sigma0", cmaes_sigma0, 0.0, 1.0, lo_open=True)
         self._budget: int | None = None
         self._has_residuals: bool | None = None
+        self._choices: list[dict[str, Any]] = []
 
     # -- what calibrate asks of it -----------------------------------------------------------------------
     def set_budget(self, max_evals: int | None) -> None:
         self._budget = None if max_evals is None else int(max_evals)
 
-    def prepare_problem(self, problem: Any, termination: Any) -> Any:
-        """Note whether the problem has residuals; a problem with them is made to keep the measured channels of its responses."""
-        self._has_residuals = bool(getattr(problem, "has_residuals", False))
-        if self._has_residuals and not getattr(problem, "keep_responses", True):
-            from dataclasses import replace
-
-            problem = replace(problem, keep_responses="measured")
-        return problem
+    def prepare_problem(self, problem: ProblemLike, *, max_evals: int | None) -> ProblemLike:
+        """Note whether the problem has residuals; a problem with them is made to keep the measured channels of
+        its responses."""
+        self._has_residuals = residual_problem(problem) is not None
+        return super().prepare_problem(problem, max_evals=max_evals)
 
     @property
     def choices(self) -> list[dict[str, Any]]:
         """The choices made so far: ``{"choice": ..., "reason": ..., "at_eval": ...}`` records."""
-        return [dict(c) for c in getattr(self, "_choices", [])]
+        return [dict(c) for c in self._choices]
 
     @property
     def method(self) -> str | None:
@@ -129,10 +127,6 @@ class Auto(Optimizer):
     @property
     def converged(self) -> bool:
         return self.dim is not None and self._phase == "done"
-
-    def tell(self, X: np.ndarray, f: np.ndarray, residuals: np.ndarray | None = None) -> None:  # type: ignore[override]
-        self._told = None if residuals is None else np.atleast_2d(np.asarray(residuals, dtype=float))
-        super().tell(X, f)
 
     # -- ask/tell --------------------------------------------------------------------------------------
     def design_size(self, dim: int) -> int:
@@ -149,9 +143,8 @@ class Auto(Optimizer):
         sobol = qmc.Sobol(d=self.dim, scramble=True, rng=self.rng)
         self._design = snap(sobol.random(m)[:n0])
         self._phase = "design"
-        self._choices: list[dict[str, Any]] = []
+        self._choices = []
         self._memo: dict[bytes, tuple[float, np.ndarray | None]] = {}
-        self._told: np.ndarray | None = None
         self._mode: str | None = None
         self._sub: Optimizer | None = None
         self._batch: np.ndarray | None = None  # the sub-optimiser's full batch, while only its unknown points are asked
@@ -160,7 +153,7 @@ class Auto(Optimizer):
         self._log_choice("design", f"{n0} Sobol points (budget {self._budget})", n=n0, budget=self._budget)
 
     def _log_choice(self, choice: str, reason: str, **values: Any) -> None:
-        rec = {"choice": choice, "reason": reason, "at_eval": int(getattr(self, "n_evals", 0)), **values}
+        rec = {"choice": choice, "reason": reason, "at_eval": int(self.n_evals), **values}
         self._choices.append(rec)
         log.info("%s: %s: %s (after %d evaluations)", self.name, choice, reason, rec["at_eval"])
 
@@ -168,11 +161,17 @@ class Auto(Optimizer):
         return math.inf if self._budget is None else self._budget - self.n_evals
 
     def _next_batch_size(self) -> int:
-        state = self.state_dict()
-        try:
-            return int(self._ask().shape[0])
-        finally:
-            self.load_state_dict(state)
+        """Known without asking: every phase plans its batch before it is asked (the polisher's when the
+        last batch was told)."""
+        if self._phase == "design":
+            return int(self._design.shape[0])
+        if self._phase == "check":
+            assert self._check is not None
+            return len(self._fine_points(self._check)) + len(self._coarse_points(self._check))
+        if self._phase == "cmaes":
+            assert self._sub is not None
+            return self._sub.next_batch_size
+        return int(self._ask_lsq().shape[0])
 
     def checkpoint_state(self) -> dict[str, Any]:
         """:meth:`state_dict` without the told residual vectors (the memory's and the polisher's), which
@@ -227,7 +226,7 @@ class Auto(Optimizer):
             new = U[~known]
             if new.shape[0] > self._remaining():
                 # a batch cut by the budget (half a Jacobian) would be wasted: end at the best point
-                sub._pending = None
+                sub.withdraw()
                 self._phase, self._next = "done", None
                 left = self._remaining()
                 self._log_choice(
@@ -250,8 +249,7 @@ class Auto(Optimizer):
         return out
 
     def _tell(self, X: np.ndarray, f: np.ndarray) -> None:
-        R = self._told
-        self._told = None
+        R = self._take_residuals()
         for j, x in enumerate(X):
             r = None if R is None or not np.all(np.isfinite(R[j])) or not math.isfinite(f[j]) else R[j].copy()
             self._memo[x.tobytes()] = (float(f[j]), r)

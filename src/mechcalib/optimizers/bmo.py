@@ -65,7 +65,7 @@ def bmo_weight(generation: int, n_generations: int | None, w_start: float, w_end
     return w_start - (w_start - w_end) * g / n_generations
 
 
-def group_sizes(n: int, shares: tuple[float, float, float, float, float]) -> tuple[int, ...]:
+def group_sizes(n: int, shares: tuple[float, ...]) -> tuple[int, ...]:
     """Sizes of the five groups (parthenogenetic, polyandrous, monogamous, polygynous, promiscuous).
 
     Each share of ``n`` is rounded to the nearest integer; the monogamous group takes what rounding leaves,
@@ -149,7 +149,7 @@ class BMO(Optimizer):
         self,
         *,
         n_birds: int = 50,
-        shares: tuple[float, float, float, float, float] = (0.05, 0.05, 0.5, 0.3, 0.1),
+        shares: tuple[float, ...] = (0.05, 0.05, 0.5, 0.3, 0.1),
         n_mates: int = 3,
         w_start: float = 2.5,
         w_end: float = 0.25,
@@ -166,7 +166,7 @@ class BMO(Optimizer):
             raise SettingError(
                 self.name, "shares", "five non-negative fractions adding up to 1 (" + ", ".join(_GROUPS) + ")", shares
             )
-        sizes = group_sizes(self.n_birds, shares)  # type: ignore[arg-type]
+        sizes = group_sizes(self.n_birds, shares)
         if sizes[0] + sizes[1] < 1 or sizes[2] + sizes[3] + sizes[4] < 1 or min(sizes) < 0:
             raise SettingError(
                 self.name,
@@ -191,7 +191,7 @@ class BMO(Optimizer):
     @property
     def sizes(self) -> tuple[int, ...]:
         """The five group sizes (see :func:`group_sizes`)."""
-        return group_sizes(self.n_birds, self.shares)  # type: ignore[arg-type]
+        return group_sizes(self.n_birds, self.shares)
 
     def set_budget(self, max_evals: int | None) -> None:
         self._budget = max_evals
@@ -217,6 +217,7 @@ class BMO(Optimizer):
         return self.n_birds
 
     def _rank(self) -> None:
+        assert self._X is not None and self._f is not None
         order = np.argsort(self._f, kind="stable")
         self._X, self._f = self._X[order], self._f[order]
 
@@ -240,6 +241,7 @@ class BMO(Optimizer):
 
     def _broods(self) -> np.ndarray:
         X, D, rng = self._X, self.dim, self.rng
+        assert X is not None
         n_par, n_pa, n_mo, n_pg, n_pr = self.sizes
         females = np.arange(n_par + n_pa)
         males = np.arange(n_par + n_pa, self.n_birds)
@@ -278,9 +280,11 @@ class BMO(Optimizer):
             self._X, self._f = X.copy(), f.copy()
             self._rank()
         elif self._phase == "promiscuous":
+            assert self._X is not None and self._f is not None
             n = X.shape[0]  # the new birds take the places of the worst ones
             self._X[-n:], self._f[-n:] = X, f
         else:
+            assert self._X is not None and self._f is not None
             better = f < self._f
             self._X[better], self._f[better] = X[better], f[better]
             self._gen += 1

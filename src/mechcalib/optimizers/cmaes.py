@@ -246,8 +246,9 @@ class CMAES(Optimizer):
             self._es = self._start(x0, sigma, popsize, "small", maxiter)
             return
         self._n_large += 1
-        maxiter = self._maxiter0 if self.restarts == "bipop" else None
-        self._es = self._start(x0, self.sigma0, lam0 * 2**self._n_large, "large", maxiter)
+        self._es = self._start(
+            x0, self.sigma0, lam0 * 2**self._n_large, "large", self._maxiter0 if self.restarts == "bipop" else None
+        )
 
     # -- protocol ---------------------------------------------------------------------------------------
     def _next_batch_size(self) -> int:

@@ -187,4 +187,5 @@ class DE(Optimizer):
         if self._X is None:
             self._X, self._f = X.copy(), f.copy()
         else:
+            assert self._f is not None
             self._X, self._f = greedy_selection(self._X, self._f, X, f)

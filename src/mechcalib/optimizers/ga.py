@@ -255,6 +255,7 @@ class GA(Optimizer):
         if self._pop is None:
             return self._random_points(self.pop_size)
         rng, dim = self.rng, self.dim
+        assert self._fit is not None
         order = np.argsort(self._fit, kind="stable")
         pop, fit = self._pop[order], self._fit[order]
         p = selection_probabilities(fit)
@@ -278,6 +279,7 @@ class GA(Optimizer):
         if self._pop is None:
             self._pop, self._fit = X.copy(), f.copy()
             return
+        assert self._parents is not None and self._parent_f is not None
         self._pop = np.vstack([self._parents, X])
         self._fit = np.concatenate([self._parent_f, f])
         self._parents = self._parent_f = None

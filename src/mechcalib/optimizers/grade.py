@@ -194,6 +194,7 @@ class GRADE(Optimizer):
         N = self.population_size
         if self._X is None:
             return self._random_points(N)
+        assert self._f is not None
         mr_max, cr_max = self._coefficient_limits()
         # MUTATE: each parent independently, with probability radioactivity (at most N mutants)
         who = np.flatnonzero(self.rng.random(N) < self.radioactivity)

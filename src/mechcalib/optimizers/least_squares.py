@@ -15,8 +15,9 @@ however long the curves.
 
 Residuals. Run through :func:`~mechcalib.calibrate` on a :class:`~mechcalib.core.problem.Problem` whose
 objective has residuals (``has_residuals``), the optimiser is told the residual vectors with the losses
-(``tell(X, f, residuals=R)``; calibrate keeps the simulated responses and recomputes the residuals of
-replayed and cached evaluations from the stored responses). Told losses only (a problem without residuals,
+(``tell(X, f, residuals=R)``, the protocol of :class:`~mechcalib.optimizers.residual.ResidualOptimizer`;
+calibrate keeps the simulated responses and recomputes the residuals of replayed and cached evaluations from
+the stored responses). Told losses only (a problem without residuals,
 with a warning; direct ask/tell use), it fits the one residual ``sqrt(f)``, which needs a loss >= 0.
 
 Finite differences in the unit cube. Steps are taken on the unit-cube coordinates, i.e. relative to each
@@ -58,8 +59,10 @@ import numpy as np
 from scipy.optimize import least_squares, leastsq
 from scipy.stats import qmc
 
+from ..core.problem import ProblemLike, residual_problem, residual_source
 from ..errors import ConfigurationError
-from ._base import Optimizer, SeedLike, check_choice, check_positive_int, check_range, check_unit_points
+from ._base import SeedLike, check_choice, check_positive_int, check_range, check_unit_points
+from .residual import ResidualOptimizer
 
 log = logging.getLogger(__name__)
 
@@ -142,7 +145,7 @@ def fd_column(r0: np.ndarray, got: dict[float, np.ndarray | None], u_i: float) -
 # --------------------------------------------------------------------------------------------
 # The optimiser
 # --------------------------------------------------------------------------------------------
-class LeastSquares(Optimizer):
+class LeastSquares(ResidualOptimizer):
     """Multi-start least squares of :func:`scipy.optimize.least_squares` over the unit cube (module
     docstring).
 
@@ -162,8 +165,6 @@ class LeastSquares(Optimizer):
     """
 
     name: ClassVar[str] = "lsq"
-    #: calibrate tells this optimiser the residual vectors (``tell(X, f, residuals=R)``)
-    needs_residuals: ClassVar[bool] = True
     _default_method: ClassVar[str] = "trf"
     _default_starts: ClassVar[int] = 5
 
@@ -196,18 +197,18 @@ class LeastSquares(Optimizer):
         self.gtol = check_range(self.name, "gtol", gtol, 0.0, 1.0)
         self.max_nfev = None if max_nfev is None else check_positive_int(self.name, "max_nfev", max_nfev)
         self._names: tuple[str, ...] | None = None
+        self._end_status: list[bool] = []
 
     # -- what calibrate asks of a residual optimiser ------------------------------------------------
     def evals_per_jacobian(self, dim: int) -> int:
         return dim if self.difference == "forward" else 2 * dim
 
-    def prepare_problem(self, problem: Any, termination: Any) -> Any:
+    def prepare_problem(self, problem: ProblemLike, *, max_evals: int | None) -> ProblemLike:
         """Check the problem and budget before a run (called by calibrate) and return the problem to run:
         a :class:`~mechcalib.core.problem.Problem` with residuals is made to keep its responses (the measured
         channels: what the residuals read)."""
         dim = problem.space.dim
         need = 1 + self.evals_per_jacobian(dim)
-        max_evals = getattr(termination, "max_evals", None)
         if max_evals is not None and max_evals < need:
             raise ConfigurationError(
                 f"{self.name}: one residual and one {self.difference} Jacobian take 1 + "
@@ -215,9 +216,9 @@ class LeastSquares(Optimizer):
                 f"{max_evals}; raise max_evals to at least {need} (a least-squares step needs a Jacobian) or use "
                 "a derivative-free optimizer"
             )
-        self._names = tuple(getattr(problem.space, "free_names", ()))
-        if not getattr(problem, "has_residuals", False):
-            objective = getattr(getattr(problem, "objective", None), "name", type(problem).__name__)
+        self._names = tuple(problem.space.free_names)
+        if residual_problem(problem) is None:
+            objective = residual_source(problem)
             warnings.warn(
                 f"{self.name}: least squares needs residual vectors, and {objective!r} has none (has_residuals is "
                 "False); it fits sqrt(loss) as one residual instead, which needs loss >= 0 and converges slowly. "
@@ -225,12 +226,7 @@ class LeastSquares(Optimizer):
                 LeastSquaresWarning,
                 stacklevel=3,
             )
-            return problem
-        if not getattr(problem, "keep_responses", True):
-            from dataclasses import replace
-
-            problem = replace(problem, keep_responses="measured")
-        return problem
+        return super().prepare_problem(problem, max_evals=max_evals)
 
     @property
     def end_points(self) -> list[tuple[np.ndarray, float]]:
@@ -241,16 +237,15 @@ class LeastSquares(Optimizer):
     def tolerances_met(self) -> list[bool]:
         """Per finished start, whether scipy stopped on ``ftol``/``xtol``/``gtol`` (``False``: on its
         evaluation cap ``max_nfev``)."""
-        return list(getattr(self, "_end_status", []))
+        return list(self._end_status)
 
     @property
     def converged(self) -> bool:
-        return self.dim is not None and not self.restart and self._start >= len(self.x0 or ()) + self.n_starts
-
-    def tell(self, X: np.ndarray, f: np.ndarray, residuals: np.ndarray | None = None) -> None:  # type: ignore[override]
-        """As :meth:`Optimizer.tell`, with the residuals ``(n, m)`` of the batch (NaN rows: failed)."""
-        self._told = None if residuals is None else np.atleast_2d(np.asarray(residuals, dtype=float))
-        super().tell(X, f)
+        if self.dim is None or self.restart:
+            return False
+        # the start index before a batch planned by next_batch_size, which runs scipy (and may end a start)
+        start = self._start if self._planned is None else self._start_at_plan
+        return start >= len(self.x0 or ()) + self.n_starts
 
     # -- ask/tell ------------------------------------------------------------------------------------------
     def _init_state(self) -> None:
@@ -269,21 +264,23 @@ class LeastSquares(Optimizer):
         self._ends: list[tuple[np.ndarray, float]] = []
         self._m: int | None = None
         self._mode: str | None = None  # "residuals" or "loss", fixed by the first tell
-        self._told: np.ndarray | None = None
         self._r0_scale = 1.0
-        self._end_status: list[bool] = []  # per finished start: scipy met a tolerance (not its evaluation cap)
+        self._end_status = []  # per finished start: scipy met a tolerance (not its evaluation cap)
+        self._planned: np.ndarray | None = None  # the next batch, when next_batch_size planned it
+        self._start_at_plan = 0
 
     def _next_batch_size(self) -> int:
-        state = self.state_dict()
-        try:
-            return int(self._ask().shape[0])
-        finally:
-            self.load_state_dict(state)
+        """The next batch is known only by running scipy up to its next request: plan it now and keep it for
+        ``ask``; the run (its RNG draws included) is the same as planning it in ``ask``."""
+        if self._planned is None:
+            self._start_at_plan = self._start
+            self._planned = self._plan_batch()
+        return int(self._planned.shape[0])
 
     def checkpoint_state(self) -> dict[str, Any]:
         """:meth:`state_dict` without the told residual vectors (keys kept, values :data:`TOLD`) and the
         Jacobians derived from them, in residual mode; :meth:`restore_told` fills them in again."""
-        if getattr(self, "_mode", None) != "residuals":
+        if self._mode != "residuals":
             return self.state_dict()
         big = ("_table", "_jacs")
         state = copy.deepcopy({k: v for k, v in vars(self).items() if k not in big})
@@ -295,6 +292,12 @@ class LeastSquares(Optimizer):
         self._table = refill(self._table, U, R, self.name)
 
     def _ask(self) -> np.ndarray:
+        X = self._planned if self._planned is not None else self._plan_batch()
+        self._planned = None
+        return X
+
+    def _plan_batch(self) -> np.ndarray:
+        """Run scipy start after start until it asks for residuals not told yet: the next batch."""
         for _ in range(100_000):
             if self._start >= len(self._starts):
                 self._starts = np.vstack([self._starts, self.rng.random((1, self.dim))])
@@ -307,8 +310,7 @@ class LeastSquares(Optimizer):
         raise RuntimeError(f"{self.name}: no start asked for a simulation")  # pragma: no cover
 
     def _tell(self, X: np.ndarray, f: np.ndarray) -> None:
-        R = self._told
-        self._told = None
+        R = self._take_residuals()
         mode = "loss" if R is None else "residuals"
         if self._mode is None:
             self._mode = mode
@@ -455,17 +457,15 @@ class LeastSquares(Optimizer):
             met = ier in (1, 2, 3, 4)
         else:
 
-            def fun(u: np.ndarray) -> np.ndarray:
+            def fun_u(u: np.ndarray) -> np.ndarray:
                 return self._residual(snap(np.clip(u, 0.0, 1.0)))
 
-            def jac(u: np.ndarray) -> np.ndarray:
+            def jac_u(u: np.ndarray) -> np.ndarray:
                 return self._jacobian(snap(np.clip(u, 0.0, 1.0))).copy()  # scipy may work on it in place
 
-            res = least_squares(fun, u0, jac=jac, bounds=(0.0, 1.0), method="trf", **kw)
+            res = least_squares(fun_u, u0, jac=jac_u, bounds=(0.0, 1.0), method="trf", **kw)
             u_end, msg = snap(np.clip(res.x, 0.0, 1.0)), res.message
             met = res.status > 0
-        if not hasattr(self, "_end_status"):  # a state restored from an older checkpoint
-            self._end_status = []
         self._end_status.append(bool(met))
         f_end = self._loss.get(u_end.tobytes(), math.inf)
         log.info("%s: start %d ended (%s) at loss %.6g", self.name, self._start, msg, f_end)
@@ -528,7 +528,8 @@ class FDJacobian:
         self, u: np.ndarray, *, difference: str = "forward", fd_step: float | None = None, names: tuple = ()
     ) -> None:
         self.u = np.asarray(u, dtype=float)
-        self._opt = LeastSquares(difference=difference, fd_step=fd_step, n_starts=1, seed=0).setup(self.u.shape[0])
+        self._opt = LeastSquares(difference=difference, fd_step=fd_step, n_starts=1, seed=0)
+        self._opt.setup(self.u.shape[0])
         self._opt._names = tuple(names)
         self.J: np.ndarray | None = None
 

@@ -186,6 +186,7 @@ class TSA(Optimizer):
         other = draw_other_trees(owner, rng.random(m), N)
         alpha = self._steps(m, dim)
         use_best = rng.random((m, dim)) < self.search_tendency
+        assert self._T is not None and self._fT is not None
         best = self._T[int(np.argmin(self._fT))]
         self._batch = np.clip(tsa_seeds(self._T, best, owner, other, alpha, use_best), 0.0, 1.0)
         self._owner = owner
@@ -198,6 +199,7 @@ class TSA(Optimizer):
         if self._T is None:
             return self.n_trees
         self._prepare()
+        assert self._batch is not None
         return self._batch.shape[0]
 
     def _ask(self) -> np.ndarray:
@@ -205,11 +207,13 @@ class TSA(Optimizer):
             return self._random_points(self.n_trees)
         self._prepare()
         S, self._batch = self._batch, None
+        assert S is not None
         return S
 
     def _tell(self, X: np.ndarray, f: np.ndarray) -> None:
         if self._T is None:
             self._T, self._fT = X.copy(), f.copy()
             return
+        assert self._fT is not None and self._owner is not None
         self._T, self._fT = replace_by_best_seed(self._T, self._fT, X, f, self._owner)
         self._owner = None

@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
 import numpy as np
 
 from ..calibrate import Termination, calibrate
-from ..core.problem import EvaluationBatch, Problem
+from ..core.problem import EvaluationBatch, Problem, ProblemLike, residual_problem
 from ..errors import ConfigurationError
-from ..optimizers._base import Optimizer, check_choice
+from ..optimizers._base import check_choice
 from ..optimizers.least_squares import FDJacobian, LeastSquaresTRF
+from ..optimizers.residual import ResidualOptimizer
 from .likelihood import LikelihoodProblem
 from .sampler import EnsembleSampler
 
@@ -48,31 +49,28 @@ def measured_only(problem: Any) -> Any:
     return MeasuredOnly(**{f.name: getattr(problem, f.name) for f in fields(problem)})
 
 
-class JacobianDriver(Optimizer):
+class JacobianDriver(ResidualOptimizer):
     """Asks the points of the finite-difference Jacobian at ``x0`` (unit cube) and keeps the residuals and
     the Jacobian (``r``, ``J``) once told; ``converged`` then."""
 
     name: ClassVar[str] = "jacobian"
-    needs_residuals: ClassVar[bool] = True
 
     def __init__(self, *, x0: list[float], difference: str = "central", fd_step: float | None = None) -> None:
         super().__init__(seed=0)
         self.x0 = [float(v) for v in x0]
         self.difference = check_choice(self.name, "difference", difference, ("forward", "central"))
         self.fd_step = fd_step
+        self._names: tuple[str, ...] = ()
 
-    def prepare_problem(self, problem: Any, termination: Any) -> Any:
+    def prepare_problem(self, problem: ProblemLike, *, max_evals: int | None) -> ProblemLike:
+        """Keep every channel of the responses (the residuals at ``x0`` and its difference points)."""
         self._names = tuple(problem.space.free_names)
-        return problem if problem.keep_responses else replace(problem, keep_responses=True)
-
-    def tell(self, X: np.ndarray, f: np.ndarray, residuals: np.ndarray | None = None) -> None:  # type: ignore[override]
-        self._told = residuals
-        super().tell(X, f)
+        source = residual_problem(problem)
+        return problem if source is None else source.keeping_responses(True)
 
     def _init_state(self) -> None:
         u = np.asarray(self.x0, dtype=float)
-        self._jac = FDJacobian(u, difference=self.difference, fd_step=self.fd_step, names=getattr(self, "_names", ()))
-        self._told: np.ndarray | None = None
+        self._jac = FDJacobian(u, difference=self.difference, fd_step=self.fd_step, names=self._names)
 
     @property
     def converged(self) -> bool:
@@ -95,9 +93,10 @@ class JacobianDriver(Optimizer):
         return pts
 
     def _tell(self, X: np.ndarray, f: np.ndarray) -> None:
-        if self._told is None:
+        R = self._take_residuals()
+        if R is None:
             raise ConfigurationError("the Jacobian needs residual vectors; the problem has none")
-        self._jac.tell(X, self._told)
+        self._jac.tell(X, R)
 
     def _next_batch_size(self) -> int:
         pts = self._jac.pending()

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core.problem import OK, EvaluationBatch, ProblemBase
+from ..core.problem import OK, EvaluationBatch, ProblemBase, residual_problem, residual_source
 from ..errors import ConfigurationError
 
 NoiseLike = float | Mapping[str, float] | None
@@ -42,8 +42,8 @@ class Block:
 
 def channel_blocks(problem: Any) -> list[Block]:
     """The channels of ``problem``'s residual vector in order (see the module docstring)."""
-    if not getattr(problem, "has_residuals", False):
-        objective = getattr(getattr(problem, "objective", None), "name", type(problem).__name__)
+    if residual_problem(problem) is None:
+        objective = residual_source(problem)
         raise ConfigurationError(
             f"uncertainty needs residual vectors, and the objective {objective!r} has none (has_residuals is "
             "False: its loss is not a sum of squares); calibrate with an objective that has residuals (l2, f1, "
