@@ -173,6 +173,13 @@ class Optimizer(ABC):
         back from the stored responses on resume."""
         return self.state_dict()
 
+    def checkpoint_copy(self) -> Optimizer:
+        """An unlinked copy of this optimiser holding :meth:`checkpoint_state`, for an optimiser that keeps this
+        one in its own checkpoint (``auto``'s polisher or CMA-ES)."""
+        light = copy.copy(self)
+        light.__dict__ = self.checkpoint_state()
+        return light
+
     def restore_told(self, U: np.ndarray, R: np.ndarray) -> None:
         """After a checkpoint's state was loaded: the residuals ``(n, m)`` (NaN rows: failed) of the
         unit-cube points ``U`` the checkpoint covers, for the vectors :meth:`checkpoint_state` left out;

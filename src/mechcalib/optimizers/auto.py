@@ -178,12 +178,7 @@ class Auto(ResidualOptimizer):
         :meth:`restore_told` fills in again from the stored responses."""
         state = copy.deepcopy({k: v for k, v in vars(self).items() if k not in ("_memo", "_sub")})
         state["_memo"] = {k: (f, None if r is None else TOLD) for k, (f, r) in self._memo.items()}
-        sub = self._sub
-        if isinstance(sub, LeastSquares):
-            light = copy.copy(sub)
-            light.__dict__ = sub.checkpoint_state()
-            sub = light
-        state["_sub"] = copy.deepcopy(sub)
+        state["_sub"] = None if self._sub is None else self._sub.checkpoint_copy()
         return state
 
     def restore_told(self, U: np.ndarray, R: np.ndarray) -> None:
