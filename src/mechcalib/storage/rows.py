@@ -61,10 +61,11 @@ class RunSpec:
     def columns(self) -> dict[str, Any]:
         """``{column: stored value}`` of the ``runs`` table, in the order of the fields: the optimiser's name
         as text, the others as canonical JSON text, a missing configuration as NULL."""
-        out: dict[str, Any] = {"optimizer": self.optimizer}
-        for f in fields(self)[1:]:
-            v = getattr(self, f.name)
-            out[f.name] = None if f.name == "config" and v is None else dumps(v)
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            keep_as_is = f.name == "optimizer" or (f.name == "config" and value is None)
+            out[f.name] = value if keep_as_is else dumps(value)
         return out
 
 
