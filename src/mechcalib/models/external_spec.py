@@ -265,7 +265,7 @@ def check_timeout(timeout: Any) -> float | None:
 def check_keep(keep: Any) -> Keep:
     if keep not in ("all", "failed", "none"):
         raise ExternalSetupError("keep", "one of 'all', 'failed', 'none'", repr(keep))
-    return keep  # type: ignore[no-any-return]
+    return keep
 
 
 def check_limits(spec: ExternalSpec) -> tuple[int, int, int, int]:
