@@ -50,7 +50,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from mechcalib.core.parameters import Parameter, ParameterSpace
 from mechcalib.models.hydration import EA_DEFAULT, Hydration, arrhenius_factor
 from mechcalib.models.hydration.model import T_MAX
-from mechcalib.storage import RunStore, versions
+from mechcalib.storage import RunSpec, RunStore, versions
 from mechcalib.surrogates import (
     MLP,
     PCA,
@@ -212,15 +212,17 @@ class Stages:
             self.store.delete_run(full)
         rid = self.store.create_run(
             full,
-            optimizer="benchmark-stage",
-            settings={},
-            seed=None,
-            termination={},
-            evaluator={},
-            space=[],
-            fingerprint=None,
-            config=payload,
-            versions=versions(),
+            RunSpec(
+                optimizer="benchmark-stage",
+                settings={},
+                seed=None,
+                termination={},
+                evaluator={},
+                space=[],
+                fingerprint=None,
+                config=payload,
+                versions=versions(),
+            ),
         )
         self.store.finish_run(rid, status="finished", n_batches=0)
 

@@ -316,3 +316,36 @@ def test_example_config_builds_and_calibrates_a_few_steps(tmp_path):
     assert res.n_evals == 8 and res.n_failed == 0 and math.isfinite(res.best_loss)
     assert list((tmp_path / "work").iterdir()) == []
     shutil.rmtree(tmp_path / "work")
+
+
+def test_one_spec_is_shared_by_the_config_and_the_model(tmp_path):
+    """``[model.external]`` has exactly the fields of ExternalSpec; the model built from a spec and the one
+    built from keywords are the same model (same settings, same pickled state)."""
+    import dataclasses
+    import pickle
+
+    from mechcalib.config.build import external_spec
+    from mechcalib.config.schema import ExternalSection
+    from mechcalib.models.external import ExternalSpec
+
+    assert set(ExternalSection.model_fields) == {f.name for f in dataclasses.fields(ExternalSpec)}
+    keywords = dict(
+        templates={"params.txt": EXAMPLE / "params.template"},
+        files=[EXAMPLE / "arch_sim.py"],
+        outputs={"force": CsvOutput("result.csv", "displacement", "force")},
+        conditions={"w_max": 4.0},
+        workdir_root=tmp_path / "work",
+        timeout=60,
+        name="arch",
+    )
+    command = ["{python}", "arch_sim.py", "params.txt", "result.csv"]
+    by_keywords = ExternalModel(arch_space(), command, **keywords)
+    by_spec = ExternalModel(arch_space(), ExternalSpec(command=command, **keywords))
+    assert pickle.dumps(by_spec) == pickle.dumps(by_keywords)
+    with pytest.raises(ConfigurationError, match=r"give the settings \['timeout'\] in the ExternalSpec"):
+        ExternalModel(arch_space(), ExternalSpec(command=command, **keywords), timeout=5)
+    section = ExternalSection.model_validate(
+        {"command": command, "outputs": {"force": {"file": "result.csv", "x": "displacement", "y": "force"}}}
+    )
+    spec = external_spec(section)
+    assert spec.outputs == {"force": CsvOutput("result.csv", "displacement", "force")} and spec.presets is None

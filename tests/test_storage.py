@@ -14,7 +14,7 @@ from engine_helpers import CountingProblem, bumpy, count_lines, linear_problem
 from mechcalib import ConfigurationError, Termination
 from mechcalib.core.data import Curve
 from mechcalib.optimizers import LatinHypercube, RandomSearch, make_optimizer
-from mechcalib.storage import RunStore, decode_response, encode_response, problem_fingerprint
+from mechcalib.storage import EvaluationRow, RunStore, decode_response, encode_response, problem_fingerprint
 
 
 def test_every_evaluation_is_recorded_exactly(tmp_path):
@@ -85,9 +85,13 @@ def test_cache_reuses_failures_but_not_timeouts(tmp_path):
         mc.calibrate(prob, _Fixed(points=np.full((1, 3), 0.5)), Termination(max_iters=1), store=store, run_name="r")
         rid = store.run("r").id
         common = dict(params="{}", u="[]", loss=math.inf, raw_loss=math.nan, started=0.0, finished=1.0, worker="w")
-        store.add_evaluation(rid, idx=1, batch=1, pos=0, key="k-timeout", status="timeout", error="timeout", **common)
-        store.add_evaluation(rid, idx=2, batch=1, pos=1, key="k-failed", status="failed", error="boom", **common)
-        store.add_evaluation(rid, idx=3, batch=1, pos=2, key="k-crash", status="crashed", error="died", **common)
+        for idx, key, status, error in (
+            (1, "k-timeout", "timeout", "timeout"),
+            (2, "k-failed", "failed", "boom"),
+            (3, "k-crash", "crashed", "died"),
+        ):
+            row = EvaluationRow(idx=idx, batch=1, pos=idx - 1, key=key, status=status, error=error, **common)
+            store.add_evaluation(rid, row)
         assert store.lookup("k-timeout") is None and store.lookup("k-crash") is None
         hit = store.lookup("k-failed")
         assert hit[3:5] == ("failed", "boom") and hit[1] == math.inf
@@ -147,8 +151,7 @@ def test_dataset_pads_ragged_responses_and_inserts_fixed_values(tmp_path):
         mc.calibrate(prob, RandomSearch(batch_size=4, seed=0), max_evals=4, store=store, run_name="d")
         rid = store.run("d").id
         ragged = encode_response({"synthetic": {"y": Curve(np.arange(3.0), np.ones(3))}})
-        store.add_evaluation(
-            rid,
+        row = EvaluationRow(
             idx=4,
             batch=1,
             pos=0,
@@ -164,6 +167,7 @@ def test_dataset_pads_ragged_responses_and_inserts_fixed_values(tmp_path):
             worker="w",
             response=ragged,
         )
+        store.add_evaluation(rid, row)
         data = store.dataset("d")
     assert data["theta"].shape == (5, 2) and np.all(data["theta"][:, 1] == 5.0)
     assert data["param_names"].tolist() == ["a", "b"] and data["names"].tolist() == ["a"]

@@ -16,7 +16,7 @@ import mechcalib as mc
 from engine_helpers import CountingProblem, faulty_problem, linear_problem
 from mechcalib import ConfigurationError
 from mechcalib.optimizers import LatinHypercube, make_optimizer
-from mechcalib.storage import MemoryStore, RunStore, Store, encode_response
+from mechcalib.storage import EvaluationRow, MemoryStore, RunSpec, RunStore, Store, encode_response
 from mechcalib.storage.codec import cache_keys
 
 SPACE = [
@@ -49,13 +49,12 @@ def new_run(store: Store, name: str = "r", **kw) -> int:
         "config": {"note": "t"},
         "versions": {"numpy": np.__version__},
     }
-    return store.create_run(name, **(args | kw))
+    return store.create_run(name, RunSpec(**(args | kw)))
 
 
 def add(store: Store, rid: int, idx: int, loss: float, *, status: str = "ok", key: str | None = None, **kw) -> int:
     a, b = 0.1 * idx, -0.05 * idx
-    return store.add_evaluation(
-        rid,
+    row = EvaluationRow(
         idx=idx,
         batch=kw.pop("batch", idx // 2),
         pos=kw.pop("pos", idx % 2),
@@ -71,6 +70,7 @@ def add(store: Store, rid: int, idx: int, loss: float, *, status: str = "ok", ke
         worker="serial",
         **kw,
     )
+    return store.add_evaluation(rid, row)
 
 
 def test_a_run_is_recorded_and_read_back(store):

@@ -23,7 +23,7 @@ from mechcalib.runs import (
     run_summary,
     write_report,
 )
-from mechcalib.storage import RunStore
+from mechcalib.storage import RunSpec, RunStore
 from mechcalib.storage.compaction import ACTIVE_GAP_S
 
 N_EVALS = 300
@@ -163,15 +163,17 @@ def test_only_a_finished_or_failed_run_is_compacted(study):
             store.compact_run("study", keep_checkpoints=-1)
         rid = store.create_run(
             "live",
-            optimizer="random",
-            settings={},
-            seed=1,
-            termination={},
-            evaluator={},
-            space=info.space,
-            fingerprint=None,
-            config=None,
-            versions={},
+            RunSpec(
+                optimizer="random",
+                settings={},
+                seed=1,
+                termination={},
+                evaluator={},
+                space=info.space,
+                fingerprint=None,
+                config=None,
+                versions={},
+            ),
         )
         with pytest.raises(ConfigurationError, match="'live' .* is running; .*finish or resume it first"):
             store.compact_run("live")

@@ -470,3 +470,36 @@ def test_resume_of_a_run_killed_before_it_was_recorded_starts_it(finished, tmp_p
         r = _invoke("resume", run, "-q")
         assert r.exit_code == 0, r.output
         _same_result(json.loads((run / RESULT_FILE).read_text()), ref)
+
+
+def test_every_public_store_method_translates_errors_by_construction(tmp_path):
+    """A method added to the store later is guarded without being listed anywhere; private helpers are not
+    wrapped (their errors are translated once, by the public method that calls them)."""
+    from mechcalib.storage.integrity import is_guarded
+
+    class LaterStore(RunStore):
+        def added_query(self) -> None:
+            raise sqlite3.DatabaseError("file is not a database")
+
+        def added_scan(self):
+            yield 1
+            raise sqlite3.DatabaseError("database disk image is malformed")
+
+        def _added_helper(self) -> None:
+            raise sqlite3.DatabaseError("file is not a database")
+
+    with LaterStore(tmp_path / "s.db") as store:
+        with pytest.raises(StoreDamagedError, match=r"s\.db is damaged .*in added_query\(\).*mechcalib repair"):
+            store.added_query()
+        with pytest.raises(StoreDamagedError, match=r"in added_scan\(\)"):
+            list(store.added_scan())
+        with pytest.raises(sqlite3.DatabaseError) as raised:
+            store._added_helper()
+        assert not isinstance(raised.value, StoreDamagedError)
+    for cls in (RunStore, LaterStore):
+        for name in ("__init__", "runs", "add_evaluation", "export_csv", "dataset", "iter_checkpoints"):
+            assert is_guarded(getattr(cls, name)), (cls.__name__, name)
+        assert not is_guarded(cls._q) and not is_guarded(cls._tx)
+    # the subclass kept the inherited wrappers as they were: one layer each, not two
+    assert LaterStore.runs is RunStore.runs and LaterStore.__init__ is RunStore.__init__
+    assert not is_guarded(LaterStore.runs.__wrapped__)

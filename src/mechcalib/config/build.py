@@ -23,13 +23,21 @@ from ..core.problem import Problem, experiment_from_model
 from ..core.units import curve_to_units
 from ..errors import ConfigurationError, DataError
 from ..models import MODELS, Model
-from ..models.external import CsvOutput, ExternalModel, ExternalSetupError
+from ..models.external import CsvOutput, ExternalModel, ExternalSetupError, ExternalSpec
 from ..objectives import OBJECTIVES, Objective
 from ..optimizers import OPTIMIZERS, presets_of
 from ..optimizers._base import Optimizer
 from ..registry import Registry, UnknownNameError
 from .errors import ConfigFileError, ConfigIssue, _found, _key, issue_from_error
-from .schema import FileExperiment, ParameterSpec, RunSchema, SyntheticExperiment, _default, _validate_settings
+from .schema import (
+    ExternalSection,
+    FileExperiment,
+    ParameterSpec,
+    RunSchema,
+    SyntheticExperiment,
+    _default,
+    _validate_settings,
+)
 
 __all__ = ["RunConfig", "load_config"]
 
@@ -125,28 +133,8 @@ class RunConfig(RunSchema):
             space = self._external_space(issues)
             if space is None:
                 return None
-            e = m.external
             try:
-                model = ExternalModel(
-                    space,
-                    e.command,
-                    templates=e.templates,
-                    files=e.files,
-                    outputs={k: CsvOutput(**o.model_dump()) for k, o in e.outputs.items()} or None,
-                    parser=e.parser,
-                    channels=e.channels,
-                    timeout=e.timeout,
-                    workdir_root=e.workdir_root,
-                    keep=e.keep,
-                    max_workers=e.max_workers,
-                    conditions=e.conditions,
-                    presets=e.presets or None,
-                    name=e.name,
-                    env=e.env,
-                    output_limit=e.output_limit,
-                    max_failed_dirs=e.max_failed_dirs,
-                    max_failed_bytes=e.max_failed_bytes,
-                )
+                model = ExternalModel(space, external_spec(m.external))
             except ExternalSetupError as exc:
                 issues.append(ConfigIssue(_key("model", "external", *exc.parts), exc.expected, exc.found))
                 return None
@@ -356,36 +344,7 @@ class RunConfig(RunSchema):
                             )
                         )
                 cond = dict(exp.conditions) if exp is not None else dict(spec.conditions)
-                n_cond = len(issues)
-                for k, v in cond.items():
-                    key = _key(*base, "conditions", k)
-                    if k not in model.default_conditions:
-                        issues.append(
-                            ConfigIssue(
-                                key,
-                                f"a condition of model {model.name!r}: {sorted(model.default_conditions)}",
-                                f"unknown condition {k!r}",
-                            )
-                        )
-                    elif isinstance(model, ExternalModel):
-                        if isinstance(v, bool | str) or not isinstance(v, int | float) or not math.isfinite(v):
-                            issues.append(
-                                ConfigIssue(
-                                    key,
-                                    "a finite number (an external model writes conditions into its input files)",
-                                    _found(v),
-                                )
-                            )
-                    elif not isinstance(v, int | float | str | bool) and not (
-                        isinstance(v, Mapping) and k in model.file_conditions
-                    ):
-                        issues.append(ConfigIssue(key, "a number, a string or a boolean", _found(v)))
-                if n_cond == len(issues) and not isinstance(model, ExternalModel):
-                    # the model's own rules (signs, finiteness, memory), so `run` refuses what `check` refuses
-                    try:
-                        model.validate_conditions(cond)
-                    except ConfigurationError as exc:
-                        issues.append(ConfigIssue(_key(*base, "conditions"), "conditions the model accepts", str(exc)))
+                _check_conditions(model, cond, base, issues)
             if model is not None and exp is not None and isinstance(spec, FileExperiment):
                 exp = _to_model_units(exp, model, base, issues)
             if out is not None and exp is not None:
@@ -398,104 +357,13 @@ class RunConfig(RunSchema):
         if not path.is_file():
             issues.append(ConfigIssue(_key(*base, "path"), "an existing data file", f"{spec.path!r} (not found)"))
             return None
-        n0 = len(issues)
         if spec.file_format == "json":
-            if spec.delimiter is not None:
-                issues.append(
-                    ConfigIssue(_key(*base, "delimiter"), "no delimiter for a JSON file", _found(spec.delimiter))
-                )
-            for ch, c in (spec.channels or {}).items():
-                for role in ("x", "y", "t"):
-                    if getattr(c, role) is not None:
-                        issues.append(
-                            ConfigIssue(
-                                _key(*base, "channels", ch, role),
-                                "no column mapping for a JSON file (it names its channels)",
-                                _found(getattr(c, role)),
-                            )
-                        )
-            try:
-                exp = Experiment.from_json(path)
-            except (DataError, OSError, UnicodeDecodeError) as exc:
-                issues.append(ConfigIssue(_key(*base, "path"), "an experiment JSON file", str(exc)))
-                return None
-            for ch in spec.channels or {}:
-                if ch not in exp.channels:
-                    issues.append(
-                        ConfigIssue(
-                            _key(*base, "channels", ch),
-                            f"a channel of {path.name}: {list(exp.channels)}",
-                            f"channel {ch!r}",
-                        )
-                    )
-            if len(issues) > n0:
-                return None
-            exp = replace(
-                exp,
-                conditions={**exp.conditions, **spec.conditions},
-                name=spec.name or exp.name,
-                weight=spec.weight if spec.weight is not None else exp.weight,
-            )
+            exp = _json_experiment(path, spec, base, issues)
         else:
-            try:
-                table, _ = read_table(path, delimiter=spec.delimiter)
-            except (DataError, OSError, UnicodeDecodeError) as exc:
-                issues.append(ConfigIssue(_key(*base, "path"), "a readable table with a header row", str(exc)))
-                return None
-            cols = list(table)
-            mapping = None
-            if spec.channels is not None:
-                mapping = {}
-                for ch, c in spec.channels.items():
-                    for role in ("x", "y"):
-                        if getattr(c, role) is None:
-                            issues.append(
-                                ConfigIssue(
-                                    _key(*base, "channels", ch, role),
-                                    f"a column name of {path.name}: {cols}",
-                                    "nothing",
-                                )
-                            )
-                    for role in ("x", "y", "t"):
-                        col = getattr(c, role)
-                        if col is not None and col not in table:
-                            issues.append(
-                                ConfigIssue(
-                                    _key(*base, "channels", ch, role),
-                                    f"a column name of {path.name}: {cols}",
-                                    _found(col),
-                                )
-                            )
-                    mapping[ch] = tuple(v for v in (c.x, c.y, c.t) if v is not None)
-            if len(issues) > n0:
-                return None
-            try:
-                exp = Experiment.from_csv(
-                    path, mapping, conditions=spec.conditions, name=spec.name, delimiter=spec.delimiter
-                )
-            except DataError as exc:
-                issues.append(ConfigIssue(_key(*base, "path"), "usable curves (finite, at least two points)", str(exc)))
-                return None
-            if spec.weight is not None:
-                exp = replace(exp, weight=spec.weight)
-        if spec.channels:
-            curves = dict(exp.channels)
-            for ch, c in spec.channels.items():
-                cur = curves[ch]
-                try:
-                    curves[ch] = replace(
-                        cur,
-                        x=cur.x * c.x_scale,
-                        y=cur.y * c.y_scale,
-                        t=None if cur.t is None else cur.t * c.t_scale,
-                        x_unit=c.x_unit if c.x_unit is not None else cur.x_unit,
-                        y_unit=c.y_unit if c.y_unit is not None else cur.y_unit,
-                    )
-                except DataError as exc:
-                    issues.append(ConfigIssue(_key(*base, "channels", ch, "t_scale"), "a positive factor", str(exc)))
-                    return None
-            exp = replace(exp, channels=curves)
-        return exp
+            exp = _table_experiment(path, spec, base, issues)
+        if exp is None or not spec.channels:
+            return exp
+        return _scaled_channels(exp, spec, base, issues)
 
     def _synthetic_experiment(
         self, i: int, spec: SyntheticExperiment, model: Model, issues: list[ConfigIssue], simulate: bool
@@ -695,3 +563,153 @@ def load_config(path: str | Path, *, check: bool = True) -> RunConfig:
         raise ConfigFileError([ConfigIssue("(file)", "a UTF-8 text file", str(exc))], path) from None
     data.setdefault("name", path.stem)
     return RunConfig.from_dict(data, base_dir=path.resolve().parent, source=path, check=check)
+
+
+def _check_conditions(model: Model, cond: dict[str, Any], base: tuple, issues: list[ConfigIssue]) -> None:
+    """An experiment's conditions (at ``base``): conditions of the model, of a type it takes (numbers only
+    for an external model), and accepted by the model's own rules."""
+    n_cond = len(issues)
+    for k, v in cond.items():
+        key = _key(*base, "conditions", k)
+        if k not in model.default_conditions:
+            issues.append(
+                ConfigIssue(
+                    key,
+                    f"a condition of model {model.name!r}: {sorted(model.default_conditions)}",
+                    f"unknown condition {k!r}",
+                )
+            )
+        elif isinstance(model, ExternalModel):
+            if isinstance(v, bool | str) or not isinstance(v, int | float) or not math.isfinite(v):
+                issues.append(
+                    ConfigIssue(
+                        key,
+                        "a finite number (an external model writes conditions into its input files)",
+                        _found(v),
+                    )
+                )
+        elif not isinstance(v, int | float | str | bool) and not (
+            isinstance(v, Mapping) and k in model.file_conditions
+        ):
+            issues.append(ConfigIssue(key, "a number, a string or a boolean", _found(v)))
+    if n_cond == len(issues) and not isinstance(model, ExternalModel):
+        # the model's own rules (signs, finiteness, memory), so `run` refuses what `check` refuses
+        try:
+            model.validate_conditions(cond)
+        except ConfigurationError as exc:
+            issues.append(ConfigIssue(_key(*base, "conditions"), "conditions the model accepts", str(exc)))
+
+
+def _json_experiment(path: Path, spec: FileExperiment, base: tuple, issues: list[ConfigIssue]) -> Experiment | None:
+    """An experiment JSON file: it names its channels, so no delimiter nor column mapping is given."""
+    n0 = len(issues)
+    if spec.delimiter is not None:
+        issues.append(ConfigIssue(_key(*base, "delimiter"), "no delimiter for a JSON file", _found(spec.delimiter)))
+    for ch, c in (spec.channels or {}).items():
+        for role in ("x", "y", "t"):
+            if getattr(c, role) is not None:
+                issues.append(
+                    ConfigIssue(
+                        _key(*base, "channels", ch, role),
+                        "no column mapping for a JSON file (it names its channels)",
+                        _found(getattr(c, role)),
+                    )
+                )
+    try:
+        exp = Experiment.from_json(path)
+    except (DataError, OSError, UnicodeDecodeError) as exc:
+        issues.append(ConfigIssue(_key(*base, "path"), "an experiment JSON file", str(exc)))
+        return None
+    for ch in spec.channels or {}:
+        if ch not in exp.channels:
+            issues.append(
+                ConfigIssue(
+                    _key(*base, "channels", ch),
+                    f"a channel of {path.name}: {list(exp.channels)}",
+                    f"channel {ch!r}",
+                )
+            )
+    if len(issues) > n0:
+        return None
+    exp = replace(
+        exp,
+        conditions={**exp.conditions, **spec.conditions},
+        name=spec.name or exp.name,
+        weight=spec.weight if spec.weight is not None else exp.weight,
+    )
+    return exp
+
+
+def _table_experiment(path: Path, spec: FileExperiment, base: tuple, issues: list[ConfigIssue]) -> Experiment | None:
+    """A delimited table with a header row; ``channels`` maps each channel to its columns."""
+    n0 = len(issues)
+    try:
+        table, _ = read_table(path, delimiter=spec.delimiter)
+    except (DataError, OSError, UnicodeDecodeError) as exc:
+        issues.append(ConfigIssue(_key(*base, "path"), "a readable table with a header row", str(exc)))
+        return None
+    cols = list(table)
+    mapping = None
+    if spec.channels is not None:
+        mapping = {}
+        for ch, c in spec.channels.items():
+            for role in ("x", "y"):
+                if getattr(c, role) is None:
+                    issues.append(
+                        ConfigIssue(
+                            _key(*base, "channels", ch, role),
+                            f"a column name of {path.name}: {cols}",
+                            "nothing",
+                        )
+                    )
+            for role in ("x", "y", "t"):
+                col = getattr(c, role)
+                if col is not None and col not in table:
+                    issues.append(
+                        ConfigIssue(
+                            _key(*base, "channels", ch, role),
+                            f"a column name of {path.name}: {cols}",
+                            _found(col),
+                        )
+                    )
+            mapping[ch] = tuple(v for v in (c.x, c.y, c.t) if v is not None)
+    if len(issues) > n0:
+        return None
+    try:
+        exp = Experiment.from_csv(path, mapping, conditions=spec.conditions, name=spec.name, delimiter=spec.delimiter)
+    except DataError as exc:
+        issues.append(ConfigIssue(_key(*base, "path"), "usable curves (finite, at least two points)", str(exc)))
+        return None
+    if spec.weight is not None:
+        exp = replace(exp, weight=spec.weight)
+    return exp
+
+
+def _scaled_channels(
+    exp: Experiment, spec: FileExperiment, base: tuple, issues: list[ConfigIssue]
+) -> Experiment | None:
+    """The experiment with each configured channel scaled and relabelled (``x_scale``, ``x_unit``...)."""
+    curves = dict(exp.channels)
+    for ch, c in spec.channels.items():
+        cur = curves[ch]
+        try:
+            curves[ch] = replace(
+                cur,
+                x=cur.x * c.x_scale,
+                y=cur.y * c.y_scale,
+                t=None if cur.t is None else cur.t * c.t_scale,
+                x_unit=c.x_unit if c.x_unit is not None else cur.x_unit,
+                y_unit=c.y_unit if c.y_unit is not None else cur.y_unit,
+            )
+        except DataError as exc:
+            issues.append(ConfigIssue(_key(*base, "channels", ch, "t_scale"), "a positive factor", str(exc)))
+            return None
+    exp = replace(exp, channels=curves)
+    return exp
+
+
+def external_spec(section: ExternalSection) -> ExternalSpec:
+    """The external model's definition from the ``[model.external]`` section, whose keys are the fields of
+    :class:`~mechcalib.models.external_spec.ExternalSpec` (its CSV outputs as :class:`CsvOutput`)."""
+    outputs = {k: CsvOutput(**o.model_dump()) for k, o in section.outputs.items()}
+    return ExternalSpec(**{**dict(section), "outputs": outputs or None, "presets": section.presets or None})

@@ -101,7 +101,7 @@ class ParameterSpec(_Section):
         return self
 
 
-class CsvOutputSpec(_Section):
+class CsvOutputSection(_Section):
     file: Text
     x: Text
     y: Text
@@ -110,12 +110,12 @@ class CsvOutputSpec(_Section):
     y_unit: Text | None = None
 
 
-class ExternalSpec(_Section):
+class ExternalSection(_Section):
     name: Text = "external"
     command: list[Text] = Field(min_length=1)
     templates: dict[str, PathStr] = {}
     files: list[PathStr] = []
-    outputs: dict[str, CsvOutputSpec] = {}
+    outputs: dict[str, CsvOutputSection] = {}
     parser: Text | None = None
     channels: list[Text] | None = None
     timeout: Positive | None = None
@@ -155,7 +155,7 @@ class ModelSection(_Section):
     name: Text | None = None
     preset: Text = "default"
     options: dict[str, Any] = {}
-    external: ExternalSpec | None = None
+    external: ExternalSection | None = None
 
     @model_validator(mode="after")
     def _one_kind(self) -> ModelSection:

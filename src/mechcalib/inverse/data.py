@@ -120,7 +120,7 @@ class SamplingProblem:
         import hashlib
         import pickle
 
-        from .. import __version__
+        from .._version import __version__
         from ..storage.codec import dumps
         from ..storage.session import space_record
 

@@ -39,31 +39,26 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
-import re
 import shutil
 import signal
 import sys
 import tempfile
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
 from ..core.data import Curve, read_table
-from ..core.model import Channel, Model, Response, SimulationFailure
+from ..core.model import Model, Response, SimulationFailure
 from ..core.parameters import ParameterSpace
 from ..errors import ConfigurationError, DataError, InfrastructureError
 from .external_files import (
     PARAMS_JSON,
-    PLACEHOLDER_RE,
     PYTHON_TOKEN,
-    SINGLE_TOKEN_RE,
     STDERR_LOG,
     STDOUT_LOG,
     ExternalSetupError,
@@ -71,43 +66,48 @@ from .external_files import (
     format_number,
     load_callable,
     placeholders,
-    positive_int,
-    relative_name,
-    template_target,
 )
 from .external_process import (
-    DEFAULT_MAX_FAILED_BYTES,
-    DEFAULT_MAX_FAILED_DIRS,
-    DEFAULT_OUTPUT_LIMIT,
     FAILURE_TXT,
     disk_full,
     log_tail,
     prune_failed,
     run_contained,
 )
+from .external_spec import (
+    CsvOutput,
+    ExternalSpec,
+    Keep,
+    Parser,
+    check_command,
+    check_conditions,
+    check_files,
+    check_keep,
+    check_limits,
+    check_name,
+    check_outputs,
+    check_parser,
+    check_timeout,
+    make_channels,
+    make_presets,
+    read_templates,
+    workdir_root,
+)
 
 log = logging.getLogger(__name__)
 
-Keep = Literal["all", "failed", "none"]
-Parser = Callable[[Path], Mapping[str, Curve]]
-
-
-@dataclass(frozen=True)
-class CsvOutput:
-    """One output channel read from a CSV file the simulator writes in its working directory.
-
-    Args:
-        file: file name relative to the working directory.
-        x, y: column names (without the bracketed unit); ``t`` an optional progress column.
-        x_unit, y_unit: unit labels; default the bracketed units of the header.
-    """
-
-    file: str
-    x: str
-    y: str
-    t: str | None = None
-    x_unit: str | None = None
-    y_unit: str | None = None
+# Re-exported: they were defined here before the definition's checks moved to external_spec.py.
+__all__ = [
+    "CsvOutput",
+    "ExternalModel",
+    "ExternalSetupError",
+    "ExternalSpec",
+    "Keep",
+    "Parser",
+    "fill_template",
+    "format_number",
+    "placeholders",
+]
 
 
 class ExternalModel(Model):
@@ -115,211 +115,40 @@ class ExternalModel(Model):
 
     Args:
         space: the parameters (names, bounds, fixed values); every one may appear in templates.
-        command: the program and its arguments as a list (``["{python}", "sim.py", "params.txt"]``);
-            arguments may hold ``{{ name }}`` placeholders, and ``{python}`` as a whole argument.
-        templates: ``{file name in the working directory: template path}``.
-        files: support files copied into each working directory (scripts, meshes).
-        outputs: ``{channel: CsvOutput}``; or give ``parser`` (and ``channels``).
-        parser: ``parse(workdir) -> {channel: Curve}``, or its spec ``"module:function"`` /
-            ``"path/file.py:function"`` (loaded lazily, so the model pickles for process pools).
-        channels: channel names a parser returns (default: the keys of ``outputs``).
-        timeout: seconds a run may take before it is killed and counted as failed.
-        workdir_root: folder for the working directories (default ``<tmp>/mechcalib-external``).
-        keep: keep working directories of ``"all"`` runs, only ``"failed"`` ones (default) or ``"none"``.
-        output_limit: bytes of each of stdout and stderr kept in the logs (the last ones; default 1 MiB).
-        max_failed_dirs: failed working directories kept at most (the oldest are deleted first; default 20).
-        max_failed_bytes: total size of the failed working directories kept (default 1 GiB).
-        max_workers: runs of one batch executed at the same time (threads waiting on processes).
-        conditions: default numeric conditions, usable as placeholders; experiments override them.
-        presets: ``{preset: {parameter: value}}``; default: the bounds' midpoints (geometric for log scale)
-            and the fixed values.
-        name: label used in messages and working-directory names.
-        env: extra environment variables for the program.
+        command: the simulator's :class:`~mechcalib.models.external_spec.ExternalSpec`; or its ``command``
+            with the spec's other fields as keywords (``ExternalModel(space, ["{python}", "sim.py"],
+            templates=..., outputs=...)``), see :class:`~mechcalib.models.external_spec.ExternalSpec`.
     """
 
     description = "external simulator driven through template files and a command"
 
-    def __init__(
-        self,
-        space: ParameterSpace,
-        command: Sequence[str],
-        *,
-        templates: Mapping[str, str | os.PathLike] | None = None,
-        files: Sequence[str | os.PathLike] = (),
-        outputs: Mapping[str, CsvOutput] | None = None,
-        parser: Parser | str | None = None,
-        channels: Sequence[str] | None = None,
-        timeout: float | None = None,
-        workdir_root: str | os.PathLike | None = None,
-        keep: Keep = "failed",
-        max_workers: int = 1,
-        conditions: Mapping[str, float] | None = None,
-        presets: Mapping[str, Mapping[str, float]] | None = None,
-        name: str = "external",
-        env: Mapping[str, str] | None = None,
-        output_limit: int = DEFAULT_OUTPUT_LIMIT,
-        max_failed_dirs: int = DEFAULT_MAX_FAILED_DIRS,
-        max_failed_bytes: int = DEFAULT_MAX_FAILED_BYTES,
-    ) -> None:
+    def __init__(self, space: ParameterSpace, command: ExternalSpec | Sequence[str], **settings: Any) -> None:
+        if isinstance(command, ExternalSpec):
+            if settings:
+                raise ConfigurationError(
+                    f"ExternalModel: give the settings {sorted(settings)} in the ExternalSpec, not beside it"
+                )
+            spec = command
+        else:
+            spec = ExternalSpec(command=command, **settings)
         if not isinstance(space, ParameterSpace):
             raise ExternalSetupError("space", "a ParameterSpace", type(space).__name__)
-        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
-            raise ExternalSetupError("name", "letters, digits, '_', '.' or '-'", repr(name))
-        self.name = name  # instance attribute: each external model carries its own label
+        self.name = check_name(spec.name)  # instance attribute: each external model carries its own label
         self.space = space
-        self.default_conditions = {}
-        for k, v in (conditions or {}).items():
-            if not str(k).isidentifier():
-                raise ExternalSetupError(("conditions", k), "an identifier as condition name", repr(k))
-            if k in space.names:
-                raise ExternalSetupError(("conditions", k), "a name that is not also a parameter", repr(k))
-            try:
-                format_number(v, f"condition {k!r}")
-            except ConfigurationError:
-                raise ExternalSetupError(("conditions", k), "a finite number", repr(v)) from None
-            self.default_conditions[k] = float(v)
+        self.default_conditions = check_conditions(spec.conditions, space)
         known = set(space.names) | set(self.default_conditions)
-
-        # -- command ----------------------------------------------------------------------------------
-        if isinstance(command, str | bytes) or not isinstance(command, Sequence) or not command:
-            raise ExternalSetupError(
-                "command", "a non-empty list of arguments (a shell string is not accepted)", repr(command)
-            )
-        cmd = []
-        for i, arg in enumerate(command):
-            if not isinstance(arg, str) or not arg:
-                raise ExternalSetupError(("command", i), "a non-empty string", repr(arg))
-            for p in placeholders(arg):
-                if p not in known:
-                    raise ExternalSetupError(
-                        ("command", i),
-                        f"placeholders naming parameters or conditions {sorted(known)}",
-                        f"{{{{{p}}}}} in {arg!r}",
-                    )
-            stripped = PLACEHOLDER_RE.sub("", arg)
-            for tok in SINGLE_TOKEN_RE.findall(stripped):
-                if not (arg == PYTHON_TOKEN and tok == "python"):
-                    raise ExternalSetupError(
-                        ("command", i),
-                        "no other token than a whole argument '{python}' and {{ name }} placeholders",
-                        repr(arg),
-                    )
-            cmd.append(arg)
-        self.command = tuple(cmd)
-
-        # -- templates and files -------------------------------------------------------------------------
-        self.templates: dict[str, str] = {}
-        self._template_text: dict[str, str] = {}
-        for target, src in (templates or {}).items():
-            field = ("templates", target)
-            template_target(target, field)
-            path = Path(src)
-            if not path.is_file():
-                raise ExternalSetupError(field, "an existing template file", f"{str(path)!r} (not found)")
-            try:
-                text = path.read_text()
-            except (OSError, UnicodeDecodeError) as exc:
-                raise ExternalSetupError(field, "a readable text file", f"{str(path)!r} ({exc})") from None
-            unknown = sorted({p for p in placeholders(text) if p not in known})
-            if unknown:
-                raise ExternalSetupError(
-                    field,
-                    f"placeholders naming parameters or conditions {sorted(known)}",
-                    f"{', '.join('{{' + u + '}}' for u in unknown)} in {str(path)!r}",
-                )
-            self.templates[target] = str(path)
-            self._template_text[target] = text
-        self.files: tuple[str, ...] = ()
-        fs = []
-        for i, f in enumerate(files):
-            p = Path(f)
-            if not p.exists():
-                raise ExternalSetupError(("files", i), "an existing file or folder", f"{str(p)!r} (not found)")
-            if p.name in self.templates:
-                raise ExternalSetupError(("files", i), "a name no template writes", repr(p.name))
-            fs.append(str(p))
-        self.files = tuple(fs)
-
-        # -- outputs --------------------------------------------------------------------------------------
-        self.outputs: dict[str, CsvOutput] = {}
-        for ch, spec in (outputs or {}).items():
-            if not isinstance(spec, CsvOutput):
-                raise ExternalSetupError(("outputs", ch), "a CsvOutput", type(spec).__name__)
-            relative_name(spec.file, ("outputs", ch, "file"))
-            self.outputs[ch] = spec
-        if parser is not None and self.outputs:
-            raise ExternalSetupError("parser", "either outputs (CSV columns) or a parser, not both", "both")
-        if parser is None and not self.outputs:
-            raise ExternalSetupError("outputs", "at least one output channel, or a parser", "neither")
-        self.parser_spec: str | None = parser if isinstance(parser, str) else None
-        self._parser: Parser | None = None if isinstance(parser, str) else parser
-        if self.parser_spec is not None:
-            try:
-                self._parser = load_callable(self.parser_spec)
-            except ConfigurationError as exc:
-                raise ExternalSetupError(
-                    "parser",
-                    "an importable function 'module:function' or 'file.py:function'",
-                    f"{self.parser_spec!r} ({exc})",
-                ) from None
-        if parser is not None and self._parser is not None and not callable(self._parser):
-            raise ExternalSetupError("parser", "a callable parse(workdir) -> {channel: Curve}", repr(parser))
-        if channels is None:
-            if parser is not None:
-                raise ExternalSetupError("channels", "the channel names the parser returns", "nothing")
-            channels = list(self.outputs)
-        elif self.outputs and list(channels) != list(self.outputs):
-            raise ExternalSetupError(
-                "channels", f"the output channels {list(self.outputs)} or nothing", repr(list(channels))
-            )
-        if not channels or len(set(channels)) != len(channels):
-            raise ExternalSetupError("channels", "a non-empty list of distinct channel names", repr(list(channels)))
-        self.channels = tuple(
-            Channel(
-                ch,
-                self.outputs[ch].x if ch in self.outputs else "x",
-                self.outputs[ch].y if ch in self.outputs else ch,
-                (self.outputs[ch].x_unit or "") if ch in self.outputs else "",
-                (self.outputs[ch].y_unit or "") if ch in self.outputs else "",
-            )
-            for ch in channels
-        )
-
-        # -- run settings ---------------------------------------------------------------------------------
-        if timeout is not None:
-            try:
-                ok = not isinstance(timeout, bool) and math.isfinite(float(timeout)) and float(timeout) > 0
-            except (TypeError, ValueError):
-                ok = False
-            if not ok:
-                raise ExternalSetupError("timeout", "a positive number of seconds or None", repr(timeout))
-        self.timeout = None if timeout is None else float(timeout)
-        if keep not in ("all", "failed", "none"):
-            raise ExternalSetupError("keep", "one of 'all', 'failed', 'none'", repr(keep))
-        self.keep: Keep = keep
-        self.output_limit = positive_int(output_limit, "output_limit", 1024)
-        self.max_failed_dirs = positive_int(max_failed_dirs, "max_failed_dirs", 0)
-        self.max_failed_bytes = positive_int(max_failed_bytes, "max_failed_bytes", 0)
-        if isinstance(max_workers, bool) or not isinstance(max_workers, int) or max_workers < 1:
-            raise ExternalSetupError("max_workers", "an integer >= 1", repr(max_workers))
-        self.max_workers = max_workers
-        root = Path(workdir_root) if workdir_root is not None else Path(tempfile.gettempdir()) / "mechcalib-external"
-        self.workdir_root = str(root)
-        self.env = {str(k): str(v) for k, v in (env or {}).items()}
-
-        # -- presets --------------------------------------------------------------------------------------
-        self.presets = {}
-        for pname, vals in (presets or {}).items():
-            unknown = sorted(set(vals) - set(space.names))
-            if unknown:
-                raise ExternalSetupError(
-                    ("presets", pname), f"values for parameters {list(space.names)}", f"unknown {unknown}"
-                )
-            self.presets[pname] = {k: float(v) for k, v in vals.items()}
-        centre = {p.name: p.fixed if p.is_fixed else float(p.from_unit(0.5)) for p in space}
-        for pname in list(self.presets):
-            self.presets[pname] = {**centre, **self.presets[pname]}
-        self.presets.setdefault("default", centre)
+        self.command = check_command(spec.command, known)
+        self.templates, self._template_text = read_templates(spec.templates, known)
+        self.files = check_files(spec.files, self.templates)
+        self.outputs = check_outputs(spec.outputs)
+        self.parser_spec, self._parser = check_parser(spec.parser, self.outputs)
+        self.channels = make_channels(spec.channels, spec.parser, self.outputs)
+        self.timeout = check_timeout(spec.timeout)
+        self.keep: Keep = check_keep(spec.keep)
+        self.output_limit, self.max_failed_dirs, self.max_failed_bytes, self.max_workers = check_limits(spec)
+        self.workdir_root = workdir_root(spec.workdir_root)
+        self.env = {str(k): str(v) for k, v in (spec.env or {}).items()}
+        self.presets = make_presets(spec.presets, space)
 
     # -- pickling: a parser given by spec is re-imported in the receiving process --------------------------
     def __getstate__(self) -> dict[str, Any]:

@@ -8,7 +8,7 @@ run's configuration in one SQLite file; :class:`MemoryStore` keeps the same in p
 its failures and improvements, keeping its totals exact.
 
 Modules: :mod:`~mechcalib.storage.base` (the abstract store), :mod:`~mechcalib.storage.schema` (the SQLite
-tables), :mod:`~mechcalib.storage.records` (the stored records), :mod:`~mechcalib.storage.sqlite` and
+tables), :mod:`~mechcalib.storage.rows` (the rows written and read), :mod:`~mechcalib.storage.sqlite` and
 :mod:`~mechcalib.storage.memory` (the stores), :mod:`~mechcalib.storage.compaction`,
 :mod:`~mechcalib.storage.export`, :mod:`~mechcalib.storage.codec` (encodings) and
 :mod:`~mechcalib.storage.session` (one run's link to its store).
@@ -19,16 +19,18 @@ from __future__ import annotations
 from .base import Store
 from .codec import cache_keys, decode_response, encode_response, flatten_response, problem_fingerprint, versions
 from .memory import MemoryStore
-from .records import CompactionSummary, EvaluationRecord, RunInfo
+from .rows import CompactionSummary, EvaluationRecord, EvaluationRow, RunInfo, RunSpec
 from .session import RunSession
 from .sqlite import RunStore
 
 __all__ = [
     "CompactionSummary",
     "EvaluationRecord",
+    "EvaluationRow",
     "MemoryStore",
     "RunInfo",
     "RunSession",
+    "RunSpec",
     "RunStore",
     "Store",
     "cache_keys",

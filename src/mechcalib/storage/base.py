@@ -22,7 +22,7 @@ from typing import Any, Self
 import numpy as np
 
 from . import export
-from .records import EvaluationRecord, RunInfo
+from .rows import EvaluationRecord, EvaluationRow, RunInfo, RunSpec
 
 
 class Store(ABC):
@@ -52,20 +52,7 @@ class Store(ABC):
         return self.run(run).config
 
     @abstractmethod
-    def create_run(
-        self,
-        name: str,
-        *,
-        optimizer: str,
-        settings: dict[str, Any],
-        seed: Any,
-        termination: dict[str, Any],
-        evaluator: dict[str, Any],
-        space: list[dict[str, Any]],
-        fingerprint: str | None,
-        config: dict[str, Any] | None,
-        versions: dict[str, str],
-    ) -> int:
+    def create_run(self, name: str, spec: RunSpec) -> int:
         """Insert a run marked ``running`` by this process; returns its id. Refuses a stored name."""
 
     @abstractmethod
@@ -96,29 +83,9 @@ class Store(ABC):
 
     # -- evaluations --------------------------------------------------------------------------------
     @abstractmethod
-    def add_evaluation(
-        self,
-        run_id: int,
-        *,
-        idx: int,
-        batch: int,
-        pos: int,
-        key: str,
-        params: str,
-        u: str,
-        loss: float,
-        raw_loss: float,
-        status: str,
-        error: str | None,
-        started: float,
-        finished: float,
-        worker: str,
-        source: str = "live",
-        cached_from: int | None = None,
-        response: bytes | None = None,
-    ) -> int:
+    def add_evaluation(self, run_id: int, row: EvaluationRow) -> int:
         """Record one evaluation at once; returns its row id (unique in the store, increasing).
-        ``params``/``u`` are JSON; ``(run_id, idx)`` is unique."""
+        ``(run_id, row.idx)`` is unique."""
 
     @abstractmethod
     def lookup(self, key: str, statuses: Sequence[str] = ("ok", "failed")) -> tuple | None:

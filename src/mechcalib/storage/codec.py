@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from .._version import __version__
 from ..core.data import Curve
 
 
@@ -179,8 +180,6 @@ def earlier_fingerprints(problem: Any) -> tuple[str, ...]:
 
 
 def _fingerprint(problem: Any, form: str) -> str | None:
-    from .. import __version__
-
     custom = problem.fingerprint()
     if custom is not None:
         return "custom:" + str(custom)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import ConfigurationError
-from .records import CompactionSummary, nan, now
+from .rows import CompactionSummary, nan, now
 
 if TYPE_CHECKING:
     from .sqlite import RunStore

@@ -6,7 +6,8 @@ full disk, a deleted write-ahead log.
   ``-wal`` file exists, since an immutable open would ignore the last rows of a killed run kept there.
 * :func:`quick_check` runs ``PRAGMA quick_check`` capped in time, so that opening a large store stays quick.
 * :func:`guarded` turns SQLite's and the decoders' exceptions into a :class:`StoreError` that names the file,
-  what happened and what to do (``mechcalib repair``, free space, copy the folder).
+  what happened and what to do (``mechcalib repair``, free space, copy the folder); a subclass of
+  :class:`GuardedMethods` has it applied to every public method and its constructor when the class is made.
 * :func:`write_counts` / :func:`recorded_counts`: the number of evaluations each run has stored, kept in a
   JSON file beside the store (``<store>.counts.json``) and replaced atomically after each batch, so that a
   resume notices when the store holds fewer (its write-ahead log was deleted) and says how many will be
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import json
 import os
 import pickle
@@ -25,7 +27,7 @@ import shutil
 import sqlite3
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote
@@ -116,23 +118,69 @@ DECODE_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
+#: set on a method :func:`guarded` wrapped, so that a subclass does not wrap it again
+_GUARD_MARK = "__store_guarded__"
+
+
+@contextlib.contextmanager
+def _translating(store: Any, action: str) -> Iterator[None]:
+    try:
+        yield
+    except StoreError:
+        raise
+    except (sqlite3.IntegrityError, sqlite3.ProgrammingError, sqlite3.InterfaceError):
+        raise  # a rule of the schema or a closed connection: the caller's mistake, not the file's
+    except DECODE_ERRORS as exc:
+        raise store_error(store.path, exc, action) from exc
+
+
 def guarded(fn: F) -> F:
     """Wrap a store method so that SQLite's and the decoders' errors become :class:`StoreError` naming the
-    store (``self.path``) and the method."""
+    store (``self.path``) and the method (for a generator, also those raised while it is iterated)."""
+    action = "on open" if fn.__name__ == "__init__" else f"in {fn.__name__}()"
+    wrapper: Callable[..., Any]
+    if inspect.isgeneratorfunction(fn):
 
-    @functools.wraps(fn)
-    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(self, *args, **kwargs)
-        except StoreError:
-            raise
-        except (sqlite3.IntegrityError, sqlite3.ProgrammingError, sqlite3.InterfaceError):
-            raise  # a rule of the schema or a closed connection: the caller's mistake, not the file's
-        except DECODE_ERRORS as exc:
-            action = "on open" if fn.__name__ == "__init__" else f"in {fn.__name__}()"
-            raise store_error(self.path, exc, action) from exc
+        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+            with _translating(self, action):
+                yield from fn(self, *args, **kwargs)
 
+    else:
+
+        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+            with _translating(self, action):
+                return fn(self, *args, **kwargs)
+
+    wrapper = functools.wraps(fn)(wrapper)
+    setattr(wrapper, _GUARD_MARK, True)
     return wrapper  # type: ignore[return-value]
+
+
+def is_guarded(fn: Any) -> bool:
+    """Whether ``fn`` is a method :func:`guarded` wrapped."""
+    return bool(getattr(fn, _GUARD_MARK, False))
+
+
+def guard_public_methods(cls: type) -> None:
+    """Wrap in :func:`guarded` each public method of ``cls``, inherited ones included, and its
+    ``__init__``, unless wrapped already. Private helpers (``_name``) are left alone: they run inside a
+    public method, which translates their errors once."""
+    for name in dir(cls):
+        if name.startswith("_") and name != "__init__":
+            continue
+        method = inspect.getattr_static(cls, name)
+        if inspect.isfunction(method) and not is_guarded(method):
+            setattr(cls, name, guarded(method))
+
+
+class GuardedMethods:
+    """A base for stores whose errors are translated by construction: when a subclass is created, every
+    public method it has (defined, overridden or inherited) and its constructor are wrapped in
+    :func:`guarded`, so a method added later cannot be left out."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        guard_public_methods(cls)
 
 
 def _uri(path: Path, **opts: str) -> str:

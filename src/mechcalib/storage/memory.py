@@ -22,7 +22,18 @@ from ..errors import ConfigurationError
 from .base import Store
 from .codec import decode_response, dumps
 from .compaction import best_so_far, timing_of
-from .records import EvaluationRecord, RunInfo, alive, evaluation_record, nan, now, run_info
+from .rows import (
+    EVALUATION_ROW_COLUMNS,
+    EvaluationRecord,
+    EvaluationRow,
+    RunInfo,
+    RunSpec,
+    alive,
+    evaluation_record,
+    nan,
+    now,
+    run_info,
+)
 
 log = logging.getLogger(__name__)
 
@@ -143,20 +154,7 @@ class MemoryStore(Store):
     def has_run(self, name: str) -> bool:
         return any(r["name"] == name for r in self._runs.values())
 
-    def create_run(
-        self,
-        name: str,
-        *,
-        optimizer: str,
-        settings: dict[str, Any],
-        seed: Any,
-        termination: dict[str, Any],
-        evaluator: dict[str, Any],
-        space: list[dict[str, Any]],
-        fingerprint: str | None,
-        config: dict[str, Any] | None,
-        versions: dict[str, str],
-    ) -> int:
+    def create_run(self, name: str, spec: RunSpec) -> int:
         if self.has_run(name):
             raise ConfigurationError(f"a run named {name!r} already exists in {self.path}; choose another name")
         rid, self._next_run = self._next_run, self._next_run + 1
@@ -167,15 +165,7 @@ class MemoryStore(Store):
             "status": "running",
             "stop_reason": None,
             "error": None,
-            "optimizer": optimizer,
-            "settings": dumps(settings),
-            "seed": dumps(seed),
-            "termination": dumps(termination),
-            "evaluator": dumps(evaluator),
-            "space": dumps(space),
-            "fingerprint": dumps(fingerprint),
-            "config": dumps(config) if config is not None else None,
-            "versions": dumps(versions),
+            **spec.columns(),
             "host": socket.gethostname(),
             "pid": os.getpid(),
             "n_batches": 0,
@@ -243,58 +233,30 @@ class MemoryStore(Store):
                 self._runs[run_id]["choices"] = dumps(choices)
 
     # -- evaluations --------------------------------------------------------------------------------
-    def add_evaluation(
-        self,
-        run_id: int,
-        *,
-        idx: int,
-        batch: int,
-        pos: int,
-        key: str,
-        params: str,
-        u: str,
-        loss: float,
-        raw_loss: float,
-        status: str,
-        error: str | None,
-        started: float,
-        finished: float,
-        worker: str,
-        source: str = "live",
-        cached_from: int | None = None,
-        response: bytes | None = None,
-    ) -> int:
+    def add_evaluation(self, run_id: int, row: EvaluationRow) -> int:
         if run_id not in self._runs:
             raise ConfigurationError(f"no run with id {run_id} in {self.path}; create the run first")
         by_idx = self._by_run.setdefault(run_id, {})
-        if int(idx) in by_idx:
+        idx = int(row.idx)
+        if idx in by_idx:
             raise ConfigurationError(
-                f"run {self._runs[run_id]['name']!r} in {self.path} already has evaluation {idx}; each index is "
-                "stored once (is another writer running this run?)"
+                f"run {self._runs[run_id]['name']!r} in {self.path} already has evaluation {row.idx}; each index "
+                "is stored once (is another writer running this run?)"
             )
         eid, self._next_eval = self._next_eval, self._next_eval + 1
+        # as the SQLite columns hold them: INTEGER as int, REAL as float with NaN as NULL
         self._evals[eid] = {
             "id": eid,
             "run_id": run_id,
-            "idx": int(idx),
-            "batch": int(batch),
-            "pos": int(pos),
-            "key": key,
-            "params": params,
-            "u": u,
-            "loss": _real(loss),
-            "raw_loss": _real(raw_loss),
-            "status": status,
-            "error": error,
-            "started": _real(started),
-            "finished": _real(finished),
-            "worker": worker,
-            "source": source,
-            "cached_from": None if cached_from is None else int(cached_from),
-            "response": response,
+            **dict(zip(EVALUATION_ROW_COLUMNS, row.values(), strict=True)),
+            "idx": idx,
+            "batch": int(row.batch),
+            "pos": int(row.pos),
+            **{k: _real(getattr(row, k)) for k in ("loss", "raw_loss", "started", "finished")},
+            "cached_from": None if row.cached_from is None else int(row.cached_from),
         }
-        by_idx[int(idx)] = eid
-        self._by_key.setdefault(key, []).append(eid)
+        by_idx[idx] = eid
+        self._by_key.setdefault(row.key, []).append(eid)
         return eid
 
     def lookup(self, key: str, statuses: Sequence[str] = ("ok", "failed")) -> tuple | None:

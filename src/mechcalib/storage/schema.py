@@ -110,7 +110,7 @@ CREATE TABLE IF NOT EXISTS compactions (
 );
 """
 
-#: The evaluation columns an :class:`~mechcalib.storage.records.EvaluationRecord` is read from, in its
+#: The evaluation columns an :class:`~mechcalib.storage.rows.EvaluationRecord` is read from, in its
 #: field order (``response`` is appended when wanted).
 EVAL_COLS = (
     "id, run_id, idx, batch, pos, key, params, u, loss, raw_loss, status, error, started, finished, worker, "
@@ -132,7 +132,7 @@ COMPACTION_COLS = (
     "created",
 )
 
-# A run's record with its totals, in the order :func:`~mechcalib.storage.records.run_info` reads. A
+# A run's record with its totals, in the order :func:`~mechcalib.storage.rows.run_info` reads. A
 # compacted run keeps every failure and its best evaluation, so ``n_failed`` and ``MIN(loss)`` read from the
 # kept rows stay exact; its total count comes from its compaction record.
 _RUN_SQL = (
@@ -146,7 +146,7 @@ _COUNT_SQL = "(SELECT COUNT(*) FROM evaluations e WHERE e.run_id=r.id)"
 
 
 def run_sql(has_compactions: bool, has_choices: bool = True) -> str:
-    """The ``SELECT`` of :func:`~mechcalib.storage.records.run_info` rows (append ``WHERE``/``ORDER BY``);
+    """The ``SELECT`` of :func:`~mechcalib.storage.rows.run_info` rows (append ``WHERE``/``ORDER BY``);
     ``has_compactions``/``has_choices``: whether the file has the ``compactions`` table and the ``runs.choices``
     column (a store written by an older version and opened read-only has not)."""
     choices = "r.choices" if has_choices else "NULL"

@@ -29,7 +29,7 @@ from .codec import (
     problem_fingerprint,
     versions,
 )
-from .records import EvaluationRecord
+from .rows import EvaluationRecord, EvaluationRow, RunSpec
 
 log = logging.getLogger(__name__)
 
@@ -151,8 +151,7 @@ class RunSession:
         if optimizer.seed is None:
             optimizer.seed = secrets.randbits(63)  # recorded, so that the run can be resumed exactly
         name = run_name or f"{optimizer.name}-{datetime.now():%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
-        self.run_id = store.create_run(
-            name,
+        spec = RunSpec(
             optimizer=optimizer.name,
             settings=settings | {"seed": optimizer.seed},
             seed=_seed_record(optimizer.seed),
@@ -163,6 +162,7 @@ class RunSession:
             config=config,
             versions=versions(),
         )
+        self.run_id = store.create_run(name, spec)
         self.run_name = name
 
     def _check_same(self, info: Any, optimizer: Any, settings: dict, space: list) -> None:
@@ -283,8 +283,7 @@ class RunSession:
         """Commit one outcome; returns its row id."""
         if blob is None and o.response is not None:
             blob = encode_response(o.response)
-        return self.store.add_evaluation(
-            self.run_id,
+        row = EvaluationRow(
             idx=idx,
             batch=batch,
             pos=pos,
@@ -302,6 +301,7 @@ class RunSession:
             cached_from=cached_from,
             response=blob,
         )
+        return self.store.add_evaluation(self.run_id, row)
 
     def response_of(self, blob: bytes | None) -> Any:
         return decode_response(blob)

@@ -30,18 +30,21 @@ from .base import Store
 from .codec import decode_response, dumps
 from .compaction import ACTIVE_GAP_S, best_so_far, compact_sqlite, timing_of
 from .integrity import (
+    GuardedMethods,
     connect_readonly,
-    guarded,
     quick_check,
     recorded_counts,
     repair_hint,
     store_error,
     write_counts,
 )
-from .records import (
+from .rows import (
+    EVALUATION_ROW_COLUMNS,
     CompactionSummary,
     EvaluationRecord,
+    EvaluationRow,
     RunInfo,
+    RunSpec,
     alive,
     evaluation_record,
     nan,
@@ -52,11 +55,16 @@ from .schema import COMPACTION_COLS, EVAL_COLS, SCHEMA_VERSION, ensure_schema, r
 
 log = logging.getLogger(__name__)
 
+_INSERT_EVALUATION = (
+    f"INSERT INTO evaluations (run_id, {', '.join(EVALUATION_ROW_COLUMNS)}) "
+    f"VALUES ({','.join('?' * (1 + len(EVALUATION_ROW_COLUMNS)))})"
+)
+
 # Re-exported: they were defined here before the store was split into modules.
 __all__ = ["ACTIVE_GAP_S", "SCHEMA_VERSION", "CompactionSummary", "EvaluationRecord", "RunInfo", "RunStore"]
 
 
-class RunStore(Store):
+class RunStore(GuardedMethods, Store):
     """Runs, evaluations and optimiser checkpoints in one SQLite file.
 
     Args:
@@ -73,6 +81,10 @@ class RunStore(Store):
     :meth:`evaluations`, :meth:`failures`, :meth:`best`, :meth:`trace`, :meth:`timing`, :meth:`checkpoints`,
     :meth:`export_csv`, :meth:`dataset` and :meth:`export_dataset`. The writing methods are used by
     :func:`mechcalib.calibrate`.
+
+    Every public method (and the constructor; a subclass's too, :class:`GuardedMethods`) turns SQLite's and
+    the decoders' errors into a :class:`~mechcalib.storage.integrity.StoreError` naming the file and what to
+    do (repair, free space, copy the folder).
 
     A finished study can be shrunk with :meth:`compact_run` (then :meth:`vacuum`): a compacted run keeps
     its record, its failures and the evaluations that improved its best loss, so that its counts,
@@ -201,45 +213,17 @@ class RunStore(Store):
     def status(self, run: str | int) -> str:
         return self.run(run).status
 
-    def create_run(
-        self,
-        name: str,
-        *,
-        optimizer: str,
-        settings: dict[str, Any],
-        seed: Any,
-        termination: dict[str, Any],
-        evaluator: dict[str, Any],
-        space: list[dict[str, Any]],
-        fingerprint: str | None,
-        config: dict[str, Any] | None,
-        versions: dict[str, str],
-    ) -> int:
+    def create_run(self, name: str, spec: RunSpec) -> int:
         """Insert a run marked ``running`` by this process; returns its id."""
         t = now()
+        cols = spec.columns()
         with self._tx() as con:
             if con.execute("SELECT 1 FROM runs WHERE name=?", (name,)).fetchone():
                 raise ConfigurationError(f"a run named {name!r} already exists in {self.path}; choose another name")
             cur = con.execute(
-                "INSERT INTO runs (name, status, optimizer, settings, seed, termination, evaluator, space, "
-                "fingerprint, config, versions, host, pid, created, updated) "
-                "VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    name,
-                    optimizer,
-                    dumps(settings),
-                    dumps(seed),
-                    dumps(termination),
-                    dumps(evaluator),
-                    dumps(space),
-                    dumps(fingerprint),
-                    dumps(config) if config is not None else None,
-                    dumps(versions),
-                    socket.gethostname(),
-                    os.getpid(),
-                    t,
-                    t,
-                ),
+                f"INSERT INTO runs (name, status, {', '.join(cols)}, host, pid, created, updated) "
+                f"VALUES (?, 'running', {', '.join('?' * len(cols))}, ?, ?, ?, ?)",
+                (name, *cols.values(), socket.gethostname(), os.getpid(), t, t),
             )
             return int(cur.lastrowid)  # type: ignore[arg-type]
 
@@ -340,52 +324,10 @@ class RunStore(Store):
             con.execute("UPDATE runs SET name=?, updated=? WHERE id=?", (new_name, now(), rid))
 
     # -- evaluations -------------------------------------------------------------------------------
-    def add_evaluation(
-        self,
-        run_id: int,
-        *,
-        idx: int,
-        batch: int,
-        pos: int,
-        key: str,
-        params: str,
-        u: str,
-        loss: float,
-        raw_loss: float,
-        status: str,
-        error: str | None,
-        started: float,
-        finished: float,
-        worker: str,
-        source: str = "live",
-        cached_from: int | None = None,
-        response: bytes | None = None,
-    ) -> int:
-        """Insert one evaluation and commit it at once; returns its row id. ``params``/``u`` are JSON."""
+    def add_evaluation(self, run_id: int, row: EvaluationRow) -> int:
+        """Insert one evaluation and commit it at once; returns its row id."""
         with self._lock:
-            cur = self._con.execute(
-                "INSERT INTO evaluations (run_id, idx, batch, pos, key, params, u, loss, raw_loss, status, error, "
-                "started, finished, worker, source, cached_from, response) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    run_id,
-                    idx,
-                    batch,
-                    pos,
-                    key,
-                    params,
-                    u,
-                    loss,
-                    raw_loss,
-                    status,
-                    error,
-                    started,
-                    finished,
-                    worker,
-                    source,
-                    cached_from,
-                    response,
-                ),
-            )
+            cur = self._con.execute(_INSERT_EVALUATION, (run_id, *row.values()))
             return int(cur.lastrowid)  # type: ignore[arg-type]
 
     def lookup(self, key: str, statuses: Sequence[str] = ("ok", "failed")) -> tuple | None:
@@ -593,15 +535,3 @@ class RunStore(Store):
     ) -> Path:
         """Write :meth:`dataset` to a ``.npz`` file (``numpy.load(path)`` reads it back)."""
         return export.export_dataset(self, run, path, include_failed=include_failed, unique=unique)
-
-
-# Every public method (and the constructor): SQLite's and the decoders' errors become StoreError naming the
-# file and what to do (repair, free space, copy the folder).
-_GUARDED = (
-    "__init__ runs run has_run status create_run reopen_run finish_run delete_run rename_run add_evaluation lookup "
-    "evaluations n_evaluations failures best stored_evaluations trace timing compact_run vacuum save_checkpoint "
-    "touch sync checkpoints load_checkpoint export_dataset export_csv dataset"
-)
-for _name in _GUARDED.split():
-    setattr(RunStore, _name, guarded(getattr(RunStore, _name)))
-del _name

@@ -1,5 +1,6 @@
-"""What a store holds, as Python values: a run's record, an evaluation, a compaction's summary, and the
-conversions of stored rows into them (shared by the SQLite and the in-memory store)."""
+"""The store's rows as Python values, shared by the SQLite and the in-memory store: what is written (a new
+run's :class:`RunSpec`, an :class:`EvaluationRow`), what is read back (a run's :class:`RunInfo`, an
+:class:`EvaluationRecord`, a :class:`CompactionSummary`) and the conversions of stored rows into them."""
 
 from __future__ import annotations
 
@@ -8,11 +9,13 @@ import math
 import os
 import socket
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
+
+from .codec import dumps
 
 
 def now() -> str:
@@ -38,6 +41,65 @@ def alive(host: str | None, pid: int | None) -> bool | None:
 def nan(v: float | None) -> float:
     """A stored REAL (NULL for NaN) -> float."""
     return math.nan if v is None else float(v)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunSpec:
+    """What a new run is created with (:meth:`~mechcalib.storage.base.Store.create_run`): each field is
+    stored as canonical JSON in the ``runs`` column of its name (``config=None``: NULL)."""
+
+    optimizer: str
+    settings: dict[str, Any]
+    seed: Any
+    termination: dict[str, Any]
+    evaluator: dict[str, Any]
+    space: list[dict[str, Any]]
+    fingerprint: str | None
+    config: dict[str, Any] | None
+    versions: dict[str, str]
+
+    def columns(self) -> dict[str, Any]:
+        """``{column: stored value}`` of the ``runs`` table, in the order of the fields: the optimiser's name
+        as text, the others as canonical JSON text, a missing configuration as NULL."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            keep_as_is = f.name == "optimizer" or (f.name == "config" and value is None)
+            out[f.name] = value if keep_as_is else dumps(value)
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class EvaluationRow:
+    """One evaluation as :meth:`~mechcalib.storage.base.Store.add_evaluation` writes it (the columns of
+    :mod:`mechcalib.storage.schema`'s ``evaluations`` table but the ids): ``params`` (``{name: value}``) and
+    ``u`` (the unit-cube point) as JSON text, the response as :func:`~mechcalib.storage.codec.encode_response`
+    made it. ``(run_id, idx)`` is unique in a store."""
+
+    idx: int
+    batch: int
+    pos: int
+    key: str
+    params: str
+    u: str
+    loss: float
+    raw_loss: float
+    status: str
+    error: str | None
+    started: float
+    finished: float
+    worker: str
+    source: str = "live"
+    cached_from: int | None = None
+    response: bytes | None = None
+
+    def values(self) -> tuple[Any, ...]:
+        """The fields in column order (:data:`EVALUATION_ROW_COLUMNS`)."""
+        return tuple(getattr(self, name) for name in EVALUATION_ROW_COLUMNS)
+
+
+#: the ``evaluations`` columns an :class:`EvaluationRow` fills, in its field order (after ``run_id``)
+EVALUATION_ROW_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(EvaluationRow))
 
 
 @dataclass
