@@ -8,8 +8,7 @@ from .core.parameters import Parameter, ParameterSpace
 from .core.problem import EvaluationBatch, FunctionProblem, Problem, experiment_from_model
 from .errors import ConfigurationError, DataError, MechcalibError, MissingExtraError
 from .objectives import F1, F2, L2, OBJECTIVES, Objective, OverlapRSS, make_objective
-
-__version__ = "0.1.0"
+from .version import __version__ as __version__
 
 __all__ = [
     "F1",

@@ -66,7 +66,7 @@ class RunRecord:
 def _progress_hook(progress: ProgressHook | None, total: int | None, done: int, best: float):
     if progress is None:
         return None
-    state = {"done": done, "best": best}
+    state: dict[str, Any] = {"done": done, "best": best}
     progress(done, total, best)
 
     def on_evaluation(idx: int, batch: int, outcome: Any) -> None:
@@ -116,10 +116,11 @@ def _calibrate_in(
                 **cfg.calibrate_options(),
             )
             summary = result_summary(result, cfg, store, evaluator, wall=time.perf_counter() - t0)
-            best = store.best(run_name)
+            best_record = store.best(run_name)
     finally:
         evaluator.close()
-    summary["uncertainty"] = folder_uncertainty_brief(out_dir, None if best is None else best.idx)  # kept by a resume
+    best_index = None if best_record is None else best_record.idx
+    summary["uncertainty"] = folder_uncertainty_brief(out_dir, best_index)  # kept by a resume
     write_json(out_dir / RESULT_FILE, summary)
     written: list[Path] = []
     if cfg.output.plots if plots is None else plots:
@@ -158,7 +159,7 @@ def run_config(
     file's path. Returns a :class:`RunRecord`; ``result.json`` holds its ``summary``.
     """
     t0 = time.perf_counter()
-    cfg = config if isinstance(config, RunConfig) else load_config(config)
+    cfg = config if isinstance(config, RunConfig) else load_config(Path(config))
     ov = cli_overrides(budget=budget, seed=seed, workers=workers, scheduler=scheduler, timeout=cfg.evaluator.timeout)
     cfg = apply_overrides(cfg, ov)
     out = Path(out_dir) if out_dir is not None else Path(cfg.output.directory) / cfg.name
@@ -253,7 +254,7 @@ def _resume_locked(
     if run is None and out.is_dir() and man.get("config_path") and not _holds_a_run(out / STORE_FILE):
         # killed before its run was recorded (nothing was computed): start it as `run` would have
         log.warning("the run in %s was stopped before it was recorded; starting it from %s", out, man["config_path"])
-        cfg = apply_overrides(load_config(config or man["config_path"]), man.get("overrides") or {})
+        cfg = apply_overrides(load_config(Path(config or man["config_path"])), man.get("overrides") or {})
         ov = cli_overrides(budget=budget, seed=None, workers=workers, scheduler=scheduler, timeout=cfg.evaluator.timeout)
         cfg = apply_overrides(cfg, ov)
         return _calibrate_in(

@@ -179,7 +179,7 @@ def earlier_fingerprints(problem: Any) -> tuple[str, ...]:
 
 
 def _fingerprint(problem: Any, form: str) -> str | None:
-    from .. import __version__
+    from ..version import __version__
 
     custom = problem.fingerprint()
     if custom is not None:
