@@ -26,6 +26,7 @@ from mechcalib.models.masonry import dem
 from mechcalib.models.masonry.arch import MEASURED_PEAK_KN, PULATSU, MasonryArch
 from mechcalib.models.masonry.limit import hinge_mechanisms, static_collapse
 from mechcalib.objectives import OverlapRSS
+from mechcalib.reporting import plot_arch_run
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -581,7 +582,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ]
     m = MasonryArch()
     (r,) = m.run(PULATSU_THETA, {"velocity": 1.0, **REAL})
-    m.plot(
+    plot_arch_run(
+        m,
         r,
         state="end",
         scale=5,
@@ -589,7 +591,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         title="Pulatsu's parameters, 1 mm/s, 12 mm (x5): " + r.mode_end.summary(),
     )
     (r,) = m.run(PULATSU_THETA, REAL)
-    m.plot(r, state="end", scale=5, path=out / "deformed_10mmps.png", title="Pulatsu's parameters, 10 mm/s, 12 mm (x5)")
+    plot_arch_run(
+        m, r, state="end", scale=5, path=out / "deformed_10mmps.png", title="Pulatsu's parameters, 10 mm/s, 12 mm (x5)"
+    )
     (out / "studies.md").write_text("\n\n".join(parts) + "\n")
     sys.stdout.write(f"wrote {out / 'studies.md'} and the PNGs beside it\n")
     return 0

@@ -309,18 +309,20 @@ def test_resume_falls_back_to_the_config_file(config, tmp_path):
 def test_evaluator_choice_and_overrides(config):
     from mechcalib.config import load_config
     from mechcalib.execution import DaskEvaluator, PoolEvaluator, SerialEvaluator
-    from mechcalib.runs import _apply, _overrides, build_evaluator
+    from mechcalib.runs import apply_overrides, build_evaluator, cli_overrides
 
     cfg = load_config(config)
     ev = build_evaluator(cfg)
     assert isinstance(ev, SerialEvaluator) and ev.timeout is None
-    pooled = _apply(cfg, _overrides(budget=7, seed=9, workers=3, scheduler=None, timeout=5.0))
+    pooled = apply_overrides(cfg, cli_overrides(budget=7, seed=9, workers=3, scheduler=None, timeout=5.0))
     assert pooled.budget.max_evals == 7 and pooled.seed == 9 and pooled.evaluator.timeout == 5.0
     ev = build_evaluator(pooled)
     assert isinstance(ev, PoolEvaluator) and ev.n_workers_ == 3 and ev.timeout == 5.0
     ev = build_evaluator(
-        _apply(cfg, _overrides(budget=None, seed=None, workers=None, scheduler="tcp://10.0.0.5:8786", timeout=None))
+        apply_overrides(
+            cfg, cli_overrides(budget=None, seed=None, workers=None, scheduler="tcp://10.0.0.5:8786", timeout=None)
+        )
     )
     assert isinstance(ev, DaskEvaluator) and ev.address == "tcp://10.0.0.5:8786"  # connects on first use only
     with pytest.raises(mc.ConfigurationError, match="not both"):
-        _overrides(budget=None, seed=None, workers=2, scheduler="tcp://x:1", timeout=None)
+        cli_overrides(budget=None, seed=None, workers=2, scheduler="tcp://x:1", timeout=None)

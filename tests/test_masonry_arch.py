@@ -177,7 +177,9 @@ def test_small_displacements_keep_the_strength():
 
 def test_deformed_plot(tmp_path, model):
     (run,) = model.run(model.full_vector()[None], {"max_displacement": 2.0, "n_samples": 41, "mass_scale": 1.0})
-    fig = model.plot(run, path=tmp_path / "arch.png", state="peak")
+    from mechcalib.reporting import plot_arch_run
+
+    fig = plot_arch_run(model, run, path=tmp_path / "arch.png", state="peak")
     assert (tmp_path / "arch.png").stat().st_size > 10_000
     assert len(fig.axes[0].collections[0].get_paths()) == 15 + 1  # 15 blocks and the wooden interface
     assert run.status == dem.OK

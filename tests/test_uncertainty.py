@@ -275,3 +275,12 @@ def test_the_profile_of_a_linear_model_gives_the_local_interval():
     sd = u.local.std[0]
     assert abs(p.lower - u.local.lower[0]) < 0.1 * sd and abs(p.upper - u.local.upper[0]) < 0.1 * sd
     assert u.to_json()["profiles"]["a"]["upper"] == p.upper
+
+
+def test_the_library_refuses_a_folder_and_names_the_run_folder_function(tmp_path):
+    """The uncertainty library knows nothing of run folders: a path is refused, naming the function that
+    analyses one (mechcalib.runs.folder_uncertainty, what `mechcalib uncertainty DIR` runs)."""
+    with pytest.raises(mc.ConfigurationError, match="folder_uncertainty"):
+        uncertainty(tmp_path)
+    with pytest.raises(mc.ConfigurationError, match="profile takes one or two"):
+        uncertainty(tmp_path, profile=["a", "b", "c"])  # the options are checked first, as before

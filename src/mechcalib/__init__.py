@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from ._version import __version__ as __version__
 from .calibrate import History, Result, Termination, calibrate, minimize
 from .core.data import Curve, Experiment
 from .core.parameters import Parameter, ParameterSpace
 from .core.problem import EvaluationBatch, FunctionProblem, Problem, experiment_from_model
 from .errors import ConfigurationError, DataError, MechcalibError, MissingExtraError
 from .objectives import F1, F2, L2, OBJECTIVES, Objective, OverlapRSS, make_objective
+from .version import __version__ as __version__
 
 __all__ = [
     "F1",

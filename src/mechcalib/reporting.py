@@ -201,7 +201,7 @@ def plot_deformed(
     displacement magnitude of each block's centroid [mm] (from ``pos_ref``, default the assembled state),
     displacements amplified ``scale`` times; the hinges of ``mode`` (a ``FailureMode``) as red dots at their
     pivots, sliding joints as blue lines (Kibriya et al. (2023) Figs. 3, 16). Saves a PNG to ``path`` if given; returns the
-    figure. ``MasonryArch.plot`` draws a run with it."""
+    figure. :func:`plot_arch_run` draws a run of the masonry-arch model with it."""
     import textwrap
 
     from .models.masonry.failure import block_polygons, joint_end_points
@@ -245,3 +245,25 @@ def plot_deformed(
     if path is not None:
         fig.savefig(path, dpi=120, bbox_inches="tight")
     return fig
+
+
+def plot_arch_run(
+    model, run, *, state: str = "end", scale: float = 5.0, path: str | Path | None = None, title: str = "", ax=None
+):
+    """Deformed shape of ``run`` (an ``ArchRun`` of the masonry-arch ``model``) at ``state`` (``"peak"`` or
+    ``"end"``), coloured by displacement, with its hinges and sliding joints (Kibriya et al. (2023) Figs. 3,
+    16); the arrow points from the report to the model, which draws nothing itself."""
+    pos = run.pos_peak if state == "peak" else run.pos_end
+    mode = run.mode_peak if state == "peak" else run.mode_end
+    return plot_deformed(
+        model.assembly,
+        model.centroids,
+        pos,
+        pos_ref=run.pos_eq,
+        mode=mode,
+        scale=scale,
+        sub_blocks=model.contacts == "pulatsu",
+        path=path,
+        title=title,
+        ax=ax,
+    )

@@ -479,7 +479,7 @@ def uncertainty(
     posterior RUN/samples.csv and RUN/samples.npz; `mechcalib report RUN` draws the corner plot and bands."""
     import warnings
 
-    from ..uncertainty.folder import folder_uncertainty
+    from ..runs import folder_uncertainty
 
     bar = _StepBar(is_quiet(ctx, quiet) or as_json)
     with errors(directory), warnings.catch_warnings():

@@ -120,9 +120,9 @@ class SamplingProblem:
         import hashlib
         import pickle
 
-        from .._version import __version__
         from ..storage.codec import dumps
         from ..storage.session import space_record
+        from ..version import __version__
 
         h = hashlib.blake2b(digest_size=16)
         h.update(pickle.dumps(self.model, protocol=4))

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .._version import __version__
+from ..version import __version__
 from ..core.data import Curve
 
 

@@ -5,6 +5,7 @@ through the run engine. See :func:`uncertainty` and docs/uncertainty.md.
     res = mc.calibrate(problem, max_evals=200, store="runs.sqlite", run_name="fit")
     u = mc.uncertainty(res, problem=problem, store="runs.sqlite", posterior=True, seed=1)
     # the package is callable: mc.uncertainty(...) is mechcalib.uncertainty.uncertainty(...)
+    # a run folder: mechcalib.runs.folder_uncertainty("runs/fit") (the library knows nothing of folders)
     u.parameters()["k"]        # {"best", "lower", "upper", "std", "method", ...}
     u.local.weakest            # the least identifiable direction, in words
 """
@@ -15,19 +16,22 @@ import sys
 import types
 from typing import Any
 
-from .api import UncertaintyResult, uncertainty
+from .api import CalibratedRun, UncertaintyOptions, UncertaintyResult, analyse, uncertainty
 from .likelihood import LikelihoodProblem, channel_blocks
 from .local import LocalUncertainty, UncertaintyWarning
 from .posterior import PosteriorSummary
 from .sampler import EnsembleSampler
 
 __all__ = [
+    "CalibratedRun",
     "EnsembleSampler",
     "LikelihoodProblem",
     "LocalUncertainty",
     "PosteriorSummary",
+    "UncertaintyOptions",
     "UncertaintyResult",
     "UncertaintyWarning",
+    "analyse",
     "channel_blocks",
     "uncertainty",
 ]

@@ -1,10 +1,14 @@
-"""``uncertainty(result_or_run, ...)``: the local intervals and, on request, the posterior of a calibration.
+"""``uncertainty(result, ...)``: the local intervals and, on request, the posterior of a calibration.
 
 The steps (each a run in the calibration's store, :mod:`.engine`): polish the best point with one
 least-squares start (refused when it does not meet its tolerances, unless ``force``); the residuals and their
 Jacobian there; the Laplace covariance (:mod:`.local`); with ``posterior=True`` an emcee chain started around
 the polished optimum with that covariance (:mod:`.sampler`, :mod:`.posterior`). Called again on the same store
 everything stored is read back, nothing is simulated twice, and a longer ``steps`` extends the chain.
+
+The library knows nothing of run folders: :func:`analyse` takes a :class:`CalibratedRun` (problem, store, run,
+best point) and an :class:`UncertaintyOptions`; :func:`uncertainty` builds both from a calibration
+:class:`~mechcalib.calibrate.Result`, and :func:`mechcalib.runs.folder_uncertainty` from a run folder.
 """
 
 from __future__ import annotations
@@ -15,16 +19,17 @@ import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..errors import ConfigurationError
-from .engine import finite, jacobian, polish, run_chain
-from .likelihood import NoiseLike, channel_blocks, estimate_noise, noise_levels, per_residual
+from .engine import ChainSettings, finite, jacobian, polish, run_chain
+from .likelihood import NoiseLike, channel_blocks, check_counts, estimate_noise, noise_levels, per_residual
 from .local import LocalUncertainty, UncertaintyWarning, local_uncertainty
 from .posterior import PosteriorSummary, summarize
+from .profile import Profile, ProfileGrid
+from .profile import profile as run_profile
 
 
 @dataclass
@@ -102,47 +107,87 @@ class UncertaintyResult:
         }
 
 
-def _source(source: Any, problem: Any, store: Any, run: str | None) -> tuple[Any, Any, str, np.ndarray, bool]:
-    """``(problem, store, run name, best unit-cube point, own store)`` from a Result or a run folder/store."""
+@dataclass(frozen=True, kw_only=True)
+class UncertaintyOptions:
+    """What an analysis computes, checked when built (the arguments of :func:`uncertainty` of the same names).
+
+    ``posterior``: also sample the posterior with emcee; ``walkers``, ``steps``: the ensemble size (default
+    ``max(16, 4 d)``, even) and the chain length (default 2000); ``noise``: the measurement noise's standard
+    deviation, one number or ``{channel: sigma}`` (``None``: estimated per channel at the optimum); ``seed``: the
+    chain's seed; ``move``: emcee's move; ``force``: go on past a polish that did not converge or a singular
+    direction; ``polish_budget``: the polish's evaluation budget; ``difference``: the Jacobian's finite
+    differences; ``profile``: one or two parameter names whose profile likelihood to compute."""
+
+    posterior: bool = False
+    walkers: int | None = None
+    steps: int | None = None
+    noise: NoiseLike = None
+    seed: int | None = None
+    move: str = "stretch"
+    force: bool = False
+    polish_budget: int | None = None
+    difference: str = "central"
+    profile: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        profile = self.profile
+        if len(profile) > 2:
+            raise ConfigurationError(
+                f"profile takes one or two parameters (each costs 10 re-fits), got {list(profile)}"
+            )
+        walkers, steps = self.walkers, self.steps
+        if walkers is not None and (isinstance(walkers, bool) or not isinstance(walkers, int) or walkers < 4):
+            raise ConfigurationError(f"walkers must be an even integer >= 4 (and >= 2 d), got {walkers!r}")
+        if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or steps < 1):
+            raise ConfigurationError(f"steps must be an integer >= 1, got {steps!r}")
+        object.__setattr__(self, "profile", tuple(profile))
+
+
+@dataclass(frozen=True, kw_only=True)
+class CalibratedRun:
+    """The calibration an analysis starts from: its ``problem`` (the objective must have residuals), the
+    ``store`` its analysis runs are recorded in (``<run_name>.polish``, ``.jacobian``, ``.posterior``,
+    ``.profile.<name>``), and its best point ``best_u`` in the unit cube."""
+
+    problem: Any
+    store: Any
+    run_name: str
+    best_u: np.ndarray
+
+
+def _from_result(source: Any, problem: Any, store: Any, run: str | None) -> tuple[CalibratedRun, bool]:
+    """The :class:`CalibratedRun` of a calibration Result, and whether its store was opened here."""
     from ..calibrate import Result
 
-    if isinstance(source, Result):
-        if problem is None:
-            raise ConfigurationError(
-                "uncertainty(result) needs the problem the result was calibrated on: uncertainty(result, "
-                "problem=problem)"
-            )
-        if not source.history.losses:
-            raise ConfigurationError("the result holds no evaluation; calibrate first")
-        i = int(np.argmin(source.history.losses))
-        u = np.asarray(source.history.U[i], dtype=float)
-        own = store is None
-        if own:
-            from ..storage.memory import MemoryStore
-
-            store = MemoryStore()
-        elif not hasattr(store, "run"):
-            from ..storage.sqlite import RunStore
-
-            store, own = RunStore(store), True
-        return problem, store, run or source.run_name or "run", u, own
     if isinstance(source, str | os.PathLike):
-        from ..runs import _run_name, _store_path, load_run_config
+        raise ConfigurationError(
+            f"uncertainty() analyses a calibration Result, got the path {str(source)!r}; a run folder (or run "
+            "store file) is analysed by mechcalib.runs.folder_uncertainty(folder, ...), as the command "
+            "`mechcalib uncertainty FOLDER` does"
+        )
+    if not isinstance(source, Result):
+        raise ConfigurationError(
+            f"uncertainty takes a calibration Result (a run folder: mechcalib.runs.folder_uncertainty), got "
+            f"{type(source).__name__}"
+        )
+    if problem is None:
+        raise ConfigurationError(
+            "uncertainty(result) needs the problem the result was calibrated on: uncertainty(result, problem=problem)"
+        )
+    if not source.history.losses:
+        raise ConfigurationError("the result holds no evaluation; calibrate first")
+    i = int(np.argmin(source.history.losses))
+    u = np.asarray(source.history.U[i], dtype=float)
+    own = store is None
+    if own:
+        from ..storage.memory import MemoryStore
+
+        store = MemoryStore()
+    elif not hasattr(store, "run"):
         from ..storage.sqlite import RunStore
 
-        out = Path(source)
-        st = RunStore(_store_path(out))
-        name = _run_name(st, out, run)
-        best = st.best(name)
-        if best is None:
-            st.close()
-            raise ConfigurationError(f"run {name!r} has no successful evaluation; nothing to analyse")
-        if problem is None:
-            problem = load_run_config(out, run=name).build_problem()
-        return problem, st, name, np.asarray(best.u, dtype=float), True
-    raise ConfigurationError(
-        f"uncertainty takes a calibration Result or a run folder (or store file), got {type(source).__name__}"
-    )
+        store, own = RunStore(store), True
+    return CalibratedRun(problem=problem, store=store, run_name=run or source.run_name or "run", best_u=u), own
 
 
 def uncertainty(
@@ -167,11 +212,11 @@ def uncertainty(
     """Parameter uncertainty of a calibration (module docstring).
 
     Args:
-        source: a :class:`~mechcalib.calibrate.Result` (give ``problem``, and ``store`` to persist), or a run
-            folder / run store file (its store, configuration and best point are used).
+        source: a :class:`~mechcalib.calibrate.Result` (give ``problem``, and ``store`` to persist); a run
+            folder is analysed by :func:`mechcalib.runs.folder_uncertainty`.
         problem: the calibrated :class:`~mechcalib.core.problem.Problem` (its objective must have residuals).
-        store: where the polish, Jacobian and chain runs are recorded (default for a Result: in memory).
-        run: the run to analyse in a folder holding several (default: the folder's).
+        store: where the polish, Jacobian and chain runs are recorded (default: in memory).
+        run: the name the analysis runs start from (default: the result's run name).
         posterior: also sample the posterior with emcee.
         walkers, steps: the ensemble size (default ``max(16, 4 d)``, even) and the chain length (default 2000).
         noise: the measurement noise's standard deviation, one number or ``{channel: sigma}`` (residual units);
@@ -188,24 +233,34 @@ def uncertainty(
         profile: one or two parameter names whose profile likelihood to compute (:mod:`.profile`; 9 values
             over the local interval widened to +-3 sd, each a least-squares re-fit of the others).
     """
-    if len(profile) > 2:
-        raise ConfigurationError(f"profile takes one or two parameters (each costs 10 re-fits), got {list(profile)}")
-    if walkers is not None and (isinstance(walkers, bool) or not isinstance(walkers, int) or walkers < 4):
-        raise ConfigurationError(f"walkers must be an even integer >= 4 (and >= 2 d), got {walkers!r}")
-    if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or steps < 1):
-        raise ConfigurationError(f"steps must be an integer >= 1, got {steps!r}")
-    prob, st, name, u_best, own = _source(source, problem, store, run)
+    options = UncertaintyOptions(
+        posterior=posterior, walkers=walkers, steps=steps, noise=noise, seed=seed, move=move, force=force,
+        polish_budget=polish_budget, difference=difference, profile=tuple(profile),
+    )  # fmt: skip
+    target, own = _from_result(source, problem, store, run)
+    try:
+        return analyse(target, options, evaluator=evaluator, progress=progress)
+    finally:
+        if own:
+            target.store.close()
+
+
+def analyse(
+    target: CalibratedRun,
+    options: UncertaintyOptions,
+    *,
+    evaluator: Any = None,
+    progress: Callable[[int, int], Any] | None = None,
+) -> UncertaintyResult:
+    """The analysis of ``target`` (module docstring); every warning raised is shown to the caller and listed,
+    once each, in the result's ``warnings``. ``evaluator``: where simulations run; ``progress(steps done,
+    steps)`` during the chain."""
     caught: list[warnings.WarningMessage] = []
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            out = _analyse(
-                prob, st, name, u_best, posterior, walkers, steps, noise, seed, move, force, evaluator,
-                polish_budget, difference, progress, tuple(profile),
-            )  # fmt: skip
+            out = _analyse(target, options, evaluator, progress)
     finally:
-        if own:
-            st.close()
         for w in caught:  # shown to the caller as raised
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     seen: list[str] = []
@@ -217,46 +272,21 @@ def uncertainty(
 
 
 def _analyse(
-    prob: Any,
-    st: Any,
-    name: str,
-    u_best: np.ndarray,
-    posterior: bool,
-    walkers: int | None,
-    steps: int | None,
-    noise: NoiseLike,
-    seed: int | None,
-    move: str,
-    force: bool,
+    target: CalibratedRun,
+    options: UncertaintyOptions,
     evaluator: Any,
-    polish_budget: int | None,
-    difference: str,
     progress: Callable[[int, int], Any] | None,
-    profile_names: tuple[str, ...] = (),
 ) -> UncertaintyResult:
+    prob, st, name = target.problem, target.store, target.run_name
     blocks = channel_blocks(prob)
-    given = noise_levels(noise, blocks)  # a bad noise level is refused before any simulation
+    given = noise_levels(options.noise, blocks)  # a bad noise level is refused before any simulation
     space = prob.space
-    d = space.dim
-    from .likelihood import check_counts
-
-    check_counts(prob.n_residuals, d)
-    pol = polish(prob, u_best, store=st, run_name=f"{name}.polish", budget=polish_budget, evaluator=evaluator)
-    if not pol.converged:
-        text = (
-            f"run {name!r} has not converged: the least-squares polish of its best point {pol.reason} (the rule: "
-            "intervals are computed at an optimum)"
-        )
-        if not force:
-            raise ConfigurationError(
-                text + "; resume the calibration with a larger budget or raise polish_budget, or pass force=True "
-                "(--force) to compute them at the polished point anyway"
-            )
-        warnings.warn(text + "; computed anyway (force)", UncertaintyWarning, stacklevel=3)
+    check_counts(prob.n_residuals, space.dim)
+    pol = _polished(target, options, evaluator)
     r, J, n_jac = jacobian(
-        prob, pol.u, store=st, run_name=f"{name}.jacobian", difference=difference, evaluator=evaluator
+        prob, pol.u, store=st, run_name=f"{name}.jacobian", difference=options.difference, evaluator=evaluator
     )
-    sigma = given if given is not None else estimate_noise(r, blocks, d)
+    sigma = given if given is not None else estimate_noise(r, blocks, space.dim)
     sig_res = per_residual(sigma, blocks)
     loc = local_uncertainty(
         space,
@@ -266,60 +296,15 @@ def _analyse(
         sig_res,
         {b.name: float(s) for b, s in zip(blocks, sigma, strict=True)},
         noise_estimated=given is None,
-        force=force,
+        force=options.force,
     )
     best = dict(zip(space.free_names, space.from_unit(pol.u[None, :])[0].tolist(), strict=True))
     post = None
     n_sim = pol.n_simulated + n_jac
-    if posterior:
-        w = walkers or max(16, 4 * d)
-        w += w % 2
-        n_steps = steps or 2000
-        t0 = time.perf_counter()
-        sampler, res = run_chain(
-            prob,
-            sig_res,
-            pol.u,
-            loc.cov_u,
-            walkers=w,
-            steps=n_steps,
-            seed=seed,
-            move=move,
-            store=st,
-            run_name=f"{name}.posterior",
-            evaluator=evaluator,
-            progress=progress,
-        )
-        post = summarize(
-            space,
-            sampler.chain[:n_steps],
-            sampler.log_prob[:n_steps],
-            sampler.acceptance_fraction,
-            n_evals=res.n_evals,
-            n_simulated=res.n_simulated,
-            seconds=time.perf_counter() - t0,
-            seed=sampler.seed,
-            move=move,
-        )
-        n_sim += res.n_simulated
-    profiles = {}
-    for pname in profile_names:
-        from .profile import profile as run_profile
-
-        i = list(space.free_names).index(pname) if pname in space.free_names else -1
-        if i < 0:
-            raise ConfigurationError(f"profile: {pname!r} is not a free parameter; they are {list(space.free_names)}")
-        par = space[pname]
-        x = best[pname]  # the grid: the local interval widened to +-3 sd
-        if par.scale == "log":
-            f = math.exp(3.0 * loc.rel_std[i]) if math.isfinite(loc.std[i]) else par.upper / par.lower
-            lo, hi = max(par.lower, x / f), min(par.upper, x * f)
-        else:
-            w = 3.0 * loc.std[i] if math.isfinite(loc.std[i]) else par.upper - par.lower
-            lo, hi = max(par.lower, x - w), min(par.upper, x + w)
-        profiles[pname] = run_profile(
-            prob, best, sig_res, pname, lo, hi, store=st, run_name=f"{name}.profile.{pname}", evaluator=evaluator
-        )
+    if options.posterior:
+        post = _posterior(target, options, sig_res, pol.u, loc.cov_u, evaluator, progress)
+        n_sim += post.n_simulated
+    profiles = _profiles(target, options.profile, best, sig_res, loc, evaluator)
     return UncertaintyResult(
         profiles=profiles,
         run_name=name,
@@ -334,3 +319,103 @@ def _analyse(
         posterior=post,
         n_simulated=n_sim,
     )
+
+
+def _polished(target: CalibratedRun, options: UncertaintyOptions, evaluator: Any) -> Any:
+    """The least-squares polish of the best point; refused when it did not converge, unless ``force``."""
+    name = target.run_name
+    pol = polish(
+        target.problem,
+        target.best_u,
+        store=target.store,
+        run_name=f"{name}.polish",
+        budget=options.polish_budget,
+        evaluator=evaluator,
+    )
+    if not pol.converged:
+        text = (
+            f"run {name!r} has not converged: the least-squares polish of its best point {pol.reason} (the rule: "
+            "intervals are computed at an optimum)"
+        )
+        if not options.force:
+            raise ConfigurationError(
+                text + "; resume the calibration with a larger budget or raise polish_budget, or pass force=True "
+                "(--force) to compute them at the polished point anyway"
+            )
+        warnings.warn(text + "; computed anyway (force)", UncertaintyWarning, stacklevel=5)
+    return pol
+
+
+def _posterior(
+    target: CalibratedRun,
+    options: UncertaintyOptions,
+    sig_res: np.ndarray,
+    u0: np.ndarray,
+    cov_u: np.ndarray,
+    evaluator: Any,
+    progress: Callable[[int, int], Any] | None,
+) -> PosteriorSummary:
+    """The emcee chain from the polished optimum ``u0`` with the Laplace covariance, summarised."""
+    space = target.problem.space
+    w = options.walkers or max(16, 4 * space.dim)
+    w += w % 2
+    n_steps = options.steps or 2000
+    t0 = time.perf_counter()
+    sampler, res = run_chain(
+        target.problem,
+        sig_res,
+        u0,
+        cov_u,
+        chain=ChainSettings(walkers=w, steps=n_steps, seed=options.seed, move=options.move),
+        store=target.store,
+        run_name=f"{target.run_name}.posterior",
+        evaluator=evaluator,
+        progress=progress,
+    )
+    return summarize(
+        space,
+        sampler.chain[:n_steps],
+        sampler.log_prob[:n_steps],
+        sampler.acceptance_fraction,
+        n_evals=res.n_evals,
+        n_simulated=res.n_simulated,
+        seconds=time.perf_counter() - t0,
+        seed=sampler.seed,
+        move=options.move,
+    )
+
+
+def _profiles(
+    target: CalibratedRun,
+    names: tuple[str, ...],
+    best: dict[str, float],
+    sig_res: np.ndarray,
+    loc: LocalUncertainty,
+    evaluator: Any,
+) -> dict[str, Profile]:
+    """The profile likelihood of each of ``names`` over the local interval widened to +-3 sd."""
+    space = target.problem.space
+    profiles = {}
+    for pname in names:
+        i = list(space.free_names).index(pname) if pname in space.free_names else -1
+        if i < 0:
+            raise ConfigurationError(f"profile: {pname!r} is not a free parameter; they are {list(space.free_names)}")
+        par = space[pname]
+        x = best[pname]
+        if par.scale == "log":
+            f = math.exp(3.0 * loc.rel_std[i]) if math.isfinite(loc.std[i]) else par.upper / par.lower
+            lo, hi = max(par.lower, x / f), min(par.upper, x * f)
+        else:
+            w = 3.0 * loc.std[i] if math.isfinite(loc.std[i]) else par.upper - par.lower
+            lo, hi = max(par.lower, x - w), min(par.upper, x + w)
+        profiles[pname] = run_profile(
+            target.problem,
+            best,
+            sig_res,
+            pname,
+            ProfileGrid(lower=lo, upper=hi),
+            store=target.store,
+            run_name=f"{target.run_name}.profile.{pname}",
+            evaluator=evaluator,
+        )
+    return profiles

@@ -170,31 +170,39 @@ def jacobian(
     return drv.r, drv.J, res.n_simulated
 
 
+@dataclass(frozen=True, kw_only=True)
+class ChainSettings:
+    """An emcee chain's ensemble size, length, seed (``None``: drawn and recorded) and move."""
+
+    walkers: int
+    steps: int
+    seed: Any
+    move: str
+
+
 def run_chain(
     problem: Any,
     sigma_res: np.ndarray,
     u0: np.ndarray,
     cov_u: np.ndarray | None,
     *,
-    walkers: int,
-    steps: int,
-    seed: Any,
-    move: str,
+    chain: ChainSettings,
     store: Any,
     run_name: str,
     evaluator: Any = None,
     progress: Callable[[int, int], Any] | None = None,
 ) -> tuple[EnsembleSampler, Any]:
-    """The emcee chain of ``steps`` steps on :class:`LikelihoodProblem` (``run_name`` in ``store``)."""
+    """The emcee chain of ``chain.steps`` steps on :class:`LikelihoodProblem` (``run_name`` in ``store``)."""
+    walkers, steps = chain.walkers, chain.steps
     lp = LikelihoodProblem(problem, tuple(float(s) for s in sigma_res))
     cov = None if cov_u is None else np.where(np.isfinite(cov_u), cov_u, 0.0)
     sampler = EnsembleSampler(
         walkers=walkers,
-        move=move,
+        move=chain.move,
         x0=list(map(float, u0)),
         init_cov=None if cov is None else cov.tolist(),
         steps=steps,
-        seed=seed,
+        seed=chain.seed,
     )
 
     def callback(b: int, opt: Any, hist: Any) -> None:

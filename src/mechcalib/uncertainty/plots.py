@@ -27,7 +27,7 @@ def corner_plot(
     names: Sequence[str],
     path: str | Path,
     *,
-    best: Sequence[float] | None = None,
+    best: Sequence[float] | np.ndarray | None = None,
     truth: Sequence[float] | None = None,
     log: Sequence[bool] | None = None,
     title: str | None = None,

@@ -52,28 +52,37 @@ def _crossing(v: np.ndarray, D: np.ndarray, i0: int, step: int) -> float | None:
     return None
 
 
+@dataclass(frozen=True, kw_only=True)
+class ProfileGrid:
+    """The values a profile holds its parameter at: ``n_points`` in ``[lower, upper]``, spaced in the
+    parameter's own scale (the polished optimum's value is added)."""
+
+    lower: float
+    upper: float
+    n_points: int = 9
+
+
 def profile(
     problem: Any,
     best: dict[str, float],
     sigma_res: np.ndarray,
     name: str,
-    lower: float,
-    upper: float,
+    grid_spec: ProfileGrid,
     *,
     store: Any,
     run_name: str,
-    n_points: int = 9,
     budget: int | None = None,
     evaluator: Any = None,
 ) -> Profile:
-    """The profile of ``name`` over ``n_points`` values in ``[lower, upper]`` (spaced in the parameter's own
-    scale) and the polished optimum ``best`` (free parameters by name)."""
+    """The profile of ``name`` over the values of ``grid_spec`` and the polished optimum ``best`` (free
+    parameters by name)."""
     space = problem.space
     if name not in space.free_names:
         raise ConfigurationError(f"profile: {name!r} is not a free parameter; free parameters are {space.free_names}")
     if space.dim < 2:
         raise ConfigurationError("profile: a profile needs another free parameter to re-fit; the problem has one")
     p = space[name]
+    lower, upper, n_points = grid_spec.lower, grid_spec.upper, grid_spec.n_points
     grid = np.geomspace(lower, upper, n_points) if p.scale == "log" else np.linspace(lower, upper, n_points)
     grid = np.unique(np.append(grid, best[name]))
     s = np.asarray(sigma_res, dtype=float)

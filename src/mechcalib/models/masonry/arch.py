@@ -308,23 +308,3 @@ class MasonryArch(Model):
         self, theta: np.ndarray, conditions: Mapping[str, Any] | None = None
     ) -> list[Response | SimulationFailure]:
         return [r if isinstance(r, SimulationFailure) else r.response for r in self.run(theta, conditions)]
-
-    def plot(self, run: ArchRun, *, state: str = "end", scale: float = 5.0, path=None, title: str = "", ax=None):
-        """Deformed shape of ``run`` at ``state`` (``"peak"`` or ``"end"``), coloured by displacement, with its
-        hinges and sliding joints (Kibriya et al. (2023) Figs. 3, 16)."""
-        pos = run.pos_peak if state == "peak" else run.pos_end
-        mode = run.mode_peak if state == "peak" else run.mode_end
-        from ...reporting import plot_deformed  # plotting lives in the reporting layer; imported on use
-
-        return plot_deformed(
-            self.assembly,
-            self.centroids,
-            pos,
-            pos_ref=run.pos_eq,
-            mode=mode,
-            scale=scale,
-            sub_blocks=self.contacts == "pulatsu",
-            path=path,
-            title=title,
-            ax=ax,
-        )

@@ -1,0 +1,181 @@
+"""What a run folder says of its run: ``result.json`` when a run ends (:func:`result_summary`), the state of a
+stored run while it may still be running (:func:`run_summary`, the ``show`` command) and the intervals of
+``mechcalib uncertainty`` in the short form both carry (:func:`uncertainty_brief`)."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from ..calibrate import Result
+from ..config import RunConfig
+from ..errors import ConfigurationError
+from ..execution import Evaluator
+from ..storage import RunStore, Store
+from .folder import (
+    RESULT_FILE,
+    STORE_FILE,
+    UNCERTAINTY_FILE,
+    json_clean,
+    now,
+    read_uncertainty,
+    run_name_in,
+    store_path,
+)
+
+__all__ = ["folder_uncertainty_brief", "result_summary", "run_summary", "uncertainty_brief"]
+
+
+def result_summary(
+    result: Result, cfg: RunConfig, store: Store, evaluator: Evaluator, *, wall: float
+) -> dict[str, Any]:
+    """The ``result.json`` content.
+
+    Keys: ``run_name``, ``status``, ``name`` (the configuration's), ``model``, ``optimizer``, ``settings``,
+    ``seed`` (the seed the run used, drawn and recorded when the configuration gives none), ``best``
+    (every parameter by name, fixed ones included; ``null`` when every evaluation failed), ``best_loss``
+    (``null`` when every evaluation failed), ``last_error`` (the last failure's message, ``null`` without),
+    ``n_evaluations``, ``n_failed``, ``failures`` (count by status), ``n_batches``, ``stop_reason``,
+    ``alternatives`` (``[{"params", "loss"}]``, best first), ``choices`` (the method's recorded decisions,
+    e.g. ``auto``'s design, starts, fallback rule and phase boundaries; ``[]`` for methods that record none),
+    ``n_simulated``/``n_cached``/``n_replayed``
+    (of the last invocation: a resume that recomputes nothing has ``n_simulated == 0``), ``budget``,
+    ``evaluator``, ``timings`` (``wall_seconds`` and ``calibrate_seconds`` of the last invocation,
+    ``simulation_seconds`` summed over the simulation calls of the run (sets simulated together count once), ``mean_simulation_seconds``,
+    ``created``/``updated`` of the run), ``config_path``, ``store``, ``versions``, ``written``; ``uncertainty``
+    (added by the caller: the intervals of ``mechcalib uncertainty``, ``stale`` once the best has moved).
+    """
+    if result.run_name is None:
+        raise ConfigurationError("result_summary needs a Result recorded in a store (its run_name is None)")
+    info = store.run(result.run_name)
+    # totals from the store's exact counters, right for a compacted run too (failures are always kept)
+    fails = store.failures(info.id)
+    timing = store.timing(info.id)
+    n_live = int(timing["n_live"])
+    # without one successful evaluation the optimiser's best is a failure's penalty, not a result
+    none_ok = info.n_failed >= info.n_evals
+    model = cfg.model.name
+    if model is None and cfg.model.external is not None:
+        model = cfg.model.external.name
+    return {
+        "run_name": result.run_name,
+        "status": info.status,
+        "name": cfg.name,
+        "model": model,
+        "optimizer": result.optimizer,
+        "settings": result.settings,
+        "seed": info.seed,
+        "best": None if none_ok else result.best_params,
+        "best_loss": None if none_ok or not math.isfinite(result.best_loss) else result.best_loss,
+        "last_error": fails[-1].error if fails else None,
+        "n_evaluations": result.n_evals,
+        "n_failed": result.n_failed,
+        "failures": dict(Counter(r.status for r in fails)),
+        "n_batches": result.n_batches,
+        "stop_reason": result.stop_reason,
+        "alternatives": [{"params": p, "loss": f} for p, f in result.alternatives],
+        "choices": result.choices,
+        "n_simulated": result.n_simulated,
+        "n_cached": result.n_cached,
+        "n_replayed": result.n_replayed,
+        "budget": cfg.budget.model_dump(),
+        "evaluator": evaluator.describe(),
+        "timings": {
+            "wall_seconds": wall,
+            "calibrate_seconds": result.seconds,
+            "simulation_seconds": float(timing["seconds"]),
+            "mean_simulation_seconds": float(timing["seconds"]) / n_live if n_live else None,
+            "created": info.created,
+            "updated": info.updated,
+        },
+        "config_path": cfg.source,
+        "store": STORE_FILE,
+        "versions": info.versions,
+        "written": now(),
+    }
+
+
+def run_summary(out_dir: str | os.PathLike[str], *, run: str | None = None, n_failures: int = 5) -> dict[str, Any]:
+    """A stored run's state, read while it may still be running (the store is opened read-only).
+
+    Keys: ``run_name``, ``status`` (``running``, ``finished``, ``interrupted``, ``failed``), ``stop_reason``,
+    ``error``, ``optimizer``, ``seed``, ``n_evaluations``, ``n_failed``, ``failures`` (count by status),
+    ``recent_failures`` (the last ``n_failures``: ``idx``, ``status``, ``error``), ``best`` (every parameter
+    of the best ok evaluation by name, ``null`` when none succeeded), ``best_loss``, ``best_index``,
+    ``budget`` (the termination rules), ``n_batches``, ``created``, ``updated``, ``store``, ``result``
+    (the ``result.json`` path when written), ``damage`` (the integrity check's complaints: ``[]`` when the
+    store is sound, ``null`` when it was too large to check quickly), ``uncertainty`` (per parameter ``best``,
+    ``lower``, ``upper``, ``std``, ``method`` after ``mechcalib uncertainty``; ``null`` before).
+    """
+    out = Path(out_dir)
+    spath = store_path(out)
+    with RunStore(spath, readonly=True) as store:
+        name = run_name_in(store, out, run)
+        info = store.run(name)
+        fails = store.failures(name)
+        best = store.best(name)
+        damage = store.damage
+    params = None
+    if best is not None:
+        params = {p["name"]: (p["fixed"] if p.get("fixed") is not None else best.params[p["name"]]) for p in info.space}
+    return json_clean(
+        {
+            "run_name": info.name,
+            "status": info.status,
+            "stop_reason": info.stop_reason,
+            "error": info.error,
+            "optimizer": info.optimizer,
+            "seed": info.seed,
+            "n_evaluations": info.n_evals,
+            "n_failed": info.n_failed,
+            "failures": dict(Counter(r.status for r in fails)),
+            "recent_failures": [{"idx": r.idx, "status": r.status, "error": r.error} for r in fails[-n_failures:]]
+            if n_failures
+            else [],
+            "best": params,
+            "best_loss": best.loss if best is not None else None,
+            "best_index": best.idx if best is not None else None,
+            "budget": info.termination,
+            "n_batches": info.n_batches,
+            "created": info.created,
+            "updated": info.updated,
+            "store": str(spath),
+            "result": str(out / RESULT_FILE) if (out / RESULT_FILE).is_file() else None,
+            "damage": damage,
+            "uncertainty": folder_uncertainty_brief(out, best.idx if best is not None else None),
+        }
+    )
+
+
+def uncertainty_brief(data: dict[str, Any], *, best_index: int | None = None) -> dict[str, Any]:
+    """The ``result.json`` / ``show`` form of an ``uncertainty.json``: the method and per parameter ``best``,
+    ``lower``, ``upper``, ``std``, ``method``. Given the run's present ``best_index``, ``stale`` says whether the
+    run has found a better point since the intervals were computed (``None`` when the file does not say)."""
+    keys = ("best", "lower", "upper", "std", "method")
+    source = data.get("source") or {}
+    stale = None
+    if best_index is not None and source.get("best_index") is not None:
+        stale = int(source["best_index"]) != int(best_index)
+    out = {
+        "method": data.get("method"),
+        "converged": data.get("converged"),
+        "parameters": {n: {k: p.get(k) for k in keys} for n, p in (data.get("parameters") or {}).items()},
+        "least_identifiable": (data.get("local") or {}).get("least_identifiable"),
+        "file": UNCERTAINTY_FILE,
+        "stale": stale,
+    }
+    if stale:
+        out["note"] = (
+            f"computed at evaluation {source['best_index']}, but the run's best is now evaluation {best_index}; "
+            "run `mechcalib uncertainty` on the run folder again to bring the intervals up to date"
+        )
+    return out
+
+
+def folder_uncertainty_brief(out: Path, best_index: int | None) -> dict[str, Any] | None:
+    """The intervals of ``mechcalib uncertainty`` when it was run in the folder (``uncertainty.json``)."""
+    data = read_uncertainty(out)
+    return None if data is None else uncertainty_brief(data, best_index=best_index)
