@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -189,6 +190,11 @@ def test_optimizer_preset_settings_and_seed(tmp_path):
     opt = load_config(write(tmp_path, text)).build_optimizer()
     s = opt.settings()
     assert s["swarm_size"] == 6 and s["phi3"] == 2.0 and s["seed"] == 1 and s["max_iter"] == 20
+    # the old name selects the same settings (and warns, once per process)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        old = load_config(write(tmp_path, text.replace('"kibriya2023"', '"paper_000"'))).build_optimizer()
+    assert old.settings() == s
 
 
 # -- errors ---------------------------------------------------------------------------------------------------

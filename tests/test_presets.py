@@ -72,3 +72,16 @@ def test_the_settings_of_a_preset_cannot_be_changed():
     p = get_optimizer("ga").setting_presets["kibriya2023"]
     with pytest.raises(TypeError):
         p.settings["pop_size"] = 3  # type: ignore[index]
+
+
+def test_optimizers_command_prints_each_presets_source():
+    from typer.testing import CliRunner
+
+    from mechcalib.cli import app
+
+    r = CliRunner().invoke(app, ["optimizers"], env={"COLUMNS": "240"})
+    assert r.exit_code == 0, r.output
+    text = " ".join(r.output.split())
+    for words in ("kibriya2023 (Kibriya et al. (2023)", "ding2021 (Ding et al. (2021)", "mares2016 (Mareš et al."):
+        assert words in text, words
+    assert "formerly paper_000" in text
