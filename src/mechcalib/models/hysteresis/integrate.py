@@ -254,10 +254,11 @@ def _first_event(X, D, X1, D1, hs, one, s, p):
 
 
 @nb.njit(cache=True)
-def _integrate_one(laws, a, S, T, Fg, force, h, n_out, substeps, literal, rec):
+def _integrate_one(laws, a, S, T, Fg, force, h, grid, rec):
     """One parameter set (see :func:`integrate_batch`); fills its :class:`Records` ``rec``, returns
     ``(status, located events)``. ``Fg``: the force at the grid's stage times (:func:`force_grid`) of the
-    :class:`ForceHistory` ``force``."""
+    :class:`ForceHistory` ``force``; ``h``: the step; ``grid``: the :class:`Grid`."""
+    _, n_out, substeps, _, literal = grid
     n = S.shape[0]
     m = T.shape[0]
     q = 2 * n + 2 * m
@@ -361,14 +362,12 @@ def _prepare(N, n_out, n, m, force, h, substeps):
 def _batch(system, force, grid):
     """The general kernel over a batch (:func:`integrate_batch`), compiled threaded and serial."""
     laws, A, S, T = system
-    dt_out, n_out, substeps, _, literal = grid
+    dt_out, n_out, substeps, _, _ = grid
     h = dt_out / substeps
     out, Fg = _prepare(A.shape[0], n_out, S.shape[1], T.shape[0], force, h, substeps)
     (U, V, Acc, R, Eps), status, events = out  # arrays, not the tuple: parfors cannot pass this one in
     for i in nb.prange(A.shape[0]):
-        st, ne = _integrate_one(
-            laws, A[i], S[i], T, Fg, force, h, n_out, substeps, literal, Records(U[i], V[i], Acc[i], R[i], Eps[i])
-        )
+        st, ne = _integrate_one(laws, A[i], S[i], T, Fg, force, h, grid, Records(U[i], V[i], Acc[i], R[i], Eps[i]))
         status[i] = st
         events[i] = ne
     return U, V, Acc, R, Eps, status, events
@@ -419,11 +418,13 @@ def _rk4_1(y4, d4, h, Fm, Fe, osc, s, p, literal):
 
 
 @nb.njit(cache=True, inline="always")
-def _emit_inside(i, ti, ta, L, end0, end1, b, F, k, c, g, rec):
+def _emit_inside(i, ti, ta, L, end0, end1, F, osc, rec):
     """Sample ``i`` at ``ti`` inside a piece ``[ta, ta + L]`` of a step into the :class:`Records` ``rec``:
     ``u`` (and ``u'``) on the quintic Hermite interpolant of ``u, u', u''`` at both ends, ``r`` and ``eps`` on
     cubic ones, ``u''`` from the equation of motion at the interpolated state (``F`` the force at ``ti``).
-    ``end0``, ``end1``: ``(u, u', r, eps, u'', r', eps')`` at the two ends."""
+    ``end0``, ``end1``: ``(u, u', r, eps, u'', r', eps')`` at the two ends; ``osc``: the oscillator
+    (:func:`_rhs1`)."""
+    _, _, k, c, b, g, _ = osc
     u0, v0, r0, e0, a0, dr0, de0 = end0
     u1, v1, r1, e1, a1, dr1, de1 = end1
     x = (ti - ta) / L
@@ -527,11 +528,8 @@ def _integrate_sdof(law, a, S, tt, force, grid, Fg, rec):
                     te - t,
                     (u, v, r, e, dv, dr, de),
                     (u1, v1, r1, e1, dv1, dr1, de1),
-                    b,
                     force_at(ti, force),
-                    k,
-                    c,
-                    g,
+                    osc,
                     rec,
                 )
                 nxt += 1
