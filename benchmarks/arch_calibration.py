@@ -4,9 +4,9 @@ geometry and the surface-meshed geometry (h = 12 mm), against the shipped synthe
 Set-up (Kibriya et al. (2023) section 4): kn, ks in [1e8, 1e10] Pa/m (log scale) and phi in [25, 45] deg, initial values
 uniform in the unit cube; the model at 10 mm/s to 12 mm against ``mechcalib.models.masonry.reference_experiment()``
 (Pulatsu's geometry and parameters at 0.5 mm/s). Swarm/population 10; one iteration is one batch after the initial
-one. Methods (``RUN_METHODS``): PSO (``PSO.paper_000``) for 50 and 20 iterations (510 and 210 evaluations), TBPSO
-(``TBPSO.paper_000``) for 20 in three readings of eq. 13 ("away", "toward", "toward" with the trust capped at 1), and
-the GA (``GA.paper_000`` with a population of 14: four parents kept, ten offspring per generation, 514 evaluations,
+one. Methods (``RUN_METHODS``): PSO (``PSO.kibriya2023``) for 50 and 20 iterations (510 and 210 evaluations), TBPSO
+(``TBPSO.kibriya2023``) for 20 in three readings of eq. 13 ("away", "toward", "toward" with the trust capped at 1), and
+the GA (``GA.kibriya2023`` with a population of 14: four parents kept, ten offspring per generation, 514 evaluations,
 PSO 50's budget). Run ``r`` (1-10) of every method uses seed ``r``, so PSO and TBPSO runs of the same id start from
 the same swarm.
 
@@ -70,17 +70,17 @@ GEOMETRIES = {
 OBJECTIVE_NAMES = {1: "objective 1 (raw curves)", 2: "objective 2 (neural smoothing)"}
 # label: (process, iterations, optimiser factory)
 METHODS = {
-    "pso50": ("PSO", 50, lambda seed: PSO.paper_000(seed=seed)),
-    "ga50": ("GA (6 new / gen.)", 50, lambda seed: GA.paper_000(seed=seed)),
+    "pso50": ("PSO", 50, lambda seed: PSO.kibriya2023(seed=seed)),
+    "ga50": ("GA (6 new / gen.)", 50, lambda seed: GA.kibriya2023(seed=seed)),
     # ten new evaluations per generation (the library's 0.3 parents portion of 14 keeps 4 parents): 14 + 500
-    "ga50e": ("GA (10 new / gen.)", 50, lambda seed: GA.paper_000(seed=seed, pop_size=14)),
-    "pso20": ("PSO", 20, lambda seed: PSO.paper_000(seed=seed, max_iter=20)),
-    "tbpso20": ("TBPSO (away)", 20, lambda seed: TBPSO.paper_000(seed=seed)),
-    "tbpso20t": ("TBPSO (toward)", 20, lambda seed: TBPSO.paper_000(seed=seed, trust_direction="toward")),
+    "ga50e": ("GA (10 new / gen.)", 50, lambda seed: GA.kibriya2023(seed=seed, pop_size=14)),
+    "pso20": ("PSO", 20, lambda seed: PSO.kibriya2023(seed=seed, max_iter=20)),
+    "tbpso20": ("TBPSO (away)", 20, lambda seed: TBPSO.kibriya2023(seed=seed)),
+    "tbpso20t": ("TBPSO (toward)", 20, lambda seed: TBPSO.kibriya2023(seed=seed, trust_direction="toward")),
     "tbpso20tc": (
         "TBPSO (toward, trust <= 1)",
         20,
-        lambda seed: TBPSO.paper_000(seed=seed, trust_direction="toward", trust_limit=1.0),
+        lambda seed: TBPSO.kibriya2023(seed=seed, trust_direction="toward", trust_limit=1.0),
     ),
 }
 EVALS = {"pso50": 510, "ga50": 310, "ga50e": 514, "pso20": 210, "tbpso20": 210, "tbpso20t": 210, "tbpso20tc": 210}
@@ -924,14 +924,14 @@ def cmd_report(args: argparse.Namespace) -> int:
         "synthetic reference (`mechcalib/data/arch_reference.csv`: Pulatsu's geometry and parameters kn = 4 GPa/m, "
         "ks = 1.6 GPa/m, phi = 30.5 deg at 0.5 mm/s; simulated, not measured). kn, ks in [1e8, 1e10] Pa/m (log "
         "scale), phi in [25, 45] deg, initial points uniform in the unit cube. Swarm / population 10. PSO: "
-        "`PSO.paper_000` (inertia 0.8 -> 0.4, c1 = c2 = 2), 50 or 20 iterations = 510 or 210 evaluations; TBPSO: "
-        "`TBPSO.paper_000` (phi = 1, 1, 2), 20 iterations = 210 evaluations"
+        "`PSO.kibriya2023` (inertia 0.8 -> 0.4, c1 = c2 = 2), 50 or 20 iterations = 510 or 210 evaluations; TBPSO: "
+        "`TBPSO.kibriya2023` (phi = 1, 1, 2), 20 iterations = 210 evaluations"
         + (
-            "; GA: `GA.paper_000`, 50 generations = 10 + 50 x 6 = 310 evaluations (the `geneticalgorithm` library "
+            "; GA: `GA.kibriya2023`, 50 generations = 10 + 50 x 6 = 310 evaluations (the `geneticalgorithm` library "
             "keeps the 4 parents' losses and evaluates 6 offspring per generation). Real masses (`mass_scale` 1). "
             if old
             else ', in three readings: eq. 13 as printed ("away", unbounded trust), "toward" (unbounded), '
-            '"toward" with the trust capped at 1; GA: `GA.paper_000` with a population of 14, whose 0.3 parents '
+            '"toward" with the trust capped at 1; GA: `GA.kibriya2023` with a population of 14, whose 0.3 parents '
             "portion keeps 4 parents and evaluates 10 offspring per generation: 14 + 50 x 10 = 514 evaluations, "
             f"PSO 50's budget. Model inertia scaling `mass_scale` {scale:g} (docs/masonry.md section 4.1). "
         )

@@ -434,11 +434,11 @@ METHODS: dict[str, tuple[str, str]] = {
     "lsq-lm": ("lsq", "Levenberg-Marquardt (cosine transform), one start, random restarts"),
     "lsq": ("lsq", "multi-start TRF: 5 Latin-hypercube starts, then random restarts"),
     "cmaes": ("meta", "CMA-ES (pycma), sigma0 0.3, IPOP restarts"),
-    "iabc": ("meta", "I-ABC, Ding et al. (2021) preset paper_002 (group 50)"),
+    "iabc": ("meta", "I-ABC, Ding et al. (2021) preset ding2021 (group 50)"),
     "tbpso": ("meta", "TBPSO, Kibriya et al. (2023) preset, swarm 50, inertia over the budget, trust cap 1"),
     "pso": ("meta", "PSO, Kibriya et al. (2023) preset, swarm 50, inertia over the budget"),
-    "ga": ("meta", "GA, Kibriya et al. (2023) preset paper_000 (population 10)"),
-    "grade": ("meta", "GRADE, Mares et al. (2016) preset paper_003"),
+    "ga": ("meta", "GA, Kibriya et al. (2023) preset kibriya2023 (population 10)"),
+    "grade": ("meta", "GRADE, Mares et al. (2016) preset mares2016"),
     "de": ("meta", "mechcalib DE (defaults)"),
     "dual_annealing": ("peer", "scipy dual_annealing (defaults, maxfun = budget)"),
     "scipy_de": ("peer", "scipy differential_evolution (defaults, vectorised, maxiter from the budget)"),
@@ -458,15 +458,15 @@ def make_method(method: str, seed: int, budget: int) -> Optimizer:
     if method in PEER_LABELS:
         return PeerBridge(peer=method, budget=budget, seed=seed)
     if method == "iabc":
-        return make_optimizer("iabc", "paper_002", seed=seed)
+        return make_optimizer("iabc", "ding2021", seed=seed)
     if method == "tbpso":
-        return make_optimizer("tbpso", "paper_000", seed=seed, swarm_size=50, max_iter=iters, trust_limit=1.0)
+        return make_optimizer("tbpso", "kibriya2023", seed=seed, swarm_size=50, max_iter=iters, trust_limit=1.0)
     if method == "pso":
-        return make_optimizer("pso", "paper_000", seed=seed, swarm_size=50, max_iter=iters)
+        return make_optimizer("pso", "kibriya2023", seed=seed, swarm_size=50, max_iter=iters)
     if method == "ga":
-        return make_optimizer("ga", "paper_000", seed=seed)
+        return make_optimizer("ga", "kibriya2023", seed=seed)
     if method == "grade":
-        return make_optimizer("grade", "paper_003", seed=seed)
+        return make_optimizer("grade", "mares2016", seed=seed)
     return make_optimizer(method, seed=seed)
 
 

@@ -26,7 +26,7 @@ figures named after it (``hydration_fig*.png``) beside it, and keeps every finis
     python benchmarks/hydration_strategies.py --t-max 1000 --validation --out benchmarks/results/hydration_t1e3.md
     python benchmarks/hydration_strategies.py --grid-study          # grid ranges -> hydration_grid.md
 
-GRADE (``GRADE.paper_003``) gets ``--evals`` evaluations per identification (default 5000) and then
+GRADE (``GRADE.mares2016``) gets ``--evals`` evaluations per identification (default 5000) and then
 ``--polish`` Nelder-Mead evaluations (default 0, the paper's procedure).
 """
 
@@ -62,7 +62,7 @@ from mechcalib.surrogates import (
     spearman,
 )
 from mechcalib.surrogates.strategies import (
-    PAPER_STRATEGIES,
+    MARES2016_STRATEGIES,
     Direct,
     ErrorF,
     curve_on_grid,
@@ -393,7 +393,7 @@ def section_doe(model, train, test, lines, outdir, seed, sobol_n):
 
 def fit_stage(name, train, test, settings, args, stages, seed):
     """A strategy fitted on the training set (or restored from its stored networks); its network rows."""
-    st = PAPER_STRATEGIES[name](settings=settings, max_evals=args.evals, polish=args.polish)
+    st = MARES2016_STRATEGIES[name](settings=settings, max_evals=args.evals, polish=args.polish)
     got = stages.get(f"fit/{name}")
     if got is None:
         t0 = time.perf_counter()
@@ -483,7 +483,7 @@ def section_verification(model, train, test, names, settings, args, lines, seed,
             "",
             f"Cross-validation constants: V={settings.V}, J={settings.J}, K={settings.K}, r^PE_max={settings.r_pe_max}, "
             f"h_min={settings.h_min}, r^CVE_max={settings.r_cve_max}, W={settings.W} (h capped at {settings.h_max}); "
-            f"trainer `{settings.trainer}`. GRADE paper_003 with {args.evals} evaluations per identification, "
+            f"trainer `{settings.trainer}`. GRADE mares2016 with {args.evals} evaluations per identification, "
             f"Nelder-Mead polish {args.polish}. Identified curves: {n_tr} training, {n_te} test. ε̂(α): eq. 15 per grid "
             "component, averaged over the components whose training range is at least 1 % of the largest (the "
             "dormant-stage components, range ~1e-4, are left out); inverse strategies' parameters are clipped to "
@@ -704,7 +704,7 @@ def section_validation(model, train, test, fitted, args, lines, outdir, seed, st
         got = stages.get("validate/joint")
         if got is None:
             res = minimize(
-                loss, lo, hi, GRADE.paper_003(seed=seed), Termination(max_evals=4 * direct_budget), n_alternatives=1
+                loss, lo, hi, GRADE.mares2016(seed=seed), Termination(max_evals=4 * direct_budget), n_alternatives=1
             )
             u0 = (res.best_x - lo) / (hi - lo)
             u, _, _ = polish_box(lambda U: loss(lo + U * (hi - lo)), u0, res.best_loss, 0, 6000)
@@ -742,7 +742,7 @@ def main(argv: list[str] | None = None) -> int:
     global SHARED
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="reduced CV constants and 20 + 10 identified curves")
-    ap.add_argument("--strategies", default=",".join(PAPER_STRATEGIES), help="comma-separated subset of Table 2")
+    ap.add_argument("--strategies", default=",".join(MARES2016_STRATEGIES), help="comma-separated subset of Table 2")
     ap.add_argument("--validation", action="store_true", help="also calibrate the measured curves (section 9)")
     ap.add_argument("--evals", type=int, default=5000, help="GRADE evaluations per identification")
     ap.add_argument("--polish", type=int, default=0, help="Nelder-Mead evaluations after GRADE (0: none)")
@@ -771,10 +771,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     SHARED = Path(args.calorimetry)
     names = [n.strip() for n in args.strategies.split(",") if n.strip()]
-    bad = [n for n in names if n not in PAPER_STRATEGIES]
+    bad = [n for n in names if n not in MARES2016_STRATEGIES]
     if bad:
-        ap.error(f"unknown strategies {bad}; choose from {list(PAPER_STRATEGIES)}")
-    args.settings = CVSettings.quick() if args.quick else CVSettings.paper_003()
+        ap.error(f"unknown strategies {bad}; choose from {list(MARES2016_STRATEGIES)}")
+    args.settings = CVSettings.quick() if args.quick else CVSettings.mares2016()
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     if args.grid_study:
@@ -849,7 +849,7 @@ def exact_split_identify(model, data, Y, idx, evals, seed):
             return np.sum((model.channel_array(model.space.full_from_unit(P), "alpha", t) - a) ** 2, axis=1)
 
         res = minimize(
-            fn, np.zeros(4), np.ones(4), GRADE.paper_003(seed=rng), Termination(max_evals=evals), n_alternatives=1
+            fn, np.zeros(4), np.ones(4), GRADE.mares2016(seed=rng), Termination(max_evals=evals), n_alternatives=1
         )
         out.append(np.asarray(res.best_x, dtype=float))
     return np.vstack(out)
@@ -903,10 +903,10 @@ def grid_study(args, out: Path) -> int:
                 continue
             got = stages.get("identify-test/exact model at the Forward Split steps")
             if got is None:
-                from mechcalib.surrogates.strategies import PAPER_STEPS
+                from mechcalib.surrogates.strategies import MARES2016_STEPS
 
                 Pte = exact_split_identify(
-                    model, train, test.Y, np.asarray(PAPER_STEPS["forward_split"]) - 1, args.evals, args.seed + 1
+                    model, train, test.Y, np.asarray(MARES2016_STEPS["forward_split"]) - 1, args.evals, args.seed + 1
                 )
                 stages.put("identify-test/exact model at the Forward Split steps", {"Pte": Pte})
             else:
@@ -962,7 +962,7 @@ def grid_evidence(args, model, U_tr, U_te) -> list[str]:
         a = argparse.Namespace(**{**vars(args), "t_min": t_min, "t_max": t_max})
         stages = Stages(Path(args.store), stage_prefix(a))
         try:
-            stored = [n for n in PAPER_STRATEGIES if stages.get(f"fit/{n}") is not None]
+            stored = [n for n in MARES2016_STRATEGIES if stages.get(f"fit/{n}") is not None]
             if not stored:
                 continue
             train = simulate_dataset(model, U_tr, channel="alpha", conditions=COND)
@@ -994,7 +994,7 @@ def grid_evidence(args, model, U_tr, U_te) -> list[str]:
     for (t_min, t_max), items in summary.items():
         for label, keep in (
             ("Inverse Expert, Forward Split", ("Inverse Expert", "Forward Split")),
-            ("all seven", tuple(PAPER_STRATEGIES)),
+            ("all seven", tuple(MARES2016_STRATEGIES)),
         ):
             sel = [it for it in items if it[0] in keep]
             if len(sel) != len(keep):

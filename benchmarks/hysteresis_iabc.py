@@ -15,9 +15,9 @@ Objective
     that both count (unweighted, the displacements would contribute ~1e-10 of the loss). The accelerations
     share a unit and keep weight 1.
 Algorithms (every one gets 25 000 evaluations, the paper's 50 bees x 500 cycles)
-    ``iabc`` ``IABC.paper_002`` (group 50, F = 0.5, CR = 0.4, tournament onlookers, eq. 29 as printed:
+    ``iabc`` ``IABC.ding2021`` (group 50, F = 0.5, CR = 0.4, tournament onlookers, eq. 29 as printed:
     one random number scales ``a_i - a_k``);
-    ``abc`` ``ABC.paper_002`` (Karaboga's colony with eq. 29 as printed; run for the pinching model at 5 %
+    ``abc`` ``ABC.ding2021`` (Karaboga's colony with eq. 29 as printed; run for the pinching model at 5 %
     in place of the paper's I-ABC1 and I-ABC2, whose update rules are not available, and for Table 7's M5);
     ``iabc-1coord``, ``abc-1coord`` the same with Karaboga's one-coordinate step (``local_step="one"``), the
     study's first pass, kept as an ablation (not in ``--algorithms all``; name them to run more);
@@ -223,7 +223,6 @@ class CMAES(Optimizer):
     """
 
     name = "cmaes"
-    presets = ()
 
     def __init__(
         self,
@@ -327,13 +326,13 @@ def build_problem(case: str, seed: int) -> mc.Problem:
 def make_optimizer(alg: str, seed: int, budget: int) -> Optimizer:
     iters = max(1, budget // GROUP - 1)  # PSO/TBPSO: inertia schedule over the whole budget
     if alg == "iabc":
-        return IABC.paper_002(seed=seed)
+        return IABC.ding2021(seed=seed)
     if alg == "abc":
-        return ABC.paper_002(seed=seed)
+        return ABC.ding2021(seed=seed)
     if alg == "iabc-1coord":
-        return IABC.paper_002(seed=seed, local_step="one")
+        return IABC.ding2021(seed=seed, local_step="one")
     if alg == "abc-1coord":
-        return ABC.paper_002(seed=seed, local_step="one")
+        return ABC.ding2021(seed=seed, local_step="one")
     if alg == "tsa":
         return TSA(seed=seed)
     if alg == "ltsa":
@@ -341,9 +340,9 @@ def make_optimizer(alg: str, seed: int, budget: int) -> Optimizer:
     if alg == "bmo":
         return BMO(seed=seed)  # 50 birds; calibrate passes the budget for the weight's schedule
     if alg == "pso":
-        return PSO.paper_000(seed=seed, swarm_size=GROUP, max_iter=iters)
+        return PSO.kibriya2023(seed=seed, swarm_size=GROUP, max_iter=iters)
     if alg == "tbpso":
-        return TBPSO.paper_000(seed=seed, swarm_size=GROUP, max_iter=iters, trust_limit=1.0)
+        return TBPSO.kibriya2023(seed=seed, swarm_size=GROUP, max_iter=iters, trust_limit=1.0)
     if alg == "cma":
         return CMAES(seed=seed)
     raise ValueError(f"unknown algorithm {alg!r}; choose from {list(ALGORITHMS) + list(ONE_COORD)}")
@@ -973,7 +972,7 @@ def speed_section(speed: Path) -> list[str]:
         return lines + ["The timed I-ABC identification has not been run (`--speed` without `--speed-skip-iabc`).", ""]
     lines += [
         (
-            f"Complete I-ABC identification, SDOF Bouc-Wen, noise-free, `IABC.paper_002(seed=1)`, "
+            f"Complete I-ABC identification, SDOF Bouc-Wen, noise-free, `IABC.ding2021(seed=1)`, "
             f"{r['n_evals']} evaluations, `SerialEvaluator()` (the whole batch in one `simulate` call, "
             f"{r['threads']} numba threads), through the run store ({r['store']}; {r['simulated']} simulated, the "
             f"rest cache hits of repeated points): **{r['wall']:.0f} s wall**, {r['cpu']:.0f} s CPU "
@@ -1070,7 +1069,7 @@ def write_report(store_path: Path, budget: int, jobs_full: list[Job], command: s
         "",
         (
             "Eq. 29, `a_i* = a_i + rand(-1, 1) (a_i - a_k)`, is printed as a vector equation with one random "
-            'number: the step runs along the difference of two sources (`local_step="vector"`, the `paper_002` '
+            'number: the step runs along the difference of two sources (`local_step="vector"`, the `ding2021` '
             'presets). Karaboga\'s reference code changes one random coordinate instead (`local_step="one"`); '
             "the study's first pass used it. Same seeds, data, bounds and budget:"
         ),

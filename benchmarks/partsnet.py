@@ -28,7 +28,7 @@ resampled to 99 equally spaced times, stands in for the triaxial test's 99 x 2 d
     python benchmarks/partsnet.py --variants PartsNet,GRU --epochs 20 --out /tmp/p.md --no-strategies
 
 Profiles: ``short`` 150 epochs, GDR-Net 300, Mareš et al.'s (2016) strategies with ``CVSettings.quick``; ``paper`` Table 1's
-600 and 1000 epochs, ``CVSettings.paper_003`` (about 4x the short profile's CPU time).
+600 and 1000 epochs, ``CVSettings.mares2016`` (about 4x the short profile's CPU time).
 
 ``--work DIR`` keeps every trained network there as it finishes (and the strategies' scores), so an interrupted run
 resumes network by network; a network trained for other epochs, seed, parameters or training sequences is refused
@@ -72,7 +72,7 @@ from mechcalib.models import get_model
 
 PROFILES = {
     "short": {"epochs": 150, "gdr_epochs": 300, "cv": "quick"},
-    "paper": {"epochs": 600, "gdr_epochs": 1000, "cv": "paper_003"},
+    "paper": {"epochs": 600, "gdr_epochs": 1000, "cv": "mares2016"},
 }
 CONDITIONS = {"fs": 50.0}  # 50 samples/s with 20 RK4 substeps: the 1 ms step of the model's default grid
 FEATURES = ["restoring_force"]
@@ -115,7 +115,7 @@ def gdr_stage(args, log) -> tuple[dict, dict]:
     gamma = quality_labels(ds.X, exp.X[0])
     t0 = time.perf_counter()
     # threads pinned: the model's numba kernels above may have changed the OpenMP thread count torch reads
-    gdr = GDRNet.paper_001(epochs=args.gdr_epochs, seed=args.seed, threads=args.threads).fit(ds.unit(), gamma, ds.names)
+    gdr = GDRNet.hu2024(epochs=args.gdr_epochs, seed=args.seed, threads=args.threads).fit(ds.unit(), gamma, ds.names)
     sel = gdr.select(3)
     log(
         f"GDR-Net: {time.perf_counter() - t0:.1f} s; weights {dict(zip(ds.names, np.round(gdr.weights, 3)))}; "
@@ -181,9 +181,7 @@ def train_all(args, tr, va, log) -> tuple[dict, dict]:
             log(f"{v}: loaded from {f}")
             args.loaded.append(v)
         else:
-            tc = TrainConfig.paper_001(
-                epochs=args.epochs, seed=args.seed, threads=args.threads, x_scaling=args.x_scaling
-            )
+            tc = TrainConfig.hu2024(epochs=args.epochs, seed=args.seed, threads=args.threads, x_scaling=args.x_scaling)
             cal = InverseCalibrator(v, tc).fit(tr, va)
             if f is not None:
                 cal.save(f)
@@ -276,7 +274,7 @@ def _fit_strategies(args, tr, va, sc, log) -> dict:
 
     L = tr.length
     D = CurveDataset(tr.unit(), flat(tr), np.arange(2 * L, dtype=float), tr.names)
-    settings = CVSettings.quick() if args.cv == "quick" else CVSettings.paper_003()
+    settings = CVSettings.quick() if args.cv == "quick" else CVSettings.mares2016()
     steps = [L + k * (L // 9) for k in range(1, 10)]  # nine samples of the force, 1-based
     out = {}
     for label, strat in (
@@ -494,7 +492,7 @@ def write(args, res, path: Path) -> None:
     L.append("\n## Mareš et al.'s (2016) inverse strategies on the same split\n")
     if st:
         L.append(
-            f"One cross-validated one-hidden-layer network per parameter (`CVSettings.{'quick' if args.cv == 'quick' else 'paper_003'}`), "
+            f"One cross-validated one-hidden-layer network per parameter (`CVSettings.{'quick' if args.cv == 'quick' else 'mares2016'}`), "
             "inputs from the standardised 99 x 2 sequence; the same validation metrics. Time = fitting [s].\n"
         )
         L.append("| method | " + " | ".join(COLS) + " | hidden neurons |\n|---|" + "---|" * (len(COLS) + 1))
@@ -599,7 +597,7 @@ def main() -> None:
     ap.add_argument("--no-strategies", action="store_true", help="skip Mareš et al.'s (2016) inverse strategies")
     ap.add_argument(
         "--cv",
-        choices=("quick", "paper_003"),
+        choices=("quick", "mares2016"),
         default=None,
         help="CV settings of Mareš et al.'s (2016) strategies (default: the profile's)",
     )

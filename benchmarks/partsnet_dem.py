@@ -168,13 +168,13 @@ def stage_gdr(args) -> dict[str, Any]:
     m = model()
     ref = reference_curve(m, list(ds.features))
     gamma = quality_labels(ds.X, ref)
-    gdr = GDRNet.paper_001(epochs=args.gdr_epochs, seed=0, threads=args.threads).fit(ds.unit(), gamma, ds.names)
+    gdr = GDRNet.hu2024(epochs=args.gdr_epochs, seed=0, threads=args.threads).fit(ds.unit(), gamma, ds.names)
     sel = gdr.select(3)
     # the selection's stability: the same fit from other training seeds
     per_seed = {0: gdr}
     for seed in args.gdr_seeds:
         if seed not in per_seed:
-            per_seed[seed] = GDRNet.paper_001(epochs=args.gdr_epochs, seed=seed, threads=args.threads).fit(
+            per_seed[seed] = GDRNet.hu2024(epochs=args.gdr_epochs, seed=seed, threads=args.threads).fit(
                 ds.unit(), gamma, ds.names
             )
     peaks = np.abs(ds.X[:, :, force_index(ds.features)]).max(axis=1)
@@ -182,9 +182,7 @@ def stage_gdr(args) -> dict[str, Any]:
     # hundredths), so that the quality head has something to learn
     stretched = (gamma - gamma.min()) / (gamma.max() - gamma.min())
     per_seed_stretched = {
-        seed: GDRNet.paper_001(epochs=args.gdr_epochs, seed=seed, threads=args.threads).fit(
-            ds.unit(), stretched, ds.names
-        )
+        seed: GDRNet.hu2024(epochs=args.gdr_epochs, seed=seed, threads=args.threads).fit(ds.unit(), stretched, ds.names)
         for seed in args.gdr_seeds
     }
     # a dummy input that no simulation saw: what an index of a parameter without influence reads at this size
@@ -240,7 +238,7 @@ def train(variant: str, tr, va, args, seed: int):
     work = Path(args.work) / f"{variant}.s{seed}.e{args.epochs}.pt" if args.work else None
     if work is not None and work.is_file():
         return InverseCalibrator.load(work)
-    cal = InverseCalibrator(variant, TrainConfig.paper_001(epochs=args.epochs, seed=seed, threads=args.threads)).fit(
+    cal = InverseCalibrator(variant, TrainConfig.hu2024(epochs=args.epochs, seed=seed, threads=args.threads)).fit(
         tr, va
     )
     if work is not None:

@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     ap.add_argument("--work", default=None, help="folder keeping trained networks (resume)")
     ap.add_argument("--no-strategies", action="store_true", help="skip Mareš et al.'s (2016) inverse strategies")
-    ap.add_argument("--cv", choices=("quick", "paper_003"), default=None)
+    ap.add_argument("--cv", choices=("quick", "mares2016"), default=None)
     ap.add_argument(
         "--x-scaling",
         choices=("feature", "step"),

@@ -77,7 +77,7 @@ def test_make_optimizer_by_name():
     with pytest.raises(ConfigurationError, match="batch_size must be an integer >= 1, got 0"):
         make_optimizer("random", batch_size=0)
     with pytest.raises(ConfigurationError, match="no preset"):
-        make_optimizer("random", preset="paper_000")
+        make_optimizer("random", preset="kibriya2023")
 
 
 def test_log_scale_search_samples_decades_uniformly():

@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -185,10 +186,15 @@ def test_to_dict_round_trip_rebuilds_the_same_run(tmp_path, monkeypatch):
 
 
 def test_optimizer_preset_settings_and_seed(tmp_path):
-    text = BASE.replace('name = "random"', 'name = "tbpso"\npreset = "paper_000"\nsettings = { swarm_size = 6 }')
+    text = BASE.replace('name = "random"', 'name = "tbpso"\npreset = "kibriya2023"\nsettings = { swarm_size = 6 }')
     opt = load_config(write(tmp_path, text)).build_optimizer()
     s = opt.settings()
     assert s["swarm_size"] == 6 and s["phi3"] == 2.0 and s["seed"] == 1 and s["max_iter"] == 20
+    # the old name selects the same settings (and warns, once per process)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        old = load_config(write(tmp_path, text.replace('"kibriya2023"', '"paper_000"'))).build_optimizer()
+    assert old.settings() == s
 
 
 # -- errors ---------------------------------------------------------------------------------------------------
@@ -202,8 +208,13 @@ ERRORS = [
     (_sub('name = "linear"', 'name = "lineer"'), "model.name", "'duffing'", "'lineer'"),
     (_sub('name = "linear"', 'name = "linear"\npreset = "paper"'), "model.preset", "['default']", "'paper'"),
     (_sub('name = "random"', 'name = "pso2"'), "optimizer.name", "'tbpso'", "'pso2'"),
-    (_sub('name = "random"', 'name = "pso"\npreset = "paper_001"'), "optimizer.preset", "'paper_000'", "'paper_001'"),
-    (_sub('name = "random"', 'name = "random"\npreset = "paper_000"'), "optimizer.preset", "has none", "'paper_000'"),
+    (_sub('name = "random"', 'name = "pso"\npreset = "hu2024"'), "optimizer.preset", "'kibriya2023'", "'hu2024'"),
+    (
+        _sub('name = "random"', 'name = "random"\npreset = "kibriya2023"'),
+        "optimizer.preset",
+        "has none",
+        "'kibriya2023'",
+    ),
     (
         _sub('name = "random"', 'name = "tbpso"\nsettings = { swarm_sise = 5 }'),
         "optimizer.settings.swarm_sise",

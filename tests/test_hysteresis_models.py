@@ -360,7 +360,7 @@ def test_iabc_identifies_boucwen_from_acceleration(models):
     model = models["sdof_boucwen"]
     data = experiment_from_model(model)
     problem = mc.Problem(model, mc.Experiment({"acceleration": data["acceleration"]}), mc.L2())
-    res = mc.calibrate(problem, IABC.paper_002(seed=0), max_evals=5000)
+    res = mc.calibrate(problem, IABC.ding2021(seed=0), max_evals=5000)
     truth = np.array([model.preset()[n] for n in model.space.free_names])
     assert res.n_evals == 5000 and np.max(np.abs(res.best_x / truth - 1)) < 0.01, res.best_x
 

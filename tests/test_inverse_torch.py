@@ -142,7 +142,7 @@ def test_block_shapes(cell, impl):
 
 
 def test_config_validation_and_names():
-    assert NetConfig.paper_001() == NetConfig(hidden=72, heads=4, num_layers=1, sparsity=0.49)
+    assert NetConfig.hu2024() == NetConfig(hidden=72, heads=4, num_layers=1, sparsity=0.49)
     assert [NetConfig.variant(v).name for v in VARIANTS] == list(VARIANTS)
     with pytest.raises(ConfigurationError, match="multiple of heads"):
         NetConfig(hidden=10, heads=4)
@@ -150,7 +150,7 @@ def test_config_validation_and_names():
         NetConfig.variant("LSTM")
     with pytest.raises(ConfigurationError, match="attention"):
         NetConfig(attention="local")
-    tc = TrainConfig.paper_001()
+    tc = TrainConfig.hu2024()
     assert (tc.batch_size, tc.lr, tc.epochs, tc.loss, tc.quantile) == (40, 5.6e-4, 600, "mse", 0.75)
 
 
@@ -439,7 +439,7 @@ def test_fused_attention_equals_the_masked_dense_form(criterion):
     # a sparse mask is in effect: the result differs from dense attention
     assert (outs["masked"] - attention(*qkv, 0.0)[0]).abs().max() > 1e-3
 
-    cfg = NetConfig.paper_001(criterion=criterion)
+    cfg = NetConfig.hu2024(criterion=criterion)
     nets = {}
     for impl in ("masked", "fused"):
         torch.manual_seed(0)

@@ -4,6 +4,8 @@ a force at a named node of the frame, and configs whose record paths resolve fro
 
 from __future__ import annotations
 
+import gc
+import pickle
 import warnings
 
 import numpy as np
@@ -88,6 +90,15 @@ def test_convergence_check_fires_on_a_coarse_setting():
         coarse.simulate(THETA, cond)  # once per record
         ok = HystereticSDOF("bilinear_kinematic", m=M, c=C, k=K).check_steps(THETA, cond)
     assert "converged" in ok
+    # the records checked are kept per live object: not in its pickle, gone with it, never a new object's
+    from mechcalib.models.hysteresis import _common
+
+    assert coarse in _common._CHECKED
+    assert pickle.loads(pickle.dumps(coarse)) not in _common._CHECKED
+    n = len(_common._CHECKED)
+    del coarse
+    gc.collect()
+    assert len(_common._CHECKED) == n - 1
 
 
 def test_sampling_too_slow_for_the_model_warns():

@@ -222,12 +222,12 @@ def test_registry_and_subclassing():
 
 
 def test_paper_presets():
-    p = IABC.paper_002(seed=1)
+    p = IABC.ding2021(seed=1)
     assert (p.group_size, p.n_sources, p.max_cycles, p.F, p.CR, p.selection) == (50, 25, 500, 0.5, 0.4, "tournament")
     assert p.local_step == "vector"  # eq. 29 as printed: one random number scales a_i - a_k
     assert p.limit is None and p.setup(6)._limit == 150  # eq. 33: 50 * 6 / 2
-    assert IABC.paper_002(max_cycles=10).max_cycles == 10
-    a = ABC.paper_002()
+    assert IABC.ding2021(max_cycles=10).max_cycles == 10
+    a = ABC.ding2021()
     assert (a.group_size, a.max_cycles, a.selection, a.local_step) == (50, 500, "roulette", "vector")
     s = IABC.small_group()
     assert 10 <= s.group_size <= 20
@@ -282,7 +282,7 @@ def test_peer_linear_fit_pass_counts_iabc_vs_abc():
 
 def test_iabc_reaches_1e_6_on_3d_sphere():
     res = mc.minimize(
-        lambda X: np.sum((X - 0.7) ** 2, axis=1), [-5.0] * 3, [5.0] * 3, IABC.paper_002(seed=0), max_evals=2500
+        lambda X: np.sum((X - 0.7) ** 2, axis=1), [-5.0] * 3, [5.0] * 3, IABC.ding2021(seed=0), max_evals=2500
     )
     assert res.best_loss < 1e-6
     np.testing.assert_allclose(res.best_x, 0.7, atol=1e-3)

@@ -84,12 +84,12 @@ def test_second_child_reset_between_parents_by_hand():
 
 # -- sizes, presets, bookkeeping --------------------------------------------------------------------
 def test_library_size_rules():
-    g = GA.paper_000()
+    g = GA.kibriya2023()
     assert (g.pop_size, g.n_elite, g.n_parents, g.n_offspring) == (10, 1, 4, 6)
     assert GA(pop_size=11).n_parents == 3 and GA(pop_size=11).n_offspring == 8
     assert GA(pop_size=20).n_elite == 1 and GA(pop_size=200).n_elite == 2
-    assert GA.paper_000(pop_size=20).settings()["pop_size"] == 20
-    assert GA.paper_000(seed=1).settings() == GA(seed=1).settings()
+    assert GA.kibriya2023(pop_size=20).settings()["pop_size"] == 20
+    assert GA.kibriya2023(seed=1).settings() == GA(seed=1).settings()
 
 
 @pytest.mark.parametrize(
@@ -156,7 +156,7 @@ def test_all_failed_generation_keeps_going():
 def test_ga_beats_random_search_on_3d_sphere():
     """Median best loss over 7 seeds at 1000 evaluations: GA at most a quarter of random search's."""
     budget, seeds = 1000, range(7)
-    ga = [mc.minimize(_sphere, [0] * 3, [1] * 3, GA.paper_000(seed=s), max_evals=budget).best_loss for s in seeds]
+    ga = [mc.minimize(_sphere, [0] * 3, [1] * 3, GA.kibriya2023(seed=s), max_evals=budget).best_loss for s in seeds]
     rs = [
         mc.minimize(_sphere, [0] * 3, [1] * 3, get_optimizer("random")(seed=s), max_evals=budget).best_loss
         for s in seeds

@@ -125,7 +125,7 @@ def test_radioactivity_one_gives_only_mutants_inside_the_cube():
 def test_reaches_1e6_on_3d_sphere_within_8000_evaluations(limit_on, seed):
     """Paper settings (pool_rate 25: 75 points per generation). Measured over seeds 0-19: at most
     5700 evaluations ("cross") and 3300 ("mutate") to reach 1e-6."""
-    opt = GRADE.paper_003(seed=seed, limit_on=limit_on).setup(3)
+    opt = GRADE.mares2016(seed=seed, limit_on=limit_on).setup(3)
     while opt.n_evals < 8000 and opt.best_f > 1e-6:
         U = opt.ask()
         opt.tell(U, np.sum((U - 0.3) ** 2, axis=1))
@@ -135,12 +135,12 @@ def test_reaches_1e6_on_3d_sphere_within_8000_evaluations(limit_on, seed):
 
 # -- settings, presets, validation ------------------------------------------------------------------------
 def test_presets_and_registry():
-    p = GRADE.paper_003(seed=1)
+    p = GRADE.mares2016(seed=1)
     assert p.settings() == dict(pool_rate=25, radioactivity=0.05, cross_limit=2.0, limit_on="cross", seed=1)
-    assert GRADE.paper_003(pool_rate=10).pool_rate == 10
+    assert GRADE.mares2016(pool_rate=10).pool_rate == 10
     assert GRADE.tight_budget().pool_rate == 5
     assert get_optimizer("grade") is GRADE
-    assert make_optimizer("grade", "paper_003", seed=2).settings()["seed"] == 2
+    assert make_optimizer("grade", "mares2016", seed=2).settings()["seed"] == 2
     assert GRADE().settings() == dict(pool_rate=25, radioactivity=0.05, cross_limit=2.0, limit_on="cross", seed=None)
 
 

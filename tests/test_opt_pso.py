@@ -238,7 +238,7 @@ def test_phi_below_4_without_constriction_is_allowed():
 
 
 def test_presets_and_registry():
-    p = PSO.paper_000(seed=0)
+    p = PSO.kibriya2023(seed=0)
     s = p.settings()
     assert (s["swarm_size"], s["phi1"], s["phi2"], s["inertia"], s["w_max"], s["w_min"], s["max_iter"]) == (
         10,
@@ -250,11 +250,11 @@ def test_presets_and_registry():
         50,
     )
     assert p.K == 1.0
-    assert PSO.paper_000(max_iter=80).max_iter == 80  # overrides pass through
+    assert PSO.kibriya2023(max_iter=80).max_iter == 80  # overrides pass through
     assert PSO.original().inertia == "none" and not PSO.original().constriction
     assert PSO.constricted().K == pytest.approx(K41)
     assert get_optimizer("pso") is PSO
-    assert make_optimizer("pso", "paper_000", seed=1).max_iter == 50
+    assert make_optimizer("pso", "kibriya2023", seed=1).max_iter == 50
     assert PSO(seed=2).copy(swarm_size=4).settings() == {**PSO(seed=2).settings(), "swarm_size": 4}
 
 
@@ -275,7 +275,7 @@ def _sphere_best(opt, dim, budget, centre):
 def test_paper_preset_converges_on_3d_sphere(seed):
     """Paper preset (10 particles, 50-iteration schedule): 1e-6 within 600 evaluations (60 batches).
     Seeds 0-19 need 370-570 evaluations."""
-    best, n = _sphere_best(PSO.paper_000(seed=seed), 3, 600, np.array([0.3, 0.6, 0.45]))
+    best, n = _sphere_best(PSO.kibriya2023(seed=seed), 3, 600, np.array([0.3, 0.6, 0.45]))
     assert n == 600
     assert best <= 1e-6
 

@@ -154,7 +154,7 @@ def test_velocity_eq15(T, expected):
 def test_class_step_by_hand(direction, V_new, X_new):
     """One TBPSO step through ask/tell: bests updated first, then eq. 12 (with C_PREV), 11, 13, 14, 15,
     the velocity clamp (0.5) and the walls."""
-    opt = TBPSO.paper_000(max_iter=50, v_max=0.5, trust_direction=direction, seed=0).setup(2)
+    opt = TBPSO.kibriya2023(max_iter=50, v_max=0.5, trust_direction=direction, seed=0).setup(2)
     assert opt.K == 1.0  # eq. 8 at phi = 1 + 1 + 2 = 4
     opt._X, opt._V, opt._P, opt._fP, opt._C, opt._k = (
         X.copy(),
@@ -219,9 +219,9 @@ def _run_sphere(opt, dim, budget, centre):
 
 def test_printed_trust_grows_with_the_steps_and_the_limit_bounds_it():
     centre = np.array([0.3, 0.6, 0.45])
-    _, cmax = _run_sphere(TBPSO.paper_000(seed=0), 3, 1000, centre)  # 99 trust updates
+    _, cmax = _run_sphere(TBPSO.kibriya2023(seed=0), 3, 1000, centre)  # 99 trust updates
     assert cmax >= 50
-    _, cmax = _run_sphere(TBPSO.paper_000(seed=0, trust_limit=1.0), 3, 1000, centre)
+    _, cmax = _run_sphere(TBPSO.kibriya2023(seed=0, trust_limit=1.0), 3, 1000, centre)
     assert cmax == 1.0
 
 
@@ -244,7 +244,7 @@ def test_bad_settings_name_setting_and_value(kw, names):
 
 
 def test_presets_and_defaults():
-    p = TBPSO.paper_000(seed=0)
+    p = TBPSO.kibriya2023(seed=0)
     s = p.settings()
     assert (s["swarm_size"], s["phi1"], s["phi2"], s["phi3"], s["inertia"], s["w_max"], s["w_min"]) == (
         10,
@@ -258,7 +258,7 @@ def test_presets_and_defaults():
     # eq. 13 as printed ("away"): the better direction on benchmarks/optimizers.py; "toward" stays available
     assert (s["max_iter"], s["constriction"], s["trust_direction"], s["trust_limit"]) == (20, True, "away", None)
     assert p.K == 1.0
-    toward = TBPSO.paper_000(trust_direction="toward", seed=0)
+    toward = TBPSO.kibriya2023(trust_direction="toward", seed=0)
     assert toward.trust_direction == "toward"
     assert {k: v for k, v in toward.settings().items() if k != "trust_direction"} == {
         k: v for k, v in s.items() if k != "trust_direction"
@@ -277,7 +277,7 @@ def test_presets_and_defaults():
 def test_capped_trust_converges_on_3d_sphere(direction, budget, seed):
     """Paper weights with trust_limit=1: 1e-6 within the budget (seeds 0-19 need 180-350 evaluations
     with "toward", 210-660 with "away")."""
-    opt = TBPSO.paper_000(seed=seed, trust_limit=1.0, trust_direction=direction)
+    opt = TBPSO.kibriya2023(seed=seed, trust_limit=1.0, trust_direction=direction)
     best, _ = _run_sphere(opt, 3, budget, np.array([0.3, 0.6, 0.45]))
     assert best <= 1e-6
 
@@ -287,5 +287,5 @@ def test_paper_preset_within_its_budget(direction):
     """The printed rule at the paper's budget (20 iterations, 210 evaluations): every one of 10 seeds
     is below 1e-2 on the 3-D sphere (measured: 2.0e-6 to 4.4e-3 "toward", 8.5e-7 to 3.8e-3 "away")."""
     centre = np.array([0.3, 0.6, 0.45])
-    bests = [_run_sphere(TBPSO.paper_000(seed=s, trust_direction=direction), 3, 210, centre)[0] for s in range(10)]
+    bests = [_run_sphere(TBPSO.kibriya2023(seed=s, trust_direction=direction), 3, 210, centre)[0] for s in range(10)]
     assert max(bests) < 1e-2

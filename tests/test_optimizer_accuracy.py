@@ -12,10 +12,10 @@ better than random sampling fails its rows. One row is a known shortfall (``KNOW
 GRADE's median over seeds 0-4 on 5-D Ackley does not reach half the random-search median.
 
 PSO and TBPSO: ``max_iter = budget / swarm_size - 1`` makes the inertia schedule span the budget. TBPSO's
-``paper_000`` uses ``trust_direction="away"`` (eq. 13 as printed); with ``"toward"``, its earlier setting,
+``kibriya2023`` uses ``trust_direction="away"`` (eq. 13 as printed); with ``"toward"``, its earlier setting,
 seeds 0-9 gave worst/median 1.5/0.44 (Sphere-10), 7e3/3.4e2 (Rosenbrock-5), 18/11 (Rastrigin-5), 8.7/4.2
 (Ackley01-5), 0.96/0.35 (Griewank-5). DE: ``NP = 20`` instead of the default ``10 * dim``, which leaves too
-few generations in 2000 evaluations. ABC and I-ABC ``paper_002`` take eq. 29 as printed (one random number
+few generations in 2000 evaluations. ABC and I-ABC ``ding2021`` take eq. 29 as printed (one random number
 scales ``a_i - a_k``, ``local_step="vector"``); with Karaboga's one-coordinate step, their earlier setting,
 seeds 0-9 gave worst/median ABC 0.3/0.1, 63/2.7, 2.4/1.1, 2.4/1.6, 0.2/0.16 and I-ABC 0.88/0.62, 97/42,
 4/2.2, 3/1.5, 0.2/0.13 on the five functions: the vector step is better where the variables interact
@@ -25,31 +25,31 @@ short budget (40 cycles); on Ding et al.'s (2021) hysteresis objectives it is wh
 =========  =======================  ==========  ===  ======  =====  ========  =========  ==========
 optimiser  preset / settings        function    dim  budget  tol    worst/10  median/10  seeds
 =========  =======================  ==========  ===  ======  =====  ========  =========  ==========
-ga         paper_000                Sphere      10   2000    2      0.48      0.17       0-2 max
-ga         paper_000                Rosenbrock  5    2000    5e+03  9.9e+02   2.8e+02    0-2 max
-ga         paper_000                Rastrigin   5    2000    10     3.5       1.8        0-2 max
-ga         paper_000                Ackley01    5    2000    6.7    4.4       2.6        0-2 max
-ga         paper_000                Griewank    5    2000    0.56   0.46      0.21       0-2 max
-pso        paper_000, max_iter 199  Sphere      10   2000    0.002  0.00052   0.00017    0-2 max
-pso        paper_000, max_iter 199  Rosenbrock  5    2000    2e+03  5.5e+02   1.9        0-2 max
-pso        paper_000, max_iter 199  Rastrigin   5    2000    10     3         1.5        0-2 max
-pso        paper_000, max_iter 199  Ackley01    5    2000    0.002  0.0006    9.4e-05    0-2 max
-pso        paper_000, max_iter 199  Griewank    5    2000    0.5    0.23      0.13       0-2 max
-tbpso      paper_000, max_iter 199  Sphere      10   2000    5      2.6       1.2        0-2 max
-tbpso      paper_000, max_iter 199  Rosenbrock  5    2000    5e+03  1.6e+03   14         0-2 max
-tbpso      paper_000, max_iter 199  Rastrigin   5    2000    10     17        5.1        0-4 median
-tbpso      paper_000, max_iter 199  Ackley01    5    2000    5      18        2.8        0-4 median
-tbpso      paper_000, max_iter 199  Griewank    5    2000    0.6    0.76      0.37       0-4 median
-abc        paper_002                Sphere      10   2000    5      3.5       1.1        0-2 max
-abc        paper_002                Rosenbrock  5    2000    60     6.8e+03   10         0-4 median
-abc        paper_002                Rastrigin   5    2000    10     8.9       3.6        0-2 max
-abc        paper_002                Ackley01    5    2000    5      9.3       3.3        0-4 median
-abc        paper_002                Griewank    5    2000    0.5    0.37      0.21       0-2 max
-iabc       paper_002                Sphere      10   2000    0.2    0.078     0.0086     0-2 max
-iabc       paper_002                Rosenbrock  5    2000    50     16        4.1        0-2 max
-iabc       paper_002                Rastrigin   5    2000    12     8.9       6.1        0-2 max
-iabc       paper_002                Ackley01    5    2000    1      0.42      0.11       0-2 max
-iabc       paper_002                Griewank    5    2000    0.5    0.31      0.27       0-2 max
+ga         kibriya2023              Sphere      10   2000    2      0.48      0.17       0-2 max
+ga         kibriya2023              Rosenbrock  5    2000    5e+03  9.9e+02   2.8e+02    0-2 max
+ga         kibriya2023              Rastrigin   5    2000    10     3.5       1.8        0-2 max
+ga         kibriya2023              Ackley01    5    2000    6.7    4.4       2.6        0-2 max
+ga         kibriya2023              Griewank    5    2000    0.56   0.46      0.21       0-2 max
+pso        kibriya2023, 199 iters  Sphere      10   2000    0.002  0.00052   0.00017    0-2 max
+pso        kibriya2023, 199 iters  Rosenbrock  5    2000    2e+03  5.5e+02   1.9        0-2 max
+pso        kibriya2023, 199 iters  Rastrigin   5    2000    10     3         1.5        0-2 max
+pso        kibriya2023, 199 iters  Ackley01    5    2000    0.002  0.0006    9.4e-05    0-2 max
+pso        kibriya2023, 199 iters  Griewank    5    2000    0.5    0.23      0.13       0-2 max
+tbpso      kibriya2023, 199 iters  Sphere      10   2000    5      2.6       1.2        0-2 max
+tbpso      kibriya2023, 199 iters  Rosenbrock  5    2000    5e+03  1.6e+03   14         0-2 max
+tbpso      kibriya2023, 199 iters  Rastrigin   5    2000    10     17        5.1        0-4 median
+tbpso      kibriya2023, 199 iters  Ackley01    5    2000    5      18        2.8        0-4 median
+tbpso      kibriya2023, 199 iters  Griewank    5    2000    0.6    0.76      0.37       0-4 median
+abc        ding2021                 Sphere      10   2000    5      3.5       1.1        0-2 max
+abc        ding2021                 Rosenbrock  5    2000    60     6.8e+03   10         0-4 median
+abc        ding2021                 Rastrigin   5    2000    10     8.9       3.6        0-2 max
+abc        ding2021                 Ackley01    5    2000    5      9.3       3.3        0-4 median
+abc        ding2021                 Griewank    5    2000    0.5    0.37      0.21       0-2 max
+iabc       ding2021                 Sphere      10   2000    0.2    0.078     0.0086     0-2 max
+iabc       ding2021                 Rosenbrock  5    2000    50     16        4.1        0-2 max
+iabc       ding2021                 Rastrigin   5    2000    12     8.9       6.1        0-2 max
+iabc       ding2021                 Ackley01    5    2000    1      0.42      0.11       0-2 max
+iabc       ding2021                 Griewank    5    2000    0.5    0.31      0.27       0-2 max
 tsa        defaults                 Sphere      10   2000    0.02   0.0047    0.0011     0-2 max
 tsa        defaults                 Rosenbrock  5    2000    50     7.6       3.4        0-2 max
 tsa        defaults                 Rastrigin   5    2000    12     8         4          0-2 max
@@ -90,7 +90,7 @@ GrainLearning peer test (its repository's linear case, ../shared/data/granular/g
 ``y = a x + b`` on ``x = 0..99`` with truth ``(a, b) = (0.2, 5.0)``, bounds ``a in [0.1, 1]``,
 ``b in [0.1, 10]``; a run passes when both parameters are within 1 % after at most 200 evaluations. The loss
 is the sum of squared relative residuals (each residual divided by the observation). Measured over seeds
-0-19: PSO (``paper_000``, ``max_iter`` 19) 11/20 runs pass, TBPSO (``paper_000``, ``max_iter`` 19) 15/20
+0-19: PSO (``kibriya2023``, ``max_iter`` 19) 11/20 runs pass, TBPSO (``kibriya2023``, ``max_iter`` 19) 15/20
 (9 of seeds 0-9; 14/20 with ``trust_direction="toward"``), I-ABC (``small_group``) 18/20; random search
 0/20. The test asks each of the three for at least 5 passes out of seeds 0-9.
 """
@@ -134,31 +134,31 @@ _PSO = {"max_iter": B // 10 - 1}
 _MEDIAN5: dict[str, Any] = {"stat": "median", "seeds": (0, 1, 2, 3, 4)}
 
 TARGETS: tuple[Target, ...] = (
-    Target("ga", "paper_000", {}, "Sphere", 10, B, 2, worst_of_10=0.48, median_of_10=0.17),
-    Target("ga", "paper_000", {}, "Rosenbrock", 5, B, 5e03, worst_of_10=9.9e02, median_of_10=2.8e02),
-    Target("ga", "paper_000", {}, "Rastrigin", 5, B, 10, worst_of_10=3.5, median_of_10=1.8),
-    Target("ga", "paper_000", {}, "Ackley01", 5, B, 6.7, worst_of_10=4.4, median_of_10=2.6),
-    Target("ga", "paper_000", {}, "Griewank", 5, B, 0.56, worst_of_10=0.46, median_of_10=0.21),
-    Target("pso", "paper_000", _PSO, "Sphere", 10, B, 0.002, worst_of_10=0.00052, median_of_10=0.00017),
-    Target("pso", "paper_000", _PSO, "Rosenbrock", 5, B, 2e03, worst_of_10=5.5e02, median_of_10=1.9),
-    Target("pso", "paper_000", _PSO, "Rastrigin", 5, B, 10, worst_of_10=3, median_of_10=1.5),
-    Target("pso", "paper_000", _PSO, "Ackley01", 5, B, 0.002, worst_of_10=0.0006, median_of_10=9.4e-05),
-    Target("pso", "paper_000", _PSO, "Griewank", 5, B, 0.5, worst_of_10=0.23, median_of_10=0.13),
-    Target("tbpso", "paper_000", _PSO, "Sphere", 10, B, 5, worst_of_10=2.6, median_of_10=1.2),
-    Target("tbpso", "paper_000", _PSO, "Rosenbrock", 5, B, 5e03, worst_of_10=1.6e03, median_of_10=14),
-    Target("tbpso", "paper_000", _PSO, "Rastrigin", 5, B, 10, **_MEDIAN5, worst_of_10=17, median_of_10=5.1),
-    Target("tbpso", "paper_000", _PSO, "Ackley01", 5, B, 5, **_MEDIAN5, worst_of_10=18, median_of_10=2.8),
-    Target("tbpso", "paper_000", _PSO, "Griewank", 5, B, 0.6, **_MEDIAN5, worst_of_10=0.76, median_of_10=0.37),
-    Target("abc", "paper_002", {}, "Sphere", 10, B, 5, worst_of_10=3.5, median_of_10=1.1),
-    Target("abc", "paper_002", {}, "Rosenbrock", 5, B, 60, **_MEDIAN5, worst_of_10=6.8e03, median_of_10=10),
-    Target("abc", "paper_002", {}, "Rastrigin", 5, B, 10, worst_of_10=8.9, median_of_10=3.6),
-    Target("abc", "paper_002", {}, "Ackley01", 5, B, 5, **_MEDIAN5, worst_of_10=9.3, median_of_10=3.3),
-    Target("abc", "paper_002", {}, "Griewank", 5, B, 0.5, worst_of_10=0.37, median_of_10=0.21),
-    Target("iabc", "paper_002", {}, "Sphere", 10, B, 0.2, worst_of_10=0.078, median_of_10=0.0086),
-    Target("iabc", "paper_002", {}, "Rosenbrock", 5, B, 50, worst_of_10=16, median_of_10=4.1),
-    Target("iabc", "paper_002", {}, "Rastrigin", 5, B, 12, worst_of_10=8.9, median_of_10=6.1),
-    Target("iabc", "paper_002", {}, "Ackley01", 5, B, 1, worst_of_10=0.42, median_of_10=0.11),
-    Target("iabc", "paper_002", {}, "Griewank", 5, B, 0.5, worst_of_10=0.31, median_of_10=0.27),
+    Target("ga", "kibriya2023", {}, "Sphere", 10, B, 2, worst_of_10=0.48, median_of_10=0.17),
+    Target("ga", "kibriya2023", {}, "Rosenbrock", 5, B, 5e03, worst_of_10=9.9e02, median_of_10=2.8e02),
+    Target("ga", "kibriya2023", {}, "Rastrigin", 5, B, 10, worst_of_10=3.5, median_of_10=1.8),
+    Target("ga", "kibriya2023", {}, "Ackley01", 5, B, 6.7, worst_of_10=4.4, median_of_10=2.6),
+    Target("ga", "kibriya2023", {}, "Griewank", 5, B, 0.56, worst_of_10=0.46, median_of_10=0.21),
+    Target("pso", "kibriya2023", _PSO, "Sphere", 10, B, 0.002, worst_of_10=0.00052, median_of_10=0.00017),
+    Target("pso", "kibriya2023", _PSO, "Rosenbrock", 5, B, 2e03, worst_of_10=5.5e02, median_of_10=1.9),
+    Target("pso", "kibriya2023", _PSO, "Rastrigin", 5, B, 10, worst_of_10=3, median_of_10=1.5),
+    Target("pso", "kibriya2023", _PSO, "Ackley01", 5, B, 0.002, worst_of_10=0.0006, median_of_10=9.4e-05),
+    Target("pso", "kibriya2023", _PSO, "Griewank", 5, B, 0.5, worst_of_10=0.23, median_of_10=0.13),
+    Target("tbpso", "kibriya2023", _PSO, "Sphere", 10, B, 5, worst_of_10=2.6, median_of_10=1.2),
+    Target("tbpso", "kibriya2023", _PSO, "Rosenbrock", 5, B, 5e03, worst_of_10=1.6e03, median_of_10=14),
+    Target("tbpso", "kibriya2023", _PSO, "Rastrigin", 5, B, 10, **_MEDIAN5, worst_of_10=17, median_of_10=5.1),
+    Target("tbpso", "kibriya2023", _PSO, "Ackley01", 5, B, 5, **_MEDIAN5, worst_of_10=18, median_of_10=2.8),
+    Target("tbpso", "kibriya2023", _PSO, "Griewank", 5, B, 0.6, **_MEDIAN5, worst_of_10=0.76, median_of_10=0.37),
+    Target("abc", "ding2021", {}, "Sphere", 10, B, 5, worst_of_10=3.5, median_of_10=1.1),
+    Target("abc", "ding2021", {}, "Rosenbrock", 5, B, 60, **_MEDIAN5, worst_of_10=6.8e03, median_of_10=10),
+    Target("abc", "ding2021", {}, "Rastrigin", 5, B, 10, worst_of_10=8.9, median_of_10=3.6),
+    Target("abc", "ding2021", {}, "Ackley01", 5, B, 5, **_MEDIAN5, worst_of_10=9.3, median_of_10=3.3),
+    Target("abc", "ding2021", {}, "Griewank", 5, B, 0.5, worst_of_10=0.37, median_of_10=0.21),
+    Target("iabc", "ding2021", {}, "Sphere", 10, B, 0.2, worst_of_10=0.078, median_of_10=0.0086),
+    Target("iabc", "ding2021", {}, "Rosenbrock", 5, B, 50, worst_of_10=16, median_of_10=4.1),
+    Target("iabc", "ding2021", {}, "Rastrigin", 5, B, 12, worst_of_10=8.9, median_of_10=6.1),
+    Target("iabc", "ding2021", {}, "Ackley01", 5, B, 1, worst_of_10=0.42, median_of_10=0.11),
+    Target("iabc", "ding2021", {}, "Griewank", 5, B, 0.5, worst_of_10=0.31, median_of_10=0.27),
     Target("tsa", None, {}, "Sphere", 10, B, 0.02, worst_of_10=0.0047, median_of_10=0.0011),
     Target("tsa", None, {}, "Rosenbrock", 5, B, 50, worst_of_10=7.6, median_of_10=3.4),
     Target("tsa", None, {}, "Rastrigin", 5, B, 12, worst_of_10=8, median_of_10=4),
@@ -281,8 +281,8 @@ def test_grainlearning_data_is_the_generated_line():
 
 
 GL_CASES = [
-    ("pso", "paper_000", {"max_iter": 19}, 5),  # 10 particles x 20 swarms = 200 evaluations
-    ("tbpso", "paper_000", {"max_iter": 19}, 5),
+    ("pso", "kibriya2023", {"max_iter": 19}, 5),  # 10 particles x 20 swarms = 200 evaluations
+    ("tbpso", "kibriya2023", {"max_iter": 19}, 5),
     ("iabc", "small_group", {}, 5),
 ]
 

@@ -193,7 +193,7 @@ def test_package_registries_keep_their_public_functions():
     assert isinstance(get_model("linear"), Linear)
     assert isinstance(get_model("mechcalib.models.analytic:Linear"), Linear)
     assert get_optimizer("PSO") is PSO and OPTIMIZERS.base is Optimizer and OPTIMIZERS.group == "mechcalib.optimizers"
-    assert isinstance(make_optimizer("pso", preset="paper_000", seed=1), PSO)
+    assert isinstance(make_optimizer("pso", preset="kibriya2023", seed=1), PSO)
     assert get_optimizer("mechcalib.optimizers.pso:PSO") is PSO
     assert OBJECTIVES.base is Objective and OBJECTIVES.group == "mechcalib.objectives"
     assert isinstance(make_objective("mechcalib.objectives.curves:F1"), F1)

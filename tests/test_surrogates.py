@@ -254,7 +254,7 @@ def test_cross_validation_picks_a_small_network_for_a_one_neuron_function():
 
 
 def test_cv_settings_presets_and_validation():
-    s = CVSettings.paper_003()
+    s = CVSettings.mares2016()
     assert (s.V, s.J, s.K, s.r_pe_max, s.h_min, s.r_cve_max, s.W) == (10, 100, 5000, 0.999, 1, 0.99, 3)
     with pytest.raises(ValueError, match="V must be >= 2"):
         CVSettings(V=1)

@@ -9,8 +9,8 @@ from mechcalib.errors import ConfigurationError
 from mechcalib.models.hydration import Hydration
 from mechcalib.surrogates import CVSettings, lhs_md, simulate_dataset
 from mechcalib.surrogates.strategies import (
-    PAPER_STEPS,
-    PAPER_STRATEGIES,
+    MARES2016_STEPS,
+    MARES2016_STRATEGIES,
     Direct,
     ErrorF,
     ForwardComplex,
@@ -48,12 +48,12 @@ def test_set(model, space):
 
 
 def test_paper_step_sets_match_table_2():
-    assert len(PAPER_STEPS["forward_split"]) == 9 and PAPER_STEPS["forward_split"][0] == 300
-    assert len(PAPER_STEPS["forward_split_2"]) == 22 and PAPER_STEPS["forward_split_2"][-1] == 1150
-    assert len(PAPER_STEPS["forward_split_3"]) == 43
-    assert PAPER_STEPS["forward_split_3"][:5] == (100, 130, 150, 170, 200)
-    assert len(PAPER_STEPS["inverse_expert_2"]) == 10 and PAPER_STEPS["inverse_expert_2"][0] == 200
-    assert len(PAPER_STRATEGIES) == 7
+    assert len(MARES2016_STEPS["forward_split"]) == 9 and MARES2016_STEPS["forward_split"][0] == 300
+    assert len(MARES2016_STEPS["forward_split_2"]) == 22 and MARES2016_STEPS["forward_split_2"][-1] == 1150
+    assert len(MARES2016_STEPS["forward_split_3"]) == 43
+    assert MARES2016_STEPS["forward_split_3"][:5] == (100, 130, 150, 170, 200)
+    assert len(MARES2016_STEPS["inverse_expert_2"]) == 10 and MARES2016_STEPS["inverse_expert_2"][0] == 200
+    assert len(MARES2016_STRATEGIES) == 7
 
 
 def test_relative_errors_eq15_by_hand():
@@ -76,7 +76,9 @@ def test_curve_on_grid_interpolates_and_holds_the_last_value():
 
 
 def test_forward_split_recovers_parameters(train, test_set):
-    st = ForwardSplit(PAPER_STEPS["forward_split"], settings=SETTINGS, max_evals=1000, polish=300).fit(train, seed=0)
+    st = ForwardSplit(MARES2016_STEPS["forward_split"], settings=SETTINGS, max_evals=1000, polish=300).fit(
+        train, seed=0
+    )
     assert len(st.networks) == 9
     rows = st.network_rows(test_set)
     assert len(rows) == 9 and max(r["test"] for r in rows) < 0.05
@@ -87,7 +89,7 @@ def test_forward_split_recovers_parameters(train, test_set):
 
 
 def test_inverse_expert_recovers_parameters_and_flags_extrapolation(train, test_set):
-    st = InverseExpert(PAPER_STEPS["inverse_expert"], settings=SETTINGS).fit(train, seed=0)
+    st = InverseExpert(MARES2016_STEPS["inverse_expert"], settings=SETTINGS).fit(train, seed=0)
     P, res = st.identify_many(test_set.Y)
     assert np.max(np.abs(P - test_set.P)) < 0.03
     assert not any(r.outside for r in res)
@@ -162,10 +164,10 @@ def test_stored_networks_restore_a_fitted_strategy(train, test_set):
     from mechcalib.surrogates import MLP
 
     st = ForwardSplit(
-        PAPER_STEPS["forward_split"], settings=CVSettings(V=2, J=10, K=100, W=1, h_max=2), max_evals=300
+        MARES2016_STEPS["forward_split"], settings=CVSettings(V=2, J=10, K=100, W=1, h_max=2), max_evals=300
     ).fit(train, seed=1)
     dicts = [n.to_dict() for n in st.networks]
-    again = ForwardSplit(PAPER_STEPS["forward_split"], max_evals=300).fit(
+    again = ForwardSplit(MARES2016_STEPS["forward_split"], max_evals=300).fit(
         train, networks=[MLP.from_dict(d) for d in dicts]
     )
     np.testing.assert_array_equal(again.predict(test_set.P), st.predict(test_set.P))

@@ -208,6 +208,21 @@ def echo_plain(text: str) -> None:
     console.print(text, markup=False, highlight=False)
 
 
+def start_progress(unit: str, *, best: bool = False) -> Any:
+    """A started rich progress bar on stderr, one line per task: its description, the bar, ``done/total unit``,
+    the task's field ``best`` when ``best`` is set, and the time elapsed. Stop it with ``.stop()``."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
+
+    columns: list[ProgressColumn] = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn()]
+    columns.append(TextColumn(unit))
+    if best:
+        columns.append(TextColumn("best {task.fields[best]}"))
+    columns.append(TimeElapsedColumn())
+    progress = Progress(*columns, console=Console(stderr=True))
+    progress.start()
+    return progress
+
+
 class ProgressBar:
     """A rich progress bar on stderr fed by :data:`mechcalib.runs.ProgressHook` calls; nothing when quiet.
     Quiet also holds the package's log messages below warnings for the command's duration."""
@@ -237,18 +252,7 @@ class ProgressBar:
             return
         text = f"{best:.6g}" if math.isfinite(best) else "-"
         if self.progress is None:  # started on the first report, so that an early error prints no bar
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-            self.progress = Progress(
-                TextColumn("{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("evaluations"),
-                TextColumn("best {task.fields[best]}"),
-                TimeElapsedColumn(),
-                console=Console(stderr=True),
-            )
-            self.progress.start()
+            self.progress = start_progress("evaluations", best=True)
             self.task = self.progress.add_task(self.label, total=total, completed=done, best=text)
         else:
             self.progress.update(self.task, completed=done, best=text)

@@ -183,7 +183,7 @@ def train_cmd(
         from ..inverse.train import InverseCalibrator, TrainConfig
 
         ds = from_npz(data, features=feature or None, length=length, targets=target or None)
-        tc = TrainConfig.paper_001(
+        tc = TrainConfig.hu2024(
             epochs=epochs,
             batch_size=batch_size,
             lr=lr,

@@ -90,13 +90,13 @@ def show_model(m: Any) -> None:
 
 
 def optimizers() -> None:
-    """List the optimisers with their default settings and presets."""
+    """List the optimisers with their default settings and presets, each preset with its source."""
     from rich.table import Table
 
-    from ..optimizers import OPTIMIZERS, get_optimizer, presets_of
+    from ..optimizers import OPTIMIZERS, get_optimizer
 
     t = Table()
-    for col in ("name", "class", "presets", "settings"):
+    for col in ("name", "class", "presets (source)", "settings"):
         t.add_column(col)
     for name in OPTIMIZERS:
         try:
@@ -104,7 +104,11 @@ def optimizers() -> None:
         except (ImportError, AttributeError):  # an optimiser whose optional extra is not installed
             continue
         s = {k: v for k, v in cls().settings().items() if k != "seed"}
-        t.add_row(name, cls.__name__, ", ".join(presets_of(cls)), ", ".join(f"{k}={v}" for k, v in s.items()))
+        presets = "\n".join(
+            f"{p.name} ({p.source}{'; formerly ' + ', '.join(p.aliases) if p.aliases else ''})"
+            for p in cls.setting_presets.values()
+        )
+        t.add_row(name, cls.__name__, presets, ", ".join(f"{k}={v}" for k, v in s.items()))
     console.print(t)
 
 
@@ -115,14 +119,14 @@ def methods() -> None:
 
     from ..inverse import NETWORKS
     from ..optimizers import OPTIMIZERS
-    from ..surrogates import PAPER_STRATEGIES
+    from ..surrogates import MARES2016_STRATEGIES
 
     t = Table()
     for col in ("family", "name", "interface", "how to run it"):
         t.add_column(col)
     for name in OPTIMIZERS:
         t.add_row("optimizer", name, "ask/tell", f"[optimizer] name = {name!r} in a config; mechcalib run")
-    for name in PAPER_STRATEGIES:
+    for name in MARES2016_STRATEGIES:
         t.add_row("surrogate strategy", name, "fit/identify", "Python API: mechcalib.surrogates (Mareš et al. 2016)")
     for name in NETWORKS:
         t.add_row("inverse network", name, "fit/identify", "mechcalib inverse train / identify (Hu et al. 2024)")

@@ -20,6 +20,7 @@ from .common import (
     fail,
     finish_generation,
     is_quiet,
+    start_progress,
 )
 
 _ONE_EVALUATOR = "give either --workers (a local process pool) or --scheduler (a dask cluster), not both"
@@ -410,19 +411,8 @@ class _StepBar:
         if self.quiet:
             return
         if self.progress is None:
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-            self.progress = Progress(
-                TextColumn("posterior"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("steps"),
-                TimeElapsedColumn(),
-                console=Console(stderr=True),
-            )
-            self.progress.start()
-            self.task = self.progress.add_task("chain", total=total)
+            self.progress = start_progress("steps")
+            self.task = self.progress.add_task("posterior", total=total)
         self.progress.update(self.task, completed=done, total=total)
 
     def close(self) -> None:

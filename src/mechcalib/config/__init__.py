@@ -50,7 +50,7 @@ example::
 
     [optimizer]
     name = "tbpso"                  # a registered name or a "package.module:Class" target (so is objective.name)
-    preset = "paper_000"            # a named preset of the optimiser (optional)
+    preset = "kibriya2023"          # a named preset of the optimiser (optional; see `mechcalib optimizers`)
     settings = { swarm_size = 10 }  # constructor settings (override the preset's)
 
     [budget]                        # at least one of max_evals, max_iters, target, patience

@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.presets import Preset, deprecated_preset, presets_by_name
 from ..errors import ConfigurationError, DataError, require
 
 SeedLike = int | np.random.Generator | None
@@ -173,7 +174,14 @@ class GDRNet:
     ``seconds``.
     """
 
-    presets = ("paper_001",)
+    setting_presets = presets_by_name(
+        Preset(
+            name="hu2024",
+            source="Hu et al. (2024), Table 1",
+            settings=dict(latent_dim=3, epochs=1000),
+            aliases=("paper_001",),
+        )
+    )
 
     def __init__(
         self,
@@ -206,9 +214,11 @@ class GDRNet:
         self._vae = None
 
     @classmethod
-    def paper_001(cls, **overrides: Any) -> GDRNet:
-        """Table 1: latent dimension 3, 1000 epochs."""
-        return cls(**{"latent_dim": 3, "epochs": 1000, **overrides})
+    def hu2024(cls, **overrides: Any) -> GDRNet:
+        """Hu et al. (2024) Table 1: latent dimension 3, 1000 epochs."""
+        return cls(**cls.setting_presets["hu2024"].merged(overrides))
+
+    paper_001 = deprecated_preset("paper_001")
 
     # -----------------------------------------------------------------------------------------------
     def fit(self, X: np.ndarray, labels: np.ndarray, names: Sequence[str] | None = None) -> GDRNet:

@@ -53,6 +53,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..core.presets import Preset, deprecated_preset
 from ..errors import ConfigurationError
 
 CELLS = ("gru", "rnn")
@@ -327,6 +328,15 @@ class DecoderNet(nn.Module):
 # ------------------------------------------------------------------------------------------------------
 # The configurable network
 # ------------------------------------------------------------------------------------------------------
+#: Hu et al. (2024)'s network sizes (PartsNet: GRU + sparse encoder)
+HU2024_NET = Preset(
+    name="hu2024",
+    source="Hu et al. (2024), Table 1",
+    settings=dict(hidden=72, heads=4, num_layers=1, sparsity=0.49, cell="gru", attention="sparse"),
+    aliases=("paper_001",),
+)
+
+
 @dataclass(frozen=True)
 class NetConfig:
     """Architecture of an :class:`InverseNet` (defaults: PartsNet with Table 1's sizes).
@@ -384,19 +394,12 @@ class NetConfig:
             )
 
     @classmethod
-    def paper_001(cls, **overrides: Any) -> NetConfig:
-        """Table 1: hidden size 72, 4 heads, 1 layer, sparsity 0.49 (PartsNet: GRU + sparse encoder)."""
-        return cls(
-            **{
-                "hidden": 72,
-                "heads": 4,
-                "num_layers": 1,
-                "sparsity": 0.49,
-                "cell": "gru",
-                "attention": "sparse",
-                **overrides,
-            }
-        )
+    def hu2024(cls, **overrides: Any) -> NetConfig:
+        """Hu et al. (2024) Table 1 (:data:`HU2024_NET`): hidden size 72, 4 heads, 1 layer, sparsity 0.49
+        (PartsNet: GRU + sparse encoder)."""
+        return cls(**HU2024_NET.merged(overrides))
+
+    paper_001 = deprecated_preset("paper_001")
 
     @classmethod
     def variant(cls, name: str, **overrides: Any) -> NetConfig:
@@ -404,7 +407,7 @@ class NetConfig:
         if name not in VARIANTS:
             raise ConfigurationError(f"unknown network {name!r}; the variants are {list(VARIANTS)}")
         cell, att = VARIANTS[name]
-        return cls.paper_001(**{**overrides, "cell": cell, "attention": att})
+        return cls.hu2024(**{**overrides, "cell": cell, "attention": att})
 
     @property
     def name(self) -> str:

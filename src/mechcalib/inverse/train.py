@@ -7,7 +7,7 @@ and then calibrates from a measured sequence in one forward pass::
     from mechcalib.models import get_model
     data = from_model(get_model("sdof_boucwen"), 200, features=["restoring_force"], seed=0)   # 200 x 99 x 2
     train, val = data.split(0.2, seed=0)
-    cal = InverseCalibrator.paper_001("PartsNet").fit(train, val)   # Table 1: 600 epochs, batch 40, Adam 5.6e-4
+    cal = InverseCalibrator.hu2024("PartsNet").fit(train, val)      # Table 1: 600 epochs, batch 40, Adam 5.6e-4
     cal.evaluate(val)                                               # Appendix A metrics on [0, 1]-scaled parameters
     cal.predict(val.X[0])                                           # (99, 2) -> (4,) physical parameters
     cal.identify(val.X[0]).parameters                               # an Identification: {name: value}
@@ -43,9 +43,10 @@ import torch
 from ..core.data import Curve, Experiment
 from ..core.dataset import Dataset, sequence_from_curves, train_val_split
 from ..core.identification import Identification, Method, Provenance
+from ..core.presets import Preset, deprecated_preset, presets_by_name
 from ..errors import ConfigurationError, DataError
 from .metrics import METRIC_NAMES, r2_per_output, regression_metrics
-from .network import VARIANTS, InverseNet, NetConfig
+from .network import HU2024_NET, VARIANTS, InverseNet, NetConfig
 from .scalers import ParameterScaler, SequenceScaler
 from .sequences import PAPER_LENGTH, SequenceDataset
 
@@ -67,6 +68,15 @@ PAPER_001: dict[str, Any] = {
     "gdr_latent_dim": 3,
     "gdr_epochs": 1000,
 }
+
+
+#: Hu et al. (2024)'s training settings
+HU2024_TRAINING = Preset(
+    name="hu2024",
+    source="Hu et al. (2024), Table 1",
+    settings=dict(batch_size=40, lr=5.6e-4, epochs=600, loss="mse", quantile=0.75),
+    aliases=("paper_001",),
+)
 
 
 @dataclass(frozen=True)
@@ -131,9 +141,12 @@ class TrainConfig:
             )
 
     @classmethod
-    def paper_001(cls, **overrides: Any) -> TrainConfig:
-        """Table 1: batch 40, Adam at 5.6e-4, MSE, 600 epochs, quantile 0.75."""
-        return cls(**{"batch_size": 40, "lr": 5.6e-4, "epochs": 600, "loss": "mse", "quantile": 0.75, **overrides})
+    def hu2024(cls, **overrides: Any) -> TrainConfig:
+        """Hu et al. (2024) Table 1 (:data:`HU2024_TRAINING`): batch 40, Adam at 5.6e-4, MSE, 600 epochs,
+        quantile 0.75."""
+        return cls(**HU2024_TRAINING.merged(overrides))
+
+    paper_001 = deprecated_preset("paper_001")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -161,7 +174,14 @@ class InverseCalibrator(Method):
     epoch loop), ``epochs_run``, ``best_epoch``.
     """
 
-    presets = ("paper_001",)
+    setting_presets = presets_by_name(
+        Preset(
+            name="hu2024",
+            source=f"{HU2024_NET.source}: network sizes and training settings",
+            settings={"net": HU2024_NET.settings, "train": HU2024_TRAINING.settings},
+            aliases=("paper_001",),
+        )
+    )
 
     def __init__(
         self, net: NetConfig | str = "PartsNet", train: TrainConfig | None = None, **net_overrides: Any
@@ -186,9 +206,11 @@ class InverseCalibrator(Method):
         self.n_samples: int | None = None
 
     @classmethod
-    def paper_001(cls, variant: str = "PartsNet", **train_overrides: Any) -> InverseCalibrator:
-        """Table 1's network sizes and training settings for one of Table 4's networks."""
-        return cls(NetConfig.variant(variant), TrainConfig.paper_001(**train_overrides))
+    def hu2024(cls, variant: str = "PartsNet", **train_overrides: Any) -> InverseCalibrator:
+        """Hu et al. (2024) Table 1's network sizes and training settings for one of Table 4's networks."""
+        return cls(NetConfig.variant(variant), TrainConfig.hu2024(**train_overrides))
+
+    paper_001 = deprecated_preset("paper_001")
 
     @property
     def variant(self) -> str:

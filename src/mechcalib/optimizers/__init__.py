@@ -96,16 +96,19 @@ def get_optimizer(name: str) -> type[Optimizer]:
 
 
 def make_optimizer(name: str, preset: str | None = None, **settings: Any) -> Optimizer:
-    """Build an optimiser by name, from a named preset (a classmethod such as ``paper_000``) or settings."""
+    """Build an optimiser by name, from a named preset (a classmethod such as ``kibriya2023``; an old
+    ``paper_00x`` name warns once) or settings."""
     cls = get_optimizer(name)
     if preset is None:
         return cls(**settings)
-    presets = presets_of(cls)
-    if preset not in presets:
-        raise ConfigurationError(f"optimizer {name!r} has no preset {preset!r}; presets are {sorted(presets)}")
+    if preset not in presets_of(cls):
+        raise ConfigurationError(
+            f"optimizer {name!r} has no preset {preset!r}; presets are {sorted(cls.setting_presets)}"
+        )
     return getattr(cls, preset)(**settings)
 
 
 def presets_of(cls: type[Optimizer]) -> tuple[str, ...]:
-    """Names of a class's presets: its classmethods listed in ``cls.presets``."""
-    return tuple(getattr(cls, "presets", ()))
+    """Every preset name a class accepts: those of ``cls.setting_presets`` and then their old aliases."""
+    records = cls.setting_presets.values()
+    return (*(p.name for p in records), *(a for p in records for a in p.aliases))

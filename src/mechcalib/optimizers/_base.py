@@ -4,7 +4,7 @@ Optimisers search the unit cube ``[0, 1]^dim``; the problem's :class:`~mechcalib
 maps it onto physical (possibly logarithmic) bounds, so every algorithm handles bounds the same way and
 "points stay inside bounds" is one check. The loop lives outside (:func:`mechcalib.calibrate`):
 
-    opt = PSO.paper_000(seed=1).setup(dim=3)
+    opt = PSO.kibriya2023(seed=1).setup(dim=3)
     while ...:
         U = opt.ask()              # (n, dim) points in [0, 1]
         opt.tell(U, losses(U))     # (n,) losses, lower is better; +inf marks a failed simulation
@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ..core.presets import Preset
 from ..errors import ConfigurationError, SettingError
 
 SeedLike = int | np.random.Generator | None
@@ -42,6 +43,8 @@ class Optimizer(ABC):
     #: the number of free parameters once set up (``None`` before :meth:`setup`, where nothing reads it as a
     #: number: declared ``int`` so that the algorithms' arithmetic on it type-checks)
     dim: int
+    #: the named settings (name -> :class:`~mechcalib.core.presets.Preset`), each also a classmethod
+    setting_presets: ClassVar[Mapping[str, Preset]] = {}
 
     def __init__(self, *, seed: SeedLike = None) -> None:
         self.seed = seed

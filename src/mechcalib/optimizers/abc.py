@@ -24,7 +24,7 @@ The initial population (eq. 28) is the first batch. Choices made where the seed 
 * Coordinates leaving ``[0, 1]`` are clipped (``boundary="clip"``, Karaboga) or reflected
   (``boundary="reflect"``).
 * I-ABC replaces only the employed-bee search by eq. 34; its onlookers keep the eq. 29 local search.
-* The seed's presets (``paper_002``) read eq. 29 as printed, a vector equation with one random number:
+* The seed's presets (``ding2021``) read eq. 29 as printed, a vector equation with one random number:
   ``a_i* = a_i + rand(-1, 1) (a_i - a_k)`` moves along the difference of two sources
   (``local_step="vector"``; in eq. 34's local branch one number per source too). Karaboga's code changes
   one random coordinate instead (``local_step="one"``, the class default). The reading matters on the
@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.presets import Preset, deprecated_preset, presets_by_name
 from ..errors import SettingError
 from ._base import Optimizer, SeedLike, check_choice, check_positive_int, check_range, reflect
 
@@ -241,7 +242,19 @@ class ABC(Optimizer):
     """
 
     name = "abc"
-    presets = ("paper_002", "small_group")
+    setting_presets = presets_by_name(
+        Preset(
+            name="ding2021",
+            source="Ding et al. (2021), section 5 and eqs. 29 and 33",
+            settings=dict(group_size=50, max_cycles=500, local_step="vector"),
+            aliases=("paper_002",),
+        ),
+        Preset(
+            name="small_group",
+            source="the project's own, not a published setting",
+            settings=dict(group_size=10),
+        ),
+    )
 
     def __init__(
         self,
@@ -276,16 +289,18 @@ class ABC(Optimizer):
 
     # -- presets ----------------------------------------------------------------------------------------
     @classmethod
-    def paper_002(cls, **overrides: Any) -> ABC:
+    def ding2021(cls, **overrides: Any) -> ABC:
         """Ding et al.'s (2021) settings: group size 50 (SN = 25), 500 cycles, limit by eq. 33, eq. 29 as printed
         (``local_step="vector"``)."""
-        return cls(**{"group_size": 50, "max_cycles": 500, "local_step": "vector", **overrides})
+        return cls(**cls.setting_presets["ding2021"].merged(overrides))
+
+    paper_002 = deprecated_preset("paper_002")
 
     @classmethod
     def small_group(cls, **overrides: Any) -> ABC:
         """A colony of 10 bees (SN = 5) for budgets of a few hundred to a few thousand evaluations: more
         cycles per evaluation than the paper's 50 bees."""
-        return cls(**{"group_size": 10, **overrides})
+        return cls(**cls.setting_presets["small_group"].merged(overrides))
 
     # -- state --------------------------------------------------------------------------------------
     @property
@@ -392,7 +407,19 @@ class IABC(ABC):
     """
 
     name = "iabc"
-    presets = ("paper_002", "small_group")
+    setting_presets = presets_by_name(
+        Preset(
+            name="ding2021",
+            source="Ding et al. (2021), section 5 and eqs. 29 and 33-35",
+            settings=dict(group_size=50, max_cycles=500, F=0.5, CR=0.4, local_step="vector"),
+            aliases=("paper_002",),
+        ),
+        Preset(
+            name="small_group",
+            source="the project's own, tuned on a two-parameter linear fit; not a published setting",
+            settings=dict(group_size=12, F=0.4, CR=0.8, local_step="all"),
+        ),
+    )
 
     def __init__(
         self,
@@ -422,10 +449,10 @@ class IABC(ABC):
         self.CR = check_range(self.name, "CR", CR, 0.0, 1.0)
 
     @classmethod
-    def paper_002(cls, **overrides: Any) -> IABC:
+    def ding2021(cls, **overrides: Any) -> IABC:
         """Ding et al.'s (2021) settings: group size 50 (SN = 25), 500 cycles, F = 0.5, CR = 0.4, tournament, eq. 29
         as printed (``local_step="vector"``)."""
-        return cls(**{"group_size": 50, "max_cycles": 500, "F": 0.5, "CR": 0.4, "local_step": "vector", **overrides})
+        return cls(**cls.setting_presets["ding2021"].merged(overrides))
 
     @classmethod
     def small_group(cls, **overrides: Any) -> IABC:
@@ -437,7 +464,7 @@ class IABC(ABC):
         settings (10 bees, F = 0.5, CR = 0.4, one-coordinate step). The ``"vector"`` step did slightly better
         there but was rejected: with ``SN <= D`` it confines the search to the sources' affine hull.
         """
-        return cls(**{"group_size": 12, "F": 0.4, "CR": 0.8, "local_step": "all", **overrides})
+        return cls(**cls.setting_presets["small_group"].merged(overrides))
 
     def _employed_candidates(self) -> np.ndarray:
         sn, d = self.n_sources, self.dim

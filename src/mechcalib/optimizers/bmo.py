@@ -143,7 +143,6 @@ class BMO(Optimizer):
     """
 
     name = "bmo"
-    presets = ()
 
     def __init__(
         self,

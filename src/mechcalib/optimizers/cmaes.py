@@ -55,6 +55,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.presets import Preset, presets_by_name
 from ..errors import ConfigurationError, SettingError
 from ._base import Optimizer, SeedLike, check_choice, check_positive_int, check_range, check_unit_points
 
@@ -122,7 +123,7 @@ class CMAES(Optimizer):
     """
 
     name = "cmaes"
-    presets = ("default",)
+    setting_presets = presets_by_name(Preset(name="default", source="pycma's defaults (Hansen 2016)"))
 
     def __init__(
         self,

@@ -128,7 +128,6 @@ class DE(Optimizer):
     """
 
     name = "de"
-    presets = ()
 
     def __init__(
         self,

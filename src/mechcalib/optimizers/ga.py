@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.presets import Preset, deprecated_preset, presets_by_name
 from ..errors import ConfigurationError
 from ._base import Optimizer, SeedLike, check_choice, check_positive_int, check_range
 
@@ -165,11 +166,26 @@ class GA(Optimizer):
             ``"uniform"`` (both children reset over ``[0, 1]``).
         seed: random seed or generator.
 
-    The class defaults are the Kibriya et al. (2023) / library values, so :meth:`paper_000` equals ``GA()``.
+    The class defaults are the Kibriya et al. (2023) / library values, so :meth:`kibriya2023` equals ``GA()``.
     """
 
     name = "ga"
-    presets = ("paper_000",)
+    setting_presets = presets_by_name(
+        Preset(
+            name="kibriya2023",
+            source="Kibriya et al. (2023), sections 3.1, 3.5 and 4 (geneticalgorithm defaults)",
+            settings=dict(
+                pop_size=10,
+                mutation_probability=0.1,
+                gene_swap_probability=0.5,
+                mating_probability=0.5,
+                elite_ratio=0.01,
+                parents_portion=0.3,
+                mutation="library",
+            ),
+            aliases=("paper_000",),
+        ),
+    )
 
     def __init__(
         self,
@@ -207,21 +223,13 @@ class GA(Optimizer):
             )
 
     @classmethod
-    def paper_000(cls, **overrides: Any) -> GA:
+    def kibriya2023(cls, **overrides: Any) -> GA:
         """Kibriya et al. (2023) (sections 3.1, 3.5, 4): population 10, uniform crossover 0.5, mutation 0.1, with the
         ``geneticalgorithm`` defaults elite_ratio 0.01 (one elite), parents_portion 0.3 (four parents) and
         crossover (mating) probability 0.5."""
-        kw: dict[str, Any] = dict(
-            pop_size=10,
-            mutation_probability=0.1,
-            gene_swap_probability=0.5,
-            mating_probability=0.5,
-            elite_ratio=0.01,
-            parents_portion=0.3,
-            mutation="library",
-        )
-        kw.update(overrides)
-        return cls(**kw)
+        return cls(**cls.setting_presets["kibriya2023"].merged(overrides))
+
+    paper_000 = deprecated_preset("paper_000")
 
     # -- derived sizes (the library's integer rules) -------------------------------------------------
     @property

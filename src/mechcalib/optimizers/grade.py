@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.presets import Preset, deprecated_preset, presets_by_name
 from ..errors import ConfigurationError
 from ._base import Optimizer, SeedLike, check_choice, check_positive_int, check_range
 
@@ -131,7 +132,19 @@ class GRADE(Optimizer):
     """
 
     name = "grade"
-    presets = ("paper_003", "tight_budget")
+    setting_presets = presets_by_name(
+        Preset(
+            name="mares2016",
+            source="Mareš et al. (2016), with the GRADE authors' defaults (Ibrahimbegović et al. 2004; Kučerová 2007)",
+            settings=dict(pool_rate=25, radioactivity=0.05, cross_limit=2.0, limit_on="cross"),
+            aliases=("paper_003",),
+        ),
+        Preset(
+            name="tight_budget",
+            source="the project's own, not a published setting",
+            settings=dict(pool_rate=5, radioactivity=0.05, cross_limit=2.0, limit_on="cross"),
+        ),
+    )
 
     def __init__(
         self,
@@ -151,20 +164,18 @@ class GRADE(Optimizer):
 
     # -- presets ------------------------------------------------------------------------------------
     @classmethod
-    def paper_003(cls, seed: SeedLike = None, **overrides: Any) -> GRADE:
+    def mares2016(cls, seed: SeedLike = None, **overrides: Any) -> GRADE:
         """Mareš et al.'s (2016) optimiser: GRADE with its authors' defaults (pool_rate 25, radioactivity 0.05,
         cross_limit 2, published coefficient convention). Mareš et al. (2016) itself quotes no values."""
-        kw: dict[str, Any] = dict(pool_rate=25, radioactivity=0.05, cross_limit=2.0, limit_on="cross")
-        kw.update(overrides)
-        return cls(seed=seed, **kw)
+        return cls(seed=seed, **cls.setting_presets["mares2016"].merged(overrides))
+
+    paper_003 = deprecated_preset("paper_003")
 
     @classmethod
     def tight_budget(cls, seed: SeedLike = None, **overrides: Any) -> GRADE:
         """A smaller population (pool_rate 5) for budgets of a few thousand evaluations, where
         pool_rate 25 leaves only a handful of generations (not a published setting)."""
-        kw: dict[str, Any] = dict(pool_rate=5, radioactivity=0.05, cross_limit=2.0, limit_on="cross")
-        kw.update(overrides)
-        return cls(seed=seed, **kw)
+        return cls(seed=seed, **cls.setting_presets["tight_budget"].merged(overrides))
 
     # -- protocol -------------------------------------------------------------------------------------
     @property

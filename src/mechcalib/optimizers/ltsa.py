@@ -66,7 +66,6 @@ class LevyTSA(TSA):
     """
 
     name = "ltsa"
-    presets = ()
 
     def __init__(
         self,

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.presets import Preset, deprecated_preset, presets_by_name
 from ..errors import ConfigurationError, SettingError
 from ._base import Optimizer, SeedLike, check_choice, check_positive_int, check_range, reflect
 
@@ -288,7 +289,7 @@ class PSO(SwarmOptimizer):
             goes from ``w_max`` to ``w_min`` (later updates keep ``w_min``). The matching budget is
             ``swarm_size * (max_iter + 1)`` evaluations (the initial swarm plus ``max_iter`` moves,
             made with ``w(0) ... w(max_iter - 1)``): give :func:`~mechcalib.calibrate` that
-            ``max_evals`` (e.g. 510 for ``paper_000``), or set ``max_iter`` from the budget you have.
+            ``max_evals`` (e.g. 510 for ``kibriya2023``), or set ``max_iter`` from the budget you have.
         init_velocity: initial velocities are uniform in ``[-init_velocity, init_velocity]`` (fraction of
             each range); the default 0 starts every particle at rest, so the first move is pure
             attraction and no particle is thrown against a wall before it has been evaluated.
@@ -305,7 +306,33 @@ class PSO(SwarmOptimizer):
     """
 
     name = "pso"
-    presets = ("paper_000", "original", "constricted")
+    setting_presets = presets_by_name(
+        Preset(
+            name="kibriya2023",
+            source="Kibriya et al. (2023), section 4",
+            settings=dict(
+                swarm_size=10,
+                phi1=2.0,
+                phi2=2.0,
+                inertia="linear",
+                w_max=0.8,
+                w_min=0.4,
+                constriction=False,
+                max_iter=50,
+            ),
+            aliases=("paper_000",),
+        ),
+        Preset(
+            name="original",
+            source="Kennedy and Eberhart (1995), eq. 1 of Kibriya et al. (2023)",
+            settings=dict(phi1=2.0, phi2=2.0, inertia="none", constriction=False),
+        ),
+        Preset(
+            name="constricted",
+            source="Clerc and Kennedy (2002), eq. 9 of Kibriya et al. (2023)",
+            settings=dict(phi1=2.05, phi2=2.05, inertia="none", constriction=True),
+        ),
+    )
 
     def __init__(
         self,
@@ -345,29 +372,23 @@ class PSO(SwarmOptimizer):
 
     # -- presets --------------------------------------------------------------------------------------
     @classmethod
-    def paper_000(cls, *, seed: SeedLike = None, **overrides: Any) -> PSO:
+    def kibriya2023(cls, *, seed: SeedLike = None, **overrides: Any) -> PSO:
         """Kibriya et al. (2023) section 4: 10 particles, phi1 = phi2 = 2, linear inertia 0.8 -> 0.4, 50 iterations
         (budget ``10 * 51`` evaluations with the initial swarm)."""
-        s: dict[str, Any] = dict(
-            swarm_size=10, phi1=2.0, phi2=2.0, inertia="linear", w_max=0.8, w_min=0.4, constriction=False, max_iter=50
-        )
-        s.update(overrides)
-        return cls(**s, seed=seed)
+        return cls(**cls.setting_presets["kibriya2023"].merged(overrides), seed=seed)
+
+    paper_000 = deprecated_preset("paper_000")
 
     @classmethod
     def original(cls, *, seed: SeedLike = None, **overrides: Any) -> PSO:
         """Eq. 1, Kennedy and Eberhart's original rule (no inertia, phi1 = phi2 = 2); it relies on the
         velocity clamp (``v_max``) to stay bounded."""
-        s: dict[str, Any] = dict(phi1=2.0, phi2=2.0, inertia="none", constriction=False)
-        s.update(overrides)
-        return cls(**s, seed=seed)
+        return cls(**cls.setting_presets["original"].merged(overrides), seed=seed)
 
     @classmethod
     def constricted(cls, *, seed: SeedLike = None, **overrides: Any) -> PSO:
         """Eq. 9, Clerc's constriction with phi1 = phi2 = 2.05 (phi = 4.1, K ~ 0.7298), no inertia."""
-        s: dict[str, Any] = dict(phi1=2.05, phi2=2.05, inertia="none", constriction=True)
-        s.update(overrides)
-        return cls(**s, seed=seed)
+        return cls(**cls.setting_presets["constricted"].merged(overrides), seed=seed)
 
     def _phi_total(self) -> tuple[float, str]:
         """``phi`` of eq. 8 and how it is made up (for messages)."""

@@ -134,7 +134,6 @@ class TSA(Optimizer):
     """
 
     name = "tsa"
-    presets = ()
 
     def __init__(
         self,

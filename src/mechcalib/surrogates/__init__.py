@@ -17,6 +17,8 @@ from .mlp import (
 )
 from .sensitivity import PCA, sobol, spearman
 from .strategies import (
+    MARES2016_STEPS,
+    MARES2016_STRATEGIES,
     PAPER_STEPS,
     PAPER_STRATEGIES,
     Direct,
@@ -33,6 +35,8 @@ from .strategies import (
 
 __all__ = [
     "MLP",
+    "MARES2016_STEPS",
+    "MARES2016_STRATEGIES",
     "PAPER_STEPS",
     "PAPER_STRATEGIES",
     "PCA",

@@ -9,10 +9,19 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
+from ..core.presets import Preset, deprecated_preset
 from ..errors import ConfigurationError
 from .compiled import _train_many
 from .network import MLP, SeedLike, _pack, _scale, _split, _with_bias, init_weights, sigmoid
 from .training import TRAINERS, train_batch
+
+#: Mareš et al. (2016)'s cross-validation constants
+MARES2016_CV = Preset(
+    name="mares2016",
+    source="Mareš et al. (2016), Table 3",
+    settings={"V": 10, "J": 100, "K": 5000, "r_pe_max": 0.999, "h_min": 1, "r_cve_max": 0.99, "W": 3},
+    aliases=("paper_003",),
+)
 
 
 @dataclass(frozen=True)
@@ -45,11 +54,12 @@ class CVSettings:
             )
 
     @classmethod
-    def paper_003(cls, **overrides) -> CVSettings:
-        """Table 3: V = 10, J = 100, K = 5000, r^PE_max = 0.999, h_min = 1, r^CVE_max = 0.99, W = 3."""
-        return cls(
-            **{"V": 10, "J": 100, "K": 5000, "r_pe_max": 0.999, "h_min": 1, "r_cve_max": 0.99, "W": 3, **overrides}
-        )
+    def mares2016(cls, **overrides) -> CVSettings:
+        """Mareš et al. (2016) Table 3 (:data:`MARES2016_CV`): V = 10, J = 100, K = 5000, r^PE_max = 0.999,
+        h_min = 1, r^CVE_max = 0.99, W = 3."""
+        return cls(**MARES2016_CV.merged(overrides))
+
+    paper_003 = deprecated_preset("paper_003")
 
     @classmethod
     def quick(cls, **overrides) -> CVSettings:
@@ -201,14 +211,14 @@ def fit_mlps(
     Args:
         X: ``(n, d)`` inputs shared by every output.
         Y: ``(n, q)`` targets (or ``(n,)`` for one output).
-        settings: Table 3 constants (default :meth:`CVSettings.paper_003`).
+        settings: Table 3 constants (default :meth:`CVSettings.mares2016`).
         groups: optional ``(n,)`` labels; samples of one label share a fold, so a fold's validation error is
             measured on unseen groups.
 
     Returns:
         ``q`` networks, each with its ``cv_errors``, ``train_error`` and ``iterations``.
     """
-    s = settings or CVSettings.paper_003()
+    s = settings or CVSettings.mares2016()
     rng = np.random.default_rng(seed)
     X = np.atleast_2d(np.asarray(X, dtype=float))
     Y = np.asarray(Y, dtype=float)
@@ -248,7 +258,7 @@ def fit_mlp_product(
     Returns:
         A plain :class:`MLP` whose inputs are the concatenated rows ``(A_i, B_k)`` ``(da + db)``.
     """
-    s = settings or CVSettings.paper_003()
+    s = settings or CVSettings.mares2016()
     rng = np.random.default_rng(seed)
     A = np.atleast_2d(np.asarray(A, dtype=float))
     Bf = np.asarray(Bf, dtype=float)
@@ -279,7 +289,7 @@ def train_single(
     X: np.ndarray, y: np.ndarray, h: int, settings: CVSettings | None = None, *, seed: SeedLike = None
 ) -> MLP:
     """One network with a given ``h`` trained on all of ``(X, y)`` (no cross-validation)."""
-    s = settings or CVSettings.paper_003()
+    s = settings or CVSettings.mares2016()
     rng = np.random.default_rng(seed)
     X = np.atleast_2d(np.asarray(X, dtype=float))
     y = np.asarray(y, dtype=float).ravel()

@@ -19,7 +19,7 @@ Direct                 none                         GRADE minimises F1 or F2 of 
 =====================  ===========================  ======================================================
 
 Step indices follow the paper's 1-based subscripts (``α_300`` is grid point 300 of 1161, index 299);
-:data:`PAPER_STEPS` lists Table 2's sets. Every identification says whether the curve lies outside the
+:data:`MARES2016_STEPS` lists Table 2's sets. Every identification says whether the curve lies outside the
 training domain (section 9): a forward or error strategy checks the curve's components against the
 training bundle and flags parameters found on the unit-cube boundary; an inverse strategy flags inputs
 outside the training range (the networks then extrapolate) and parameters outside ``[0, 1]``.
@@ -58,7 +58,7 @@ def _steps(*parts: Sequence[int]) -> tuple[int, ...]:
 
 
 #: Table 2's response components (1-based grid subscripts).
-PAPER_STEPS: dict[str, tuple[int, ...]] = {
+MARES2016_STEPS: dict[str, tuple[int, ...]] = {
     "forward_split": tuple(range(300, 1101, 100)),
     "forward_split_2": tuple(range(100, 1151, 50)),
     "forward_split_3": _steps([h + o for h in range(100, 1001, 100) for o in (0, 30, 50, 70)], [1100, 1130, 1150]),
@@ -135,7 +135,7 @@ class Strategy(Method):
     name: str = "strategy"
 
     def __init__(self, *, settings: CVSettings | None = None, domain_tol: float = 0.01) -> None:
-        self.settings = settings or CVSettings.paper_003()
+        self.settings = settings or CVSettings.mares2016()
         self.domain_tol = float(domain_tol)
         self.networks: list[MLP] = []
         self.data: CurveDataset | None = None
@@ -214,7 +214,7 @@ class Strategy(Method):
 
 
 class _OptimisingStrategy(Strategy):
-    """Shared optimisation step: GRADE (``GRADE.paper_003``) over the unit cube, ``max_evals`` evaluations,
+    """Shared optimisation step: GRADE (``GRADE.mares2016``) over the unit cube, ``max_evals`` evaluations,
     then optionally ``polish`` evaluations of Nelder-Mead (0, the paper's procedure, by default)."""
 
     def __init__(
@@ -235,7 +235,7 @@ class _OptimisingStrategy(Strategy):
         self, fn: Callable[[np.ndarray], np.ndarray], d: int, seed: SeedLike
     ) -> tuple[np.ndarray, float, int]:
         rng = np.random.default_rng(seed)
-        opt = self.optimizer(rng) if self.optimizer is not None else GRADE.paper_003(seed=rng)
+        opt = self.optimizer(rng) if self.optimizer is not None else GRADE.mares2016(seed=rng)
         res = minimize(fn, np.zeros(d), np.ones(d), opt, Termination(max_evals=self.max_evals), n_alternatives=1)
         x, f, n = np.asarray(res.best_x, dtype=float), float(res.best_loss), int(res.n_evals)
         return polish_box(fn, x, f, n, self.polish)
@@ -253,7 +253,7 @@ class ForwardSplit(_OptimisingStrategy):
 
     name = "forward_split"
 
-    def __init__(self, steps: Sequence[int] = PAPER_STEPS["forward_split"], **kw: Any) -> None:
+    def __init__(self, steps: Sequence[int] = MARES2016_STEPS["forward_split"], **kw: Any) -> None:
         super().__init__(**kw)
         self.steps = tuple(int(k) for k in steps)
 
@@ -468,7 +468,7 @@ class InverseExpert(_InverseStrategy):
 
     name = "inverse_expert"
 
-    def __init__(self, steps: Sequence[int] = PAPER_STEPS["inverse_expert"], **kw: Any) -> None:
+    def __init__(self, steps: Sequence[int] = MARES2016_STEPS["inverse_expert"], **kw: Any) -> None:
         super().__init__(**kw)
         self.steps = tuple(int(k) for k in steps)
         self.input_labels = [f"y_{k}" for k in self.steps]
@@ -555,7 +555,7 @@ class Direct(Strategy):
         """
         cond = {**self.conditions, **(conditions or {})}
         rng = np.random.default_rng(seed)
-        opt = self.optimizer(rng) if self.optimizer is not None else GRADE.paper_003(seed=rng)
+        opt = self.optimizer(rng) if self.optimizer is not None else GRADE.mares2016(seed=rng)
         term = Termination(max_evals=self.max_evals)
         probe = self.model.channel_array(np.empty((0, len(self.space))), self.channel, curve.x, cond)
         if probe is not None:  # the model computes the channel as an array: no curves, one call per batch
@@ -610,17 +610,20 @@ class Direct(Strategy):
         return self.identify_curve(Curve(data.t, y, x_name="time"), seed=seed)
 
 
-#: Table 2's strategies with the paper's settings: ``{name: factory(**kw)}``.
-PAPER_STRATEGIES: dict[str, Callable[..., Strategy]] = {
+#: Mareš et al. (2016) Table 2's strategies with the paper's settings: ``{name: factory(**kw)}``.
+MARES2016_STRATEGIES: dict[str, Callable[..., Strategy]] = {
     "Forward Complex": lambda **kw: ForwardComplex(step=10, **kw),
-    "Forward Split": lambda **kw: ForwardSplit(PAPER_STEPS["forward_split"], **kw),
-    "Forward Split II": lambda **kw: ForwardSplit(PAPER_STEPS["forward_split_2"], **kw),
-    "Forward Split III": lambda **kw: ForwardSplit(PAPER_STEPS["forward_split_3"], **kw),
+    "Forward Split": lambda **kw: ForwardSplit(MARES2016_STEPS["forward_split"], **kw),
+    "Forward Split II": lambda **kw: ForwardSplit(MARES2016_STEPS["forward_split_2"], **kw),
+    "Forward Split III": lambda **kw: ForwardSplit(MARES2016_STEPS["forward_split_3"], **kw),
     "Inverse Expert": lambda **kw: InverseExpert(
-        PAPER_STEPS["inverse_expert"], **{k: v for k, v in kw.items() if k in ("settings", "domain_tol")}
+        MARES2016_STEPS["inverse_expert"], **{k: v for k, v in kw.items() if k in ("settings", "domain_tol")}
     ),
     "Inverse Expert II": lambda **kw: InverseExpert(
-        PAPER_STEPS["inverse_expert_2"], **{k: v for k, v in kw.items() if k in ("settings", "domain_tol")}
+        MARES2016_STEPS["inverse_expert_2"], **{k: v for k, v in kw.items() if k in ("settings", "domain_tol")}
     ),
     "Inverse PCA": lambda **kw: InversePCA(9, **{k: v for k, v in kw.items() if k in ("settings", "domain_tol")}),
 }
+
+#: the old names of :data:`MARES2016_STEPS` and :data:`MARES2016_STRATEGIES`
+PAPER_STEPS, PAPER_STRATEGIES = MARES2016_STEPS, MARES2016_STRATEGIES

@@ -148,7 +148,7 @@ __all__ = [
     "interaction_table",
     "time_step",
     "Phases",
-    "Result",
+    "DEMResult",
     "run",
     "build_neighbours",
     "transfer_history",
@@ -454,7 +454,7 @@ class Phases:
 
 
 @dataclass(frozen=True)
-class Result:
+class DEMResult:
     """Outputs of :func:`run` for ``n`` interaction tables.
 
     ``samples`` ``(n, n_samples, N_SAMPLE_COLS)`` (columns ``S_*``: time [s], piston displacement from its
@@ -491,7 +491,7 @@ def run(
     vel: np.ndarray | None = None,
     angmom: np.ndarray | None = None,
     list_factor: float = 16.0,
-) -> Result:
+) -> DEMResult:
     """Simulate ``n`` copies of one packing, each with its interaction table ``itabs[i]`` ``(n_types, N_IFIELDS)``
     (row 0: particle-particle; ``wall_types`` name the rows of the cylinder, bottom and piston) and time step
     ``dt[i]``, in parallel over the copies. ``r_cyl = 0``: no cylinder. ``skin`` defaults to 0.2 r_max."""
@@ -534,4 +534,4 @@ def run(
     )
     out = Outputs(samples, pos_out, quat_out, vel_out, angmom_out, info)
     run_batch(bodies, BodyState(pos, quat, vel, angmom), itabs, dt_arr, settings, out)
-    return Result(samples, pos_out, quat_out, vel_out, angmom_out, info)
+    return DEMResult(samples, pos_out, quat_out, vel_out, angmom_out, info)

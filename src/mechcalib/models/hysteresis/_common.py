@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import math
 import warnings
+import weakref
+from abc import abstractmethod
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -16,12 +18,14 @@ from ...core.model import Model, Response, SimulationFailure, check_condition
 from ...errors import ConfigurationError
 from ...records import Excitation, bandwidth, excitation
 from . import steps as _steps
-from .integrate import OK, integrate_batch, system_rows
+from .integrate import OK, batch_force, batch_grid, batch_system, integrate_batch, system_rows
 
 SINE, TABLE, HERMITE = 0, 1, 2
 #: the model unit of each excitation condition
 UNITS = {"force": "N", "ground_acceleration": "m/s^2"}
-_CHECKED: dict[int, set[str]] = {}
+#: the records each model object has checked (:meth:`BatchedModel._first_check`); weak, so that a dead model's
+#: entry goes with it, and not on the object, so that its pickle (the fingerprint) stays put
+_CHECKED: weakref.WeakKeyDictionary[BatchedModel, set[str]] = weakref.WeakKeyDictionary()
 _STAGE_CACHE: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
 
@@ -134,23 +138,10 @@ def run_batch(
     load, dt, n_out = plan.load, plan.dt_out, plan.n_out
     substeps, per_step = plan.steps
     mode, ft, fv, fd = stage_table(load, dt, n_out, plan.steps)
-    S = system_rows(Minv_K, Minv_C, Minv_p, Minv_Tt)
     res = integrate_batch(
-        laws,
-        A,
-        S,
-        T,
-        mode,
-        load.amp,
-        load.omega,
-        ft,
-        fv,
-        dt,
-        n_out,
-        substeps,
-        locate_events,
-        samples_per_step=per_step,
-        fd=fd,
+        batch_system(laws, A, system_rows(Minv_K, Minv_C, Minv_p, Minv_Tt), T),
+        batch_force(mode, load.amp, load.omega, ft, fv, fd),
+        batch_grid(dt, n_out, substeps, samples_per_step=per_step, locate_events=locate_events),
     )
     t = np.arange(n_out) * dt
     if load.ground and load.exc is not None:
@@ -219,21 +210,21 @@ class BatchedModel(Model):
     #: raw arrays the convergence check compares
     checked_arrays: tuple[str, ...] = ("u", "a")
 
+    @abstractmethod
     def floats_per_sample(self) -> int:
         """Floats the integrator stores per output sample and parameter set (the memory estimate)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def natural_frequencies(self) -> np.ndarray:
         """The natural frequencies [Hz] of the model at rest (elastic components) at its default preset."""
-        raise NotImplementedError
 
+    @abstractmethod
     def explicit_steps(self) -> tuple[int, int] | None:
         """``(substeps, samples_per_step)`` the user set, ``None`` for the automatic choice."""
-        raise NotImplementedError
 
+    @abstractmethod
     def sine_steps(self) -> tuple[int, int]:
         """The documented steps under the papers' sine force."""
-        raise NotImplementedError
 
     def max_samples_per_step(self) -> int:
         return 1
@@ -291,14 +282,15 @@ class BatchedModel(Model):
                 stacklevel=3,
             )
 
+    @abstractmethod
     def integrate(
         self, theta: np.ndarray, conditions: Mapping[str, Any] | None = None, *, steps=None
     ) -> dict[str, np.ndarray]:
-        raise NotImplementedError
+        """The raw arrays of a batch (``status``, ``a`` and the model's own), at ``steps`` if given."""
 
+    @abstractmethod
     def response_at(self, res: Mapping[str, np.ndarray], i: int) -> Response:
         """The channels of set ``i`` of the raw arrays ``res``."""
-        raise NotImplementedError
 
     def check_steps(self, theta: np.ndarray, conditions: Mapping[str, Any] | None = None) -> str | None:
         """Under a measured record: the convergence check of the first set of ``theta`` (the response at the
@@ -351,7 +343,7 @@ class BatchedModel(Model):
         if rec == (None, None):
             return
         key = repr(rec)[:2000]
-        done = _CHECKED.setdefault(id(self), set())  # not on the object: its pickle (the fingerprint) stays put
+        done = _CHECKED.setdefault(self, set())
         if key in done:
             return
         done.add(key)

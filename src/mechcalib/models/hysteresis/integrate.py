@@ -68,6 +68,31 @@ class ForceHistory(NamedTuple):
     slopes: np.ndarray
 
 
+class System(NamedTuple):
+    """The structure of a batch as the kernels read it: ``laws`` ``(m,)`` the law id of each component,
+    ``A`` ``(N, m, MAX_PARAMS)`` the effective law parameters per set and component (SI units), ``S``
+    ``(N, n, 2n + 1 + m)`` the system rows ``[M^-1 K | M^-1 C | M^-1 p | M^-1 T^T]`` (:func:`system_rows`),
+    ``T`` ``(m, n)`` the component kinematics ``y = T u``."""
+
+    laws: np.ndarray
+    A: np.ndarray
+    S: np.ndarray
+    T: np.ndarray
+
+
+class Grid(NamedTuple):
+    """The time grid and scheme of a batch: ``n_out`` samples every ``dt_out`` [s] (the first at ``t = 0``),
+    ``substeps`` RK4 steps per output interval, ``per_step`` output samples per RK4 step (one degree of
+    freedom and one component only, with ``substeps = 1``: the samples inside a step are interpolated),
+    ``literal``: integrate eq. 1 literally instead of freezing and locating the switches."""
+
+    dt_out: float
+    n_out: int
+    substeps: int
+    per_step: int
+    literal: bool
+
+
 class Records(NamedTuple):
     """The output records of one set (or, with a leading ``(N,)`` axis, of a batch) at the ``n_out`` samples:
     displacements ``u`` [m], velocities ``v`` [m/s], accelerations ``acc`` [m/s^2] of the ``n`` degrees of
@@ -117,9 +142,11 @@ def force_grid(force: ForceHistory, h: float, n_steps: int):
 
 
 @nb.njit(cache=True, inline="always")
-def _rhs(F, X, D, n, m, laws, a, S, T, s, p, literal):
-    """``D = X'`` at force ``F`` (see the module docstring); ``s``, ``p`` are the frozen directions and
-    branches; ``S = [M^-1 K | M^-1 C | M^-1 p | M^-1 T^T]`` row-wise, ``(n, 2n + 1 + m)``."""
+def _rhs(F, X, D, one, s, p, literal):
+    """``D = X'`` at force ``F`` (see the module docstring) for the set ``one = (n, m, laws, a, S, T)``;
+    ``s``, ``p`` are the frozen directions and branches; ``S = [M^-1 K | M^-1 C | M^-1 p | M^-1 T^T]``
+    row-wise, ``(n, 2n + 1 + m)``."""
+    n, m, laws, a, S, T = one
     for i in range(n):
         acc = S[i, 2 * n] * F
         for j in range(n):
@@ -145,23 +172,24 @@ def _rhs(F, X, D, n, m, laws, a, S, T, s, p, literal):
 
 
 @nb.njit(cache=True, inline="always")
-def _rk4(X, D0, h, Fm, Fe, Xout, Dout, K2, K3, K4, Xt, n, m, laws, a, S, T, s, p, literal):
+def _rk4(X, D0, h, Fm, Fe, Xout, Dout, ws, one, s, p, literal):
     """One classical RK4 step of size ``h`` from ``X`` with ``D0 = X'`` at its start, ``Fm``/``Fe`` the force
     at its middle and end; the result in ``Xout`` and its rate in ``Dout`` (the next step's first stage).
-    ``K2, K3, K4, Xt``: workspace."""
+    ``ws = (K2, K3, K4, Xt)``: workspace; ``one``: the set's system (:func:`_rhs`)."""
+    K2, K3, K4, Xt = ws
     q = X.size
     for k in range(q):
         Xt[k] = X[k] + 0.5 * h * D0[k]
-    _rhs(Fm, Xt, K2, n, m, laws, a, S, T, s, p, literal)
+    _rhs(Fm, Xt, K2, one, s, p, literal)
     for k in range(q):
         Xt[k] = X[k] + 0.5 * h * K2[k]
-    _rhs(Fm, Xt, K3, n, m, laws, a, S, T, s, p, literal)
+    _rhs(Fm, Xt, K3, one, s, p, literal)
     for k in range(q):
         Xt[k] = X[k] + h * K3[k]
-    _rhs(Fe, Xt, K4, n, m, laws, a, S, T, s, p, literal)
+    _rhs(Fe, Xt, K4, one, s, p, literal)
     for k in range(q):
         Xout[k] = X[k] + h / 6.0 * (D0[k] + 2.0 * K2[k] + 2.0 * K3[k] + K4[k])
-    _rhs(Fe, Xout, Dout, n, m, laws, a, S, T, s, p, literal)
+    _rhs(Fe, Xout, Dout, one, s, p, literal)
 
 
 @nb.njit(cache=True)
@@ -197,9 +225,10 @@ def _component_kinematics(X, D, c, n, T):
 
 
 @nb.njit(cache=True, inline="always")
-def _first_event(X, D, X1, D1, hs, n, m, laws, a, T, s, p):
-    """The earliest switch inside a trial step ``X -> X1`` of size ``hs``: ``(theta, component, kind)`` with
-    kind 0 a reversal, 1 yielding; component ``-1`` when none."""
+def _first_event(X, D, X1, D1, hs, one, s, p):
+    """The earliest switch inside a trial step ``X -> X1`` of size ``hs`` of the set ``one`` (:func:`_rhs`):
+    ``(theta, component, kind)`` with kind 0 a reversal, 1 yielding; component ``-1`` when none."""
+    n, m, laws, a, _, T = one
     theta = 2.0
     which = -1
     kind = 0
@@ -225,10 +254,11 @@ def _first_event(X, D, X1, D1, hs, n, m, laws, a, T, s, p):
 
 
 @nb.njit(cache=True)
-def _integrate_one(laws, a, S, T, Fg, force, h, n_out, substeps, literal, rec):
+def _integrate_one(laws, a, S, T, Fg, force, h, grid, rec):
     """One parameter set (see :func:`integrate_batch`); fills its :class:`Records` ``rec``, returns
     ``(status, located events)``. ``Fg``: the force at the grid's stage times (:func:`force_grid`) of the
-    :class:`ForceHistory` ``force``."""
+    :class:`ForceHistory` ``force``; ``h``: the step; ``grid``: the :class:`Grid`."""
+    _, n_out, substeps, _, literal = grid
     n = S.shape[0]
     m = T.shape[0]
     q = 2 * n + 2 * m
@@ -240,10 +270,12 @@ def _integrate_one(laws, a, S, T, Fg, force, h, n_out, substeps, literal, rec):
     K3 = np.empty(q)
     K4 = np.empty(q)
     Xt = np.empty(q)
+    ws = (K2, K3, K4, Xt)
+    one = (n, m, laws, a, S, T)
     s = np.ones(m)
     p = np.zeros(m, dtype=np.int64)
     t = 0.0
-    _rhs(Fg[0], X, D, n, m, laws, a, S, T, s, p, literal)
+    _rhs(Fg[0], X, D, one, s, p, literal)
     for c in range(m):  # starting from rest, the first motion follows the initial acceleration
         _, _, ydd = _component_kinematics(X, D, c, n, T)
         s[c] = -1.0 if ydd < 0.0 else 1.0
@@ -259,10 +291,10 @@ def _integrate_one(laws, a, S, T, Fg, force, h, n_out, substeps, literal, rec):
                     hs = t_end - t
                     # a step from the grid point takes its stage forces from the grid
                     F_mid = Fg[2 * step + 1] if nev == 0 else force_at(t + 0.5 * hs, force)
-                    _rk4(X, D, hs, F_mid, F_end, X1, D1, K2, K3, K4, Xt, n, m, laws, a, S, T, s, p, literal)
+                    _rk4(X, D, hs, F_mid, F_end, X1, D1, ws, one, s, p, literal)
                     which = -1
                     if not literal and nev < MAX_EVENTS_PER_STEP:
-                        theta, which, kind = _first_event(X, D, X1, D1, hs, n, m, laws, a, T, s, p)
+                        theta, which, kind = _first_event(X, D, X1, D1, hs, one, s, p)
                     if which < 0:
                         for j in range(q):
                             X[j] = X1[j]
@@ -274,7 +306,7 @@ def _integrate_one(laws, a, S, T, Fg, force, h, n_out, substeps, literal, rec):
                         te = t + he if theta < 1.0 else t_end
                         Fm = force_at(t + 0.5 * he, force)
                         Fe = F_end if theta >= 1.0 else force_at(te, force)
-                        _rk4(X, D, he, Fm, Fe, X1, D1, K2, K3, K4, Xt, n, m, laws, a, S, T, s, p, literal)
+                        _rk4(X, D, he, Fm, Fe, X1, D1, ws, one, s, p, literal)
                         for j in range(q):
                             X[j] = X1[j]
                         t = te
@@ -287,7 +319,7 @@ def _integrate_one(laws, a, S, T, Fg, force, h, n_out, substeps, literal, rec):
                         yc, _, _ = _component_kinematics(X, D, c, n, T)
                         X[2 * n + c] = on_yield_surface(laws[c], a, c, yc, s[c])
                     Ft = F_end if t >= t_end else force_at(t, force)
-                    _rhs(Ft, X, D, n, m, laws, a, S, T, s, p, literal)
+                    _rhs(Ft, X, D, one, s, p, literal)
                     nev += 1
                     n_events += 1
                     if t >= t_end:
@@ -327,15 +359,15 @@ def _prepare(N, n_out, n, m, force, h, substeps):
 # The per-set status is stored by plain assignments in the loop body and the output tuple is built after the
 # loop: under ``prange`` a tuple-target store (``status[i], events[i] = f()``), or one made inside an inlined
 # helper that unpacks the output tuple, is silently lost (numba 0.6x), while the record arrays survive.
-def _batch(laws, A, S, T, force, dt_out, n_out, substeps, literal):
+def _batch(system, force, grid):
     """The general kernel over a batch (:func:`integrate_batch`), compiled threaded and serial."""
+    laws, A, S, T = system
+    dt_out, n_out, substeps, _, _ = grid
     h = dt_out / substeps
     out, Fg = _prepare(A.shape[0], n_out, S.shape[1], T.shape[0], force, h, substeps)
     (U, V, Acc, R, Eps), status, events = out  # arrays, not the tuple: parfors cannot pass this one in
     for i in nb.prange(A.shape[0]):
-        st, ne = _integrate_one(
-            laws, A[i], S[i], T, Fg, force, h, n_out, substeps, literal, Records(U[i], V[i], Acc[i], R[i], Eps[i])
-        )
+        st, ne = _integrate_one(laws, A[i], S[i], T, Fg, force, h, grid, Records(U[i], V[i], Acc[i], R[i], Eps[i]))
         status[i] = st
         events[i] = ne
     return U, V, Acc, R, Eps, status, events
@@ -352,8 +384,11 @@ _batch_parallel, _batch_serial = twin_kernels(_batch)
 # direction and branch, Hermite-located switches, the order of the updates) is the general kernel's, step
 # for step; tests/test_hysteresis_models.py checks the two agree to round-off.
 @nb.njit(cache=True, inline="always")
-def _rhs1(F, u, v, r, e, law, a, k, c, b, g, tt, s, p, literal):
-    """``(u', v', r', eps')`` of ``u'' = b F - k u - c u' - g r``, ``y = tt u`` (scalar :func:`_rhs`)."""
+def _rhs1(F, y4, osc, s, p, literal):
+    """``(u', v', r', eps')`` at the state ``y4 = (u, v, r, eps)`` of ``u'' = b F - k u - c u' - g r``,
+    ``y = tt u``, for the oscillator ``osc = (law, a, k, c, b, g, tt)`` (scalar :func:`_rhs`)."""
+    u, v, r, e = y4
+    law, a, k, c, b, g, tt = osc
     y = tt * u
     yd = tt * v
     if literal:
@@ -364,31 +399,32 @@ def _rhs1(F, u, v, r, e, law, a, k, c, b, g, tt, s, p, literal):
 
 
 @nb.njit(cache=True, inline="always")
-def _rk4_1(u, v, r, e, du, dv, dr, de, h, Fm, Fe, law, a, k, c, b, g, tt, s, p, literal):
-    """Scalar :func:`_rk4`: the state after a step of ``h`` and its rate."""
+def _rk4_1(y4, d4, h, Fm, Fe, osc, s, p, literal):
+    """Scalar :func:`_rk4` from the state ``y4 = (u, v, r, eps)`` and its rate ``d4``: the state after a step
+    of ``h`` and its rate."""
+    u, v, r, e = y4
+    du, dv, dr, de = d4
     hh = 0.5 * h
-    u2, v2, r2, e2 = _rhs1(
-        Fm, u + hh * du, v + hh * dv, r + hh * dr, e + hh * de, law, a, k, c, b, g, tt, s, p, literal
-    )
-    u3, v3, r3, e3 = _rhs1(
-        Fm, u + hh * u2, v + hh * v2, r + hh * r2, e + hh * e2, law, a, k, c, b, g, tt, s, p, literal
-    )
-    u4, v4, r4, e4 = _rhs1(Fe, u + h * u3, v + h * v3, r + h * r3, e + h * e3, law, a, k, c, b, g, tt, s, p, literal)
+    u2, v2, r2, e2 = _rhs1(Fm, (u + hh * du, v + hh * dv, r + hh * dr, e + hh * de), osc, s, p, literal)
+    u3, v3, r3, e3 = _rhs1(Fm, (u + hh * u2, v + hh * v2, r + hh * r2, e + hh * e2), osc, s, p, literal)
+    u4, v4, r4, e4 = _rhs1(Fe, (u + h * u3, v + h * v3, r + h * r3, e + h * e3), osc, s, p, literal)
     w = h / 6.0
     u1 = u + w * (du + 2.0 * u2 + 2.0 * u3 + u4)
     v1 = v + w * (dv + 2.0 * v2 + 2.0 * v3 + v4)
     r1 = r + w * (dr + 2.0 * r2 + 2.0 * r3 + r4)
     e1 = e + w * (de + 2.0 * e2 + 2.0 * e3 + e4)
-    du1, dv1, dr1, de1 = _rhs1(Fe, u1, v1, r1, e1, law, a, k, c, b, g, tt, s, p, literal)
+    du1, dv1, dr1, de1 = _rhs1(Fe, (u1, v1, r1, e1), osc, s, p, literal)
     return u1, v1, r1, e1, du1, dv1, dr1, de1
 
 
 @nb.njit(cache=True, inline="always")
-def _emit_inside(i, ti, ta, L, end0, end1, b, F, k, c, g, rec):
+def _emit_inside(i, ti, ta, L, end0, end1, F, osc, rec):
     """Sample ``i`` at ``ti`` inside a piece ``[ta, ta + L]`` of a step into the :class:`Records` ``rec``:
     ``u`` (and ``u'``) on the quintic Hermite interpolant of ``u, u', u''`` at both ends, ``r`` and ``eps`` on
     cubic ones, ``u''`` from the equation of motion at the interpolated state (``F`` the force at ``ti``).
-    ``end0``, ``end1``: ``(u, u', r, eps, u'', r', eps')`` at the two ends."""
+    ``end0``, ``end1``: ``(u, u', r, eps, u'', r', eps')`` at the two ends; ``osc``: the oscillator
+    (:func:`_rhs1`)."""
+    _, _, k, c, b, g, _ = osc
     u0, v0, r0, e0, a0, dr0, de0 = end0
     u1, v1, r1, e1, a1, dr1, de1 = end1
     x = (ti - ta) / L
@@ -421,21 +457,24 @@ def _emit_inside(i, ti, ta, L, end0, end1, b, F, k, c, g, rec):
 
 
 @nb.njit(cache=True)
-def _integrate_sdof(law, a, S, tt, force, dt_out, n_out, substeps, per_step, Fg, literal, rec):
+def _integrate_sdof(law, a, S, tt, force, grid, Fg, rec):
     """:func:`_integrate_one` for ``n = m = 1`` (``S`` the ``(1, 4)`` system row, ``tt = T[0, 0]``).
 
     Steps of ``h = dt_out * per_step / substeps`` (``per_step`` output samples per step, or ``substeps``
     steps per sample); samples that fall inside a step (``per_step > 1``) are read off the piece of the
     step they fall in (:func:`_emit_inside`), so they stay on the right side of a located switch.
+    ``grid``: the :class:`Grid`.
     """
+    dt_out, n_out, substeps, per_step, literal = grid
     k, c, b, g = S[0, 0], S[0, 1], S[0, 2], S[0, 3]
+    osc = (law, a, k, c, b, g, tt)
     h = dt_out * per_step / substeps
     n_steps = ((n_out - 1) * substeps + per_step - 1) // per_step
     u = v = r = e = 0.0
     s = 1.0
     p = 0
     t = 0.0
-    du, dv, dr, de = _rhs1(Fg[0], u, v, r, e, law, a, k, c, b, g, tt, s, p, literal)
+    du, dv, dr, de = _rhs1(Fg[0], (u, v, r, e), osc, s, p, literal)
     s = -1.0 if tt * dv < 0.0 else 1.0
     rec.u[0, 0], rec.v[0, 0], rec.acc[0, 0], rec.r[0, 0], rec.eps[0, 0] = u, v, dv, r, e
     nxt = 1  # the next sample to write
@@ -450,7 +489,7 @@ def _integrate_sdof(law, a, S, tt, force, dt_out, n_out, substeps, per_step, Fg,
             hs = t_end - t
             F_mid = Fg[2 * step + 1] if nev == 0 else force_at(t + 0.5 * hs, force)
             u1, v1, r1, e1, du1, dv1, dr1, de1 = _rk4_1(
-                u, v, r, e, du, dv, dr, de, hs, F_mid, F_end, law, a, k, c, b, g, tt, s, p, literal
+                (u, v, r, e), (du, dv, dr, de), hs, F_mid, F_end, osc, s, p, literal
             )
             theta = 2.0
             kind = -1
@@ -477,7 +516,7 @@ def _integrate_sdof(law, a, S, tt, force, dt_out, n_out, substeps, per_step, Fg,
                     Fm = force_at(t + 0.5 * he, force)
                     Fe = F_end if theta >= 1.0 else force_at(te, force)
                     u1, v1, r1, e1, du1, dv1, dr1, de1 = _rk4_1(
-                        u, v, r, e, du, dv, dr, de, he, Fm, Fe, law, a, k, c, b, g, tt, s, p, literal
+                        (u, v, r, e), (du, dv, dr, de), he, Fm, Fe, osc, s, p, literal
                     )
             # samples strictly inside the step that this piece covers
             while nxt < last and nxt < n_out and te > t and nxt * dt_out <= te:
@@ -489,11 +528,8 @@ def _integrate_sdof(law, a, S, tt, force, dt_out, n_out, substeps, per_step, Fg,
                     te - t,
                     (u, v, r, e, dv, dr, de),
                     (u1, v1, r1, e1, dv1, dr1, de1),
-                    b,
                     force_at(ti, force),
-                    k,
-                    c,
-                    g,
+                    osc,
                     rec,
                 )
                 nxt += 1
@@ -511,7 +547,7 @@ def _integrate_sdof(law, a, S, tt, force, dt_out, n_out, substeps, per_step, Fg,
                 p = 1
                 r = on_yield_surface(law, a, 0, tt * u, s)
             Ft = F_end if t >= t_end else force_at(t, force)
-            du, dv, dr, de = _rhs1(Ft, u, v, r, e, law, a, k, c, b, g, tt, s, p, literal)
+            du, dv, dr, de = _rhs1(Ft, (u, v, r, e), osc, s, p, literal)
             nev += 1
             n_events += 1
             if t >= t_end:
@@ -531,8 +567,10 @@ def _prepare_sdof(N, n_out, force, dt_out, substeps, per_step):
     return _outputs(N, n_out, 1, 1), force_grid(force, h, n_steps)
 
 
-def _sdof(laws, A, S, T, force, dt_out, n_out, substeps, per_step, literal):
+def _sdof(system, force, grid):
     """The scalar kernel over a batch (:func:`integrate_batch`), compiled threaded and serial."""
+    laws, A, S, T = system
+    dt_out, n_out, substeps, per_step, literal = grid
     out, Fg = _prepare_sdof(A.shape[0], n_out, force, dt_out, substeps, per_step)
     (U, V, Acc, R, Eps), status, events = out  # arrays, not the tuple: parfors cannot pass this one in
     for i in nb.prange(A.shape[0]):
@@ -542,12 +580,8 @@ def _sdof(laws, A, S, T, force, dt_out, n_out, substeps, per_step, literal):
             S[i],
             T[0, 0],
             force,
-            dt_out,
-            n_out,
-            substeps,
-            per_step,
+            grid,
             Fg,
-            literal,
             Records(U[i], V[i], Acc[i], R[i], Eps[i]),
         )
         status[i] = st
@@ -564,39 +598,13 @@ def system_rows(Minv_K: np.ndarray, Minv_C: np.ndarray, Minv_p: np.ndarray, Minv
     return np.ascontiguousarray(np.concatenate([Minv_K, Minv_C, Minv_p[:, :, None], Minv_Tt], axis=2), dtype=float)
 
 
-def integrate_batch(
-    laws: np.ndarray,
-    A: np.ndarray,
-    S: np.ndarray,
-    T: np.ndarray,
-    fmode: int,
-    famp: float,
-    fom: float,
-    ft: np.ndarray,
-    fv: np.ndarray,
-    dt_out: float,
-    n_out: int,
-    substeps: int,
-    locate_events: bool,
-    *,
-    samples_per_step: int = 1,
-    general: bool = False,
-    fd: np.ndarray | None = None,
-):
+def integrate_batch(system: System, force: ForceHistory, grid: Grid, *, general: bool = False):
     """Integrate ``N`` parameter sets of eq. 26 from rest (``u = u' = r = eps = 0``).
 
     Args:
-        laws: ``(m,)`` law id of each component.
-        A: ``(N, m, MAX_PARAMS)`` effective law parameters per set and component (SI units).
-        S: ``(N, n, 2n + 1 + m)`` system rows ``[M^-1 K | M^-1 C | M^-1 p | M^-1 T^T]`` (:func:`system_rows`).
-        T: ``(m, n)`` component kinematics ``y = T u``.
-        fmode, famp, fom, ft, fv: force history (the fields of :class:`ForceHistory`); ``fd``: the table's
-            slopes for ``fmode = 2`` (cubic Hermite).
-        dt_out, n_out: output interval and number of samples (the first at ``t = 0``).
-        substeps: RK4 steps per output interval.
-        locate_events: freeze and locate switches (default scheme) or integrate eq. 1 literally.
-        samples_per_step: output samples per RK4 step (one degree of freedom and one component only, with
-            ``substeps = 1``); the samples inside a step are interpolated (quintic Hermite for ``u``).
+        system: the batch's laws, law parameters, system rows and kinematics (:class:`System`).
+        force: the force history (:class:`ForceHistory`).
+        grid: the output grid and scheme (:class:`Grid`).
         general: use the array kernel even for one degree of freedom and one component (by default those
             run on the scalar kernel, the same scheme about 2-3x cheaper).
 
@@ -606,34 +614,49 @@ def integrate_batch(
 
     Sets run in parallel (numba ``prange``); a single set runs serially, which avoids the thread pool's
     start-up cost. Both paths call the same per-set kernel, so a set's result does not depend on its batch.
+    The three bundles go to the kernels as they come (one compiled signature each): build them with
+    :func:`batch_system`, :func:`batch_force` and :func:`batch_grid`, which fix their dtypes.
     """
-    per_step = int(samples_per_step)
-    sdof = not general and S.shape[1] == 1 and T.shape[0] == 1
-    if per_step != 1 and (not sdof or per_step < 1 or substeps != 1):
+    n, m = system.S.shape[1], system.T.shape[0]
+    sdof = not general and n == 1 and m == 1
+    if grid.per_step != 1 and (not sdof or grid.per_step < 1 or grid.substeps != 1):
         raise ValueError(
-            f"samples_per_step={samples_per_step!r} needs one degree of freedom, one component, substeps=1 "
-            f"and the scalar kernel (got n={S.shape[1]}, m={T.shape[0]}, substeps={substeps}, general={general})"
+            f"samples_per_step={grid.per_step!r} needs one degree of freedom, one component, substeps=1 "
+            f"and the scalar kernel (got n={n}, m={m}, substeps={grid.substeps}, general={general})"
         )
-    force = ForceHistory(
-        int(fmode),
-        float(famp),
-        float(fom),
-        np.ascontiguousarray(ft, dtype=float),
-        np.ascontiguousarray(fv, dtype=float),
-        np.ascontiguousarray(np.zeros(2) if fd is None else fd, dtype=float),
-    )
-    args = (
+    if sdof:
+        kernel = _sdof_parallel if system.A.shape[0] > 1 else _sdof_serial
+    else:
+        kernel = _batch_parallel if system.A.shape[0] > 1 else _batch_serial
+    return kernel(system, force, grid)
+
+
+def batch_system(laws: np.ndarray, A: np.ndarray, S: np.ndarray, T: np.ndarray) -> System:
+    """A :class:`System` with the dtypes and layouts the kernels are compiled for."""
+    return System(
         np.ascontiguousarray(laws, dtype=np.int64),
         np.ascontiguousarray(A, dtype=float),
         np.ascontiguousarray(S, dtype=float),
         np.ascontiguousarray(T, dtype=float),
-        force,
-        float(dt_out),
-        int(n_out),
-        int(substeps),
     )
-    if sdof:
-        kernel = _sdof_parallel if A.shape[0] > 1 else _sdof_serial
-        return kernel(*args, per_step, not locate_events)
-    kernel = _batch_parallel if A.shape[0] > 1 else _batch_serial
-    return kernel(*args, not locate_events)
+
+
+def batch_force(
+    mode: int, amp: float, omega: float, t: np.ndarray, values: np.ndarray, slopes: np.ndarray | None = None
+) -> ForceHistory:
+    """A :class:`ForceHistory` with the dtypes the kernels are compiled for (``slopes`` only for mode 2)."""
+    return ForceHistory(
+        int(mode),
+        float(amp),
+        float(omega),
+        np.ascontiguousarray(t, dtype=float),
+        np.ascontiguousarray(values, dtype=float),
+        np.ascontiguousarray(np.zeros(2) if slopes is None else slopes, dtype=float),
+    )
+
+
+def batch_grid(
+    dt_out: float, n_out: int, substeps: int, *, samples_per_step: int = 1, locate_events: bool = True
+) -> Grid:
+    """A :class:`Grid` with the types the kernels are compiled for."""
+    return Grid(float(dt_out), int(n_out), int(substeps), int(samples_per_step), not locate_events)

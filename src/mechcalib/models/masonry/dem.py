@@ -42,7 +42,8 @@ an assembly into arrays and runs batches.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -84,6 +85,7 @@ __all__ = [
     "S_TIME",
     "S_TRACK",
     "BatchResult",
+    "BatchSettings",
     "Blocks",
     "Contacts",
     "Controls",
@@ -337,34 +339,9 @@ class BatchResult:
     step_peak: np.ndarray
 
 
-def run_batch(
-    system: DemSystem,
-    kn: np.ndarray,
-    ks: np.ndarray,
-    phi_deg: np.ndarray,
-    *,
-    velocity: float = 0.0,
-    duration: float = 0.0,
-    n_samples: int = 101,
-    alpha: float = 0.8,
-    gravity: tuple[float, float] = (0.0, -9.81),
-    kp: float | np.ndarray | None = None,
-    dt: float | np.ndarray | None = None,
-    dt_factor: float = 0.5,
-    rounding: float = 0.02,
-    eq_max_steps: int = 200_000,
-    eq_tol: float = 1e-5,
-    eq_check: int = 10,
-    vel0: np.ndarray | None = None,
-    damping_form: str = "local",
-    viscous: float = 0.0,
-    ramp: float = 0.0,
-    plate_mass: float = 0.0,
-    k_act: float | None = None,
-    mass_scale: float = 1.0,
-    small_displacements: bool = False,
-) -> BatchResult:
-    """Simulate ``n`` parameter sets: ``kn``, ``ks`` [Pa/m] and ``phi_deg`` [deg], each ``(n,)``.
+@dataclass(frozen=True, kw_only=True)
+class BatchSettings:
+    """How :func:`run_batch` loads and integrates the arch (every field has the default it had as a keyword).
 
     Args:
         velocity: plate velocity [m/s] along the load direction; ``duration`` [s] of the loading phase.
@@ -386,6 +363,46 @@ def run_batch(
             the step grows by its square root unless ``dt`` is given).
         small_displacements: contacts keep their assembled geometry (:class:`~.kernels.Controls`).
     """
+
+    velocity: float = 0.0
+    duration: float = 0.0
+    n_samples: int = 101
+    alpha: float = 0.8
+    gravity: tuple[float, float] = (0.0, -9.81)
+    kp: float | np.ndarray | None = None
+    dt: float | np.ndarray | None = None
+    dt_factor: float = 0.5
+    rounding: float = 0.02
+    eq_max_steps: int = 200_000
+    eq_tol: float = 1e-5
+    eq_check: int = 10
+    vel0: np.ndarray | None = None
+    damping_form: str = "local"
+    viscous: float = 0.0
+    ramp: float = 0.0
+    plate_mass: float = 0.0
+    k_act: float | None = None
+    mass_scale: float = 1.0
+    small_displacements: bool = False
+
+
+def run_batch(
+    system: DemSystem,
+    kn: np.ndarray,
+    ks: np.ndarray,
+    phi_deg: np.ndarray,
+    settings: BatchSettings | None = None,
+    **changes: Any,
+) -> BatchResult:
+    """Simulate ``n`` parameter sets: ``kn``, ``ks`` [Pa/m] and ``phi_deg`` [deg], each ``(n,)``, under
+    ``settings`` (:class:`BatchSettings`; default its defaults) with ``changes`` (its fields by keyword:
+    ``run_batch(system, kn, ks, phi, duration=0.01)``) over them."""
+    st = replace(settings or BatchSettings(), **changes)
+    velocity, duration, n_samples, alpha, gravity = st.velocity, st.duration, st.n_samples, st.alpha, st.gravity
+    kp, dt, dt_factor, rounding, vel0 = st.kp, st.dt, st.dt_factor, st.rounding, st.vel0
+    eq_max_steps, eq_tol, eq_check, damping_form = st.eq_max_steps, st.eq_tol, st.eq_check, st.damping_form
+    viscous, ramp, plate_mass, k_act, mass_scale = st.viscous, st.ramp, st.plate_mass, st.k_act, st.mass_scale
+    small_displacements = st.small_displacements
     if damping_form not in DAMPING_FORMS:
         raise ConfigurationError(f"damping_form must be one of {list(DAMPING_FORMS)}, got {damping_form!r}")
     for name, val in (("viscous", viscous), ("ramp", ramp), ("plate_mass", plate_mass)):
