@@ -194,14 +194,13 @@ def plot_deformed(
     scale: float = 5.0,
     sub_blocks: bool = False,
     title: str = "",
-    path: str | Path | None = None,
     ax=None,
 ):
     """A masonry assembly (:mod:`mechcalib.models.masonry`) in the block positions ``pos``, coloured by the
     displacement magnitude of each block's centroid [mm] (from ``pos_ref``, default the assembled state),
     displacements amplified ``scale`` times; the hinges of ``mode`` (a ``FailureMode``) as red dots at their
-    pivots, sliding joints as blue lines (Kibriya et al. (2023) Figs. 3, 16). Saves a PNG to ``path`` if given; returns the
-    figure. :func:`plot_arch_run` draws a run of the masonry-arch model with it."""
+    pivots, sliding joints as blue lines (Kibriya et al. (2023) Figs. 3, 16). Returns the figure (the caller
+    saves it). :func:`plot_arch_run` draws a run of the masonry-arch model with it."""
     import textwrap
 
     from .models.masonry.failure import block_polygons, joint_end_points
@@ -242,8 +241,6 @@ def plot_deformed(
         "\n".join(textwrap.wrap(title or f"deformed shape (displacements x{scale:g}); red: hinges, blue: sliding", 90)),
         fontsize=9,
     )
-    if path is not None:
-        fig.savefig(path, dpi=120, bbox_inches="tight")
     return fig
 
 
@@ -255,7 +252,7 @@ def plot_arch_run(
     16); the arrow points from the report to the model, which draws nothing itself."""
     pos = run.pos_peak if state == "peak" else run.pos_end
     mode = run.mode_peak if state == "peak" else run.mode_end
-    return plot_deformed(
+    fig = plot_deformed(
         model.assembly,
         model.centroids,
         pos,
@@ -263,7 +260,9 @@ def plot_arch_run(
         mode=mode,
         scale=scale,
         sub_blocks=model.contacts == "pulatsu",
-        path=path,
         title=title,
         ax=ax,
     )
+    if path is not None:
+        fig.savefig(path, dpi=120, bbox_inches="tight")
+    return fig

@@ -216,9 +216,6 @@ def fit_numpy(
     steps: int,
     lr: float,
     dtype: str = "float64",
-    beta1: float = 0.9,
-    beta2: float = 0.999,
-    eps: float = 1e-8,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Train ``B`` independent networks at once, one per target ``Y[b]`` ``(N, n_out)``, all from ``theta0``
     ``(P,)`` (layout of :func:`init_params`), by full-batch Adam on the masked mean absolute error; the
@@ -232,7 +229,8 @@ def fit_numpy(
     (``tests/test_smoothing.py``). ``dtype`` ``"float32"`` halves memory traffic and uses numpy's vectorised
     float32 tanh (about 2.3 times faster); the trained curves then differ from float64 ones by round-off
     amplified by the training (module docstring). Returns the outputs ``(B, N, n_out)`` (float64) and the
-    final losses ``(B,)``."""
+    final losses ``(B,)``. Adam's constants are Kingma and Ba's, as in :func:`adam_update` and :func:`fit_torch`."""
+    beta1, beta2, eps = 0.9, 0.999, 1e-8
     if dtype not in ("float64", "float32"):
         raise SettingError("", "dtype", "'float64' or 'float32'", dtype)
     dt = np.dtype(dtype)

@@ -255,7 +255,9 @@ def _resume_locked(
         # killed before its run was recorded (nothing was computed): start it as `run` would have
         log.warning("the run in %s was stopped before it was recorded; starting it from %s", out, man["config_path"])
         cfg = apply_overrides(load_config(Path(config or man["config_path"])), man.get("overrides") or {})
-        ov = cli_overrides(budget=budget, seed=None, workers=workers, scheduler=scheduler, timeout=cfg.evaluator.timeout)
+        ov = cli_overrides(
+            budget=budget, seed=None, workers=workers, scheduler=scheduler, timeout=cfg.evaluator.timeout
+        )
         cfg = apply_overrides(cfg, ov)
         return _calibrate_in(
             out, cfg, _build(cfg), run_name=cfg.name, resume=False, progress=progress, plots=plots, t0=t0
@@ -322,4 +324,3 @@ def _as_fingerprinted(
         return cfg, built  # another problem indeed: the run session says so
     built[3].close()
     return alt, (alt_problem, alt.build_optimizer(), alt.build_termination(), build_evaluator(alt))
-

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from ..version import __version__
 from ..core.data import Curve
+from ..version import __version__
 
 
 def to_jsonable(v: Any) -> Any:

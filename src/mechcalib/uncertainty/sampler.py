@@ -113,12 +113,13 @@ class EnsembleSampler(Optimizer):
         self.x0 = None if x0 is None else [float(v) for v in x0]
         self.init_cov = None if init_cov is None else [[float(v) for v in row] for row in init_cov]
         self._steps = check_positive_int(self.name, "steps", steps)
+        self._chain: list[np.ndarray] = []  # the positions after each step (reset by setup)
 
     # -- chain --------------------------------------------------------------------------------------------
     @property
     def n_steps(self) -> int:
         """Steps completed."""
-        return len(getattr(self, "_chain", ()))
+        return len(self._chain)
 
     @property
     def chain(self) -> np.ndarray:
@@ -165,7 +166,7 @@ class EnsembleSampler(Optimizer):
         self._coords: np.ndarray | None = None
         self._logp: np.ndarray | None = None
         self._table: dict[bytes, float] = {}
-        self._chain: list[np.ndarray] = []
+        self._chain = []
         self._lp: list[np.ndarray] = []
         self._accepted = np.zeros(self.walkers)
         self._want: np.ndarray | None = None
