@@ -180,6 +180,8 @@ def _loss_said(run: Path, before: int, case: Case, i: int, what: str, ref: dict,
     as the reference run. A resume that re-simulated a stored evaluation without a word is a failure."""
     from mechcalib.runs.loss import folder_loss
 
+    if not sound(run / STORE_FILE):  # killed while a checkpoint wrote the file: without its log, it is damaged
+        return _damaged_said(run, before, case, i, what, ref)
     after = stored(run)
     loss = folder_loss(run)
     named = loss.total if loss is not None else 0
@@ -204,6 +206,29 @@ def _loss_said(run: Path, before: int, case: Case, i: int, what: str, ref: dict,
         f"({loss.definite if loss else 0} certain), then resumed with --accept-loss"
     )
     case.add(not why, f"trial {i} ({what}): {why}")
+
+
+def _damaged_said(run: Path, before: int, case: Case, i: int, what: str, ref: dict):
+    """The store lost its log while a checkpoint was writing the file (SQLite needs the log to finish it):
+    held when ``resume`` says the store is damaged, ``repair`` salvages it naming what was lost, and the
+    salvage resumes to the reference run."""
+    log = run.parent / "log.txt"
+    code, text = cli(["resume", run, "-q"], log)
+    if code == 0 or not clear(text) or "damaged" not in text:
+        return case.add(False, f"trial {i} ({what}, damaged): resume exit {code}: {text[-300:]}")
+    code, text = cli(["repair", run], log)
+    if code != 0 or "lost" not in text:
+        return case.add(False, f"trial {i} ({what}, damaged): repair exit {code}: {text[-300:]}")
+    salvage = Path(f"{run}.repaired")
+    code, text = cli(["resume", salvage, "-q"], log)
+    why = f"resume of the salvage exit {code}: {text[-300:]}" if code else ""
+    why = why or same(json.loads((salvage / RESULT_FILE).read_text()), ref)
+    case.notes.append(
+        f"trial {i} ({what}): {before} stored at the kill, killed during a checkpoint: without its log the file "
+        "is damaged; resume said so, repair named the loss, the salvage resumed"
+    )
+    shutil.rmtree(salvage, ignore_errors=True)
+    case.add(not why, f"trial {i} ({what}, damaged): {why}")
 
 
 def _killed(work: Path, cfg: Path, duration: float, run: Path, i: int, seed: int) -> tuple[int, bool]:
