@@ -26,7 +26,7 @@ from mechcalib.optimizers import make_optimizer
 from mechcalib.runs import RESULT_FILE, STORE_FILE, archive_run, run_config
 from mechcalib.runs.loss import folder_loss
 from mechcalib.storage import RunStore
-from mechcalib.storage.integrity import counts_path
+from mechcalib.storage.integrity import EvaluationLoss, counts_path, evaluation_loss, write_counts
 
 runner = CliRunner()
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -308,3 +308,19 @@ def test_archive_refuses_an_existing_destination_and_a_folder_without_a_store(tm
     assert r.exit_code != 0 and "exists" in r.output
     rep = archive_run(store, tmp_path / "copy.sqlite")
     assert rep.runs == 0 and (tmp_path / "copy.sqlite").is_file()
+
+
+def test_loss_counts_tell_certain_from_possible(tmp_path):
+    db = tmp_path / "s.sqlite"
+    write_counts(db, 1, "r", 80, 90)  # 80 confirmed, a batch of 10 being committed
+    assert evaluation_loss(db, "r", 90, wal_found=False) is None  # the batch is in the file
+    assert evaluation_loss(db, "r", 80, wal_found=True) is None  # the log was replayed: never committed
+    loss = evaluation_loss(db, "r", 80, wal_found=False)
+    assert loss is not None and (loss.definite, loss.possible) == (0, 10) and "up to 10" in loss.describe()
+    loss = evaluation_loss(db, "r", 20, wal_found=True)
+    assert loss is not None and (loss.definite, loss.possible) == (60, 0) and "60 evaluations" in loss.describe()
+    loss = evaluation_loss(db, "r", 0, wal_found=False, result_n=100)  # result.json says more: it counts
+    assert loss is not None and loss.definite == 100 and loss.source == "result.json"
+    assert "emptied or replaced" in loss.describe()
+    assert evaluation_loss(db, "other", 0, wal_found=False) is None  # nothing recorded of that run
+    assert EvaluationLoss(db, "r", 5, 5, 5, True, "x").total == 0

@@ -369,19 +369,26 @@ class EvaluationLoss:
         )
         if self.held == 0 and self.definite:
             why = "the store was emptied or replaced (it holds no evaluation of the run)"
+        unsure = (
+            "whether they were committed cannot be told (they were not if the run was killed before that batch "
+            "stored its first evaluation, or if another program closed the store since)"
+        )
         parts = []
         if self.definite:
             parts.append(
                 f"{self.definite} evaluations of run {self.run!r} that {self.source} records as stored "
                 f"({self.recorded}) are gone from {self.store} (it holds {self.held}): {why}"
             )
-        if self.possible:
-            lead = "and up to" if self.definite else f"run {self.run!r} in {self.store}: up to"
+            if self.possible:
+                parts.append(
+                    f"up to {self.possible} more, of the batch being stored when the run stopped ({self.expected} "
+                    f"expected after it), may be lost too: {unsure}"
+                )
+        elif self.possible:
             parts.append(
-                f"{lead} {self.possible} evaluations of the batch being stored when the run stopped may be lost "
-                f"({self.held} held, {self.expected} expected after that batch; {why if not self.definite else wal + ' is missing'}): "
-                "it cannot be told whether they were committed (they were not if the run was killed before that "
-                "batch stored its first evaluation, or if the store was closed by another program since)"
+                f"up to {self.possible} evaluations of run {self.run!r} in {self.store}, of the batch being stored "
+                f"when the run stopped, may be lost ({self.held} held, {self.expected} expected after that batch): "
+                f"{why}; {unsure}"
             )
         return "; ".join(parts)
 

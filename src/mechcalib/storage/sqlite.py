@@ -78,7 +78,8 @@ class RunStore(GuardedMethods, Store):
         readonly: open for queries only (any number of processes may read while a run writes).
         sync_seconds: the least time between two :meth:`sync` calls that write (default 0: after every
             batch; some milliseconds each, which a model of microseconds may save with 1.0, leaving up to a
-            second of evaluations only in the write-ahead log and unrecorded).
+            second of evaluations only in the write-ahead log; the counts file still records each batch
+            before its first commit, :meth:`expect`, so their loss with the log is found and named).
 
     Queries take a run by name or id: :meth:`runs`, :meth:`run`, :meth:`status`, :meth:`n_evaluations`,
     :meth:`evaluations`, :meth:`failures`, :meth:`best`, :meth:`trace`, :meth:`timing`, :meth:`checkpoints`,
