@@ -173,15 +173,72 @@ def kill_and_resume(work: Path, cfg: Path, ref: dict, duration: float, workers: 
     shutil.rmtree(run, ignore_errors=True)
 
 
-def wal_deleted(work: Path, cfg: Path, ref: dict, duration: float, case: Case, i: int, batch: int):
-    """Kill, delete the write-ahead log, resume; held: the loss of recorded evaluations is said with its
-    count, at most the in-flight batch is lost unsaid, and the result is the reference one."""
-    rng = random.Random(2000 + i)
-    run = work / f"wal{i}"
+def _loss_said(run: Path, before: int, case: Case, i: int, what: str, ref: dict, copy_of: Path | None = None):
+    """Resume ``run`` (a store that may have lost evaluations: ``before`` were stored at the kill) and judge:
+    held when nothing stored was lost (resume replays all ``before``), or when the resume refused before
+    simulating anything, naming a count that covers every lost evaluation, and ``--accept-loss`` then ends
+    as the reference run. A resume that re-simulated a stored evaluation without a word is a failure."""
+    from mechcalib.runs.loss import folder_loss
+
+    if not sound(run / STORE_FILE):  # killed while a checkpoint wrote the file: without its log, it is damaged
+        return _damaged_said(run, before, case, i, what, ref)
+    after = stored(run)
+    loss = folder_loss(run)
+    named = loss.total if loss is not None else 0
+    code, text = cli(["resume", run, "-q"], run.parent / "log.txt")
+    if code == 0:
+        s = json.loads((run / RESULT_FILE).read_text())
+        why = same(s, ref)
+        if not why and s["n_replayed"] < before:
+            why = f"{before - s['n_replayed']} stored evaluations re-simulated silently"
+        case.notes.append(f"trial {i} ({what}): {before} stored at the kill, {after} left, nothing lost")
+        return case.add(not why, f"trial {i} ({what}): {why}")
+    if not clear(text) or str(named) not in text or stored(run) != after:
+        return case.add(False, f"trial {i} ({what}): refusal unclear or after simulating: {text[-300:]}")
+    if after + named < before:
+        return case.add(False, f"trial {i} ({what}): {before - after} lost, only {named} named")
+    code, text = cli(["resume", run, "-q", "--accept-loss"], run.parent / "log.txt")
+    if code != 0:
+        return case.add(False, f"trial {i} ({what}): resume --accept-loss exit {code}: {text[-300:]}")
+    why = same(json.loads((run / RESULT_FILE).read_text()), ref)
+    case.notes.append(
+        f"trial {i} ({what}): {before} stored at the kill, {after} left; refused naming {named} "
+        f"({loss.definite if loss else 0} certain), then resumed with --accept-loss"
+    )
+    case.add(not why, f"trial {i} ({what}): {why}")
+
+
+def _damaged_said(run: Path, before: int, case: Case, i: int, what: str, ref: dict):
+    """The store lost its log while a checkpoint was writing the file (SQLite needs the log to finish it):
+    held when ``resume`` says the store is damaged, ``repair`` salvages it naming what was lost, and the
+    salvage resumes to the reference run."""
+    log = run.parent / "log.txt"
+    code, text = cli(["resume", run, "-q"], log)
+    if code == 0 or not clear(text) or "damaged" not in text:
+        return case.add(False, f"trial {i} ({what}, damaged): resume exit {code}: {text[-300:]}")
+    code, text = cli(["repair", run], log)
+    if code != 0 or "lost" not in text:
+        return case.add(False, f"trial {i} ({what}, damaged): repair exit {code}: {text[-300:]}")
+    salvage = Path(f"{run}.repaired")
+    code, text = cli(["resume", salvage, "-q"], log)
+    why = f"resume of the salvage exit {code}: {text[-300:]}" if code else ""
+    why = why or same(json.loads((salvage / RESULT_FILE).read_text()), ref)
+    case.notes.append(
+        f"trial {i} ({what}): {before} stored at the kill, killed during a checkpoint: without its log the file "
+        "is damaged; resume said so, repair named the loss, the salvage resumed"
+    )
+    shutil.rmtree(salvage, ignore_errors=True)
+    case.add(not why, f"trial {i} ({what}, damaged): {why}")
+
+
+def _killed(work: Path, cfg: Path, duration: float, run: Path, i: int, seed: int) -> tuple[int, bool]:
+    """A run killed at a random moment, in half the trials while a reader held a snapshot (a notebook,
+    ``show`` in a loop: the checkpoints cannot fold the log in); returns the evaluations stored at the kill."""
+    rng = random.Random(seed + i)
     pid = fork_cli(["run", cfg, "--out", run, "-q"], work / "log.txt")
     until(counts_path(run / STORE_FILE).exists, pid)
     reader = None
-    if i % 2:  # a reader holding a snapshot keeps the checkpoints from folding the log in
+    if i % 2:
         reader = sqlite3.connect(f"file:{run / STORE_FILE}?mode=ro", uri=True, isolation_level=None)
         reader.execute("BEGIN")
         reader.execute("SELECT COUNT(*) FROM evaluations").fetchone()
@@ -191,28 +248,56 @@ def wal_deleted(work: Path, cfg: Path, ref: dict, duration: float, case: Case, i
     wait(pid)
     if reader is not None:
         reader.close()
-    before = stored(run)
-    counts = json.loads(counts_path(run / STORE_FILE).read_text())["runs"]
-    recorded = next(iter(counts.values()))["n_evals"] if counts else 0
+    return stored(run), reader is not None
+
+
+def wal_deleted(work: Path, cfg: Path, ref: dict, duration: float, case: Case, i: int):
+    """Kill, delete the write-ahead log, resume (:func:`_loss_said`)."""
+    run = work / f"wal{i}"
+    before, reader = _killed(work, cfg, duration, run, i, 2000)
     for suffix in ("-wal", "-shm"):
         Path(f"{run / STORE_FILE}{suffix}").unlink(missing_ok=True)
-    after = stored(run)
-    code, text = cli(["resume", run], work / "log.txt")
+    _loss_said(run, before, case, i, "reader" if reader else "no reader", ref)
+    shutil.rmtree(run, ignore_errors=True)
+
+
+def wal_copy(work: Path, cfg: Path, ref: dict, duration: float, case: Case, i: int):
+    """Kill, copy the folder without its write-ahead log (``cp`` of the files a user sees as the run), resume
+    the copy (:func:`_loss_said`)."""
+    run, copy = work / f"walc{i}", work / f"walc{i}.copy"
+    before, reader = _killed(work, cfg, duration, run, i, 2500)
+    shutil.copytree(run, copy, ignore=shutil.ignore_patterns("*-wal", "*-shm", "run.lock"))
+    _loss_said(copy, before, case, i, "reader" if reader else "no reader", ref)
+    shutil.rmtree(run, ignore_errors=True)
+    shutil.rmtree(copy, ignore_errors=True)
+
+
+def emptied(work: Path, ref_dir: Path, ref: dict, case: Case, i: int):
+    """A finished run whose store is emptied (0 bytes) or replaced by a fresh one; held: ``show`` and
+    ``resume`` say how many evaluations are gone and simulate nothing, ``--accept-loss`` ends as the
+    reference run."""
+    run = work / f"empty{i}"
+    shutil.copytree(ref_dir, run)
+    n = ref["n_evaluations"]
+    for suffix in ("-wal", "-shm"):
+        Path(f"{run / STORE_FILE}{suffix}").unlink(missing_ok=True)
+    if i % 2:
+        (run / STORE_FILE).unlink()
+        RunStore(run / STORE_FILE).close()  # replaced by a fresh store
+    else:
+        (run / STORE_FILE).write_bytes(b"")
+    what = "fresh store" if i % 2 else "0 bytes"
+    code_show, text_show = cli(["show", run], work / "log.txt")
+    code, text = cli(["resume", run, "-q"], work / "log.txt")
+    if code == 0 or not clear(text) or f"{n} evaluations" not in text:
+        return case.add(False, f"trial {i} ({what}): resume exit {code}: {text[-300:]}")
+    if code_show == 0 or f"{n} evaluations" not in text_show or "Traceback" in text_show:
+        return case.add(False, f"trial {i} ({what}): show did not say it: {text_show[-300:]}")
+    code, text = cli(["resume", run, "-q", "--accept-loss"], work / "log.txt")
     if code != 0:
-        return case.add(False, f"trial {i}: resume exit {code}: {text[-300:]}")
-    s = json.loads((run / RESULT_FILE).read_text())
-    why = same(s, ref)
-    lost_recorded = max(recorded - after, 0)
-    if not why and lost_recorded and f"{lost_recorded} evaluations will be simulated again" not in text:
-        why = f"{lost_recorded} recorded evaluations lost without the warning"
-    if not why and before - max(recorded, after) > batch:
-        why = f"{before - max(recorded, after)} evaluations lost unsaid (more than a batch)"
-    case.notes.append(
-        f"trial {i}{' (reader)' if reader else ''}: {before} stored at the kill, {recorded} recorded, {after} in "
-        f"the file without its log; {lost_recorded} lost and said, {max(before - max(recorded, after), 0)} "
-        "in-flight lost unsaid"
-    )
-    case.add(not why, f"trial {i}: {why}")
+        return case.add(False, f"trial {i} ({what}): resume --accept-loss exit {code}: {text[-300:]}")
+    why = same(json.loads((run / RESULT_FILE).read_text()), ref)
+    case.add(not why, f"trial {i} ({what}): {why}")
     shutil.rmtree(run, ignore_errors=True)
 
 

@@ -596,6 +596,7 @@ def _run_batch(
         return rid
 
     if session is not None:
+        session.begin_batch(base, base + n)
         keys = session.keys(X)
         todo = []
         first: dict[str, int] = {}

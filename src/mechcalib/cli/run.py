@@ -1,5 +1,5 @@
 """Commands about runs kept in a folder (see :mod:`mechcalib.runs`): ``check``, ``run``, ``resume``, ``show``,
-``export``, ``report``, ``compact``, ``uncertainty`` (:mod:`mechcalib.uncertainty`)."""
+``export``, ``report``, ``compact``, ``repair``, ``archive``, ``uncertainty`` (:mod:`mechcalib.uncertainty`)."""
 
 from __future__ import annotations
 
@@ -175,10 +175,17 @@ def resume(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar; print only the result line."),
     out: Path = typer.Option(None, "--out", "-o", help="For a dataset run: the dataset file (.npz) to write."),
     timeout: float = typer.Option(None, "--timeout", min=0.0, help="For a dataset run: seconds per simulation."),
+    accept_loss: bool = typer.Option(
+        False,
+        "--accept-loss",
+        help="Resume even though the store lost evaluations it had stored (a deleted write-ahead log, an "
+        "emptied or replaced store): they are simulated again.",
+    ),
 ) -> None:
     """Continue a run (interrupted, killed or finished) without simulating a stored evaluation again, and
-    rewrite DIR/result.json. --budget extends it. Given a store file instead, continue its dataset run and
-    write the dataset to --out."""
+    rewrite DIR/result.json. --budget extends it. A store that lost evaluations it had stored is refused, with
+    their count, unless --accept-loss. Given a store file instead, continue its dataset run and write the
+    dataset to --out."""
     from ..runs import resume_run
 
     if directory.is_file():
@@ -198,6 +205,7 @@ def resume(
             config=config,
             progress=bar,
             plots=plots,
+            accept_loss=accept_loss,
         )
     _print_result(rec, q)
 
@@ -258,6 +266,11 @@ def show(
         _print_best(s["best"])
     for f in s["recent_failures"]:
         echo_plain(f"failed evaluation {f['idx']} ({f['status']}): {f['error']}")
+    if s.get("lost"):
+        typer.echo(
+            f"warning: {s['lost']['note']}; `mechcalib resume {directory} --accept-loss` simulates them again",
+            err=True,
+        )
     if s["damage"]:
         typer.echo(
             f"warning: the run store {s['store']} is damaged ({'; '.join(s['damage'][:3])}); salvage it with "
@@ -310,6 +323,27 @@ def report(
         paths = write_report(directory, run=run_name, folder=out)
     for p in paths:
         typer.echo(f"wrote {p}")
+
+
+def archive(
+    directory: Path = typer.Argument(..., metavar="RUN", help="Run folder (or a run store file written from Python)."),
+    dest: Path = typer.Argument(
+        ..., metavar="DEST", help="New folder (or store file), or an archive: a name ending in .tar.gz, .tgz or .zip."
+    ),
+) -> None:
+    """Copy a run folder safely, also while it runs: the store through SQLite's backup API (the evaluations
+    still in its write-ahead log included), the counts file and every other file; optionally packed as a
+    .tar.gz or .zip archive. The copy shows and resumes like the original."""
+    from ..runs import archive_run
+
+    with errors(directory):
+        rep = archive_run(directory, dest)
+    echo_plain(
+        f"copied {rep.source} to {rep.target}: {rep.evaluations} evaluations in {rep.runs} run(s)"
+        + (f", {rep.files} other file(s)" if rep.files else "")
+    )
+    for note in rep.notes:
+        typer.echo(f"warning: {note}", err=True)
 
 
 def _file_bytes(path: Path) -> int:
@@ -530,5 +564,5 @@ def uncertainty(
 
 def register(app: typer.Typer) -> None:
     """Add this group's commands to the top-level application."""
-    for command in (check, run, resume, show, export, report, compact, repair, uncertainty):
+    for command in (check, run, resume, show, export, report, compact, repair, archive, uncertainty):
         app.command()(command)

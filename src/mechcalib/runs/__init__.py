@@ -1,9 +1,12 @@
 """Calibration runs kept in a folder: what the ``run``, ``resume``, ``show``, ``export``, ``report``,
-``repair`` and ``uncertainty`` commands do, callable from Python.
+``repair``, ``archive`` and ``uncertainty`` commands do, callable from Python.
 
 A run folder holds::
 
     store.sqlite    the run store: every evaluation, optimiser checkpoints, the run's configuration
+    store.sqlite-wal  its write-ahead log: the latest evaluations may live only there (copy the folder with
+                    `mechcalib archive RUN DEST`, :func:`archive_run`, which cannot leave it behind)
+    store.sqlite.counts.json  the evaluations recorded as stored, outside the store (:mod:`.loss`)
     run.json        how the run was started: run name, configuration file, command-line overrides
     result.json     written when the run ends (see :func:`result_summary` for the fields)
     run.lock        locked (``flock``) by the one process running or resuming there (:func:`folder_lock`)
@@ -13,7 +16,7 @@ A run folder holds::
 The modules, each above the ones it imports: :mod:`.folder` (file names, the store's path, the run named in
 ``run.json``, JSON written atomically, the lock), :mod:`.configuration` (command-line overrides, the evaluator,
 a stored run's configuration), :mod:`.summary` (``result.json``, ``show``), :mod:`.report` (plots),
-:mod:`.execute` (run, resume), :mod:`.repair`, :mod:`.export`, :mod:`.uncertainty` (the uncertainty library on
+:mod:`.loss` (evaluations a folder lost), :mod:`.execute` (run, resume), :mod:`.repair`, :mod:`.archive` (a safe copy), :mod:`.export`, :mod:`.uncertainty` (the uncertainty library on
 a run folder). Example::
 
     from mechcalib.runs import run_config, resume_run, run_summary
@@ -25,6 +28,7 @@ a run folder). Example::
 
 from __future__ import annotations
 
+from .archive import ArchiveReport, archive_run
 from .configuration import apply_overrides, build_evaluator, cli_overrides, load_run_config
 from .execute import ProgressHook, RunRecord, resume_run, run_config
 from .export import export_run
@@ -44,6 +48,7 @@ from .summary import result_summary, run_summary
 from .uncertainty import folder_uncertainty
 
 __all__ = [
+    "ArchiveReport",
     "LOCK_FILE",
     "MANIFEST_FILE",
     "RESULT_FILE",
@@ -53,6 +58,7 @@ __all__ = [
     "RunDirError",
     "RunRecord",
     "apply_overrides",
+    "archive_run",
     "build_evaluator",
     "cli_overrides",
     "export_run",

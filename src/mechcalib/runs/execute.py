@@ -36,6 +36,7 @@ from .folder import (
     store_path,
     write_json,
 )
+from .loss import check_loss
 from .report import write_report
 from .summary import folder_uncertainty_brief, result_summary
 
@@ -213,11 +214,15 @@ def resume_run(
     config: str | os.PathLike[str] | None = None,
     progress: ProgressHook | None = None,
     plots: bool | None = None,
+    accept_loss: bool = False,
 ) -> RunRecord:
     """Continue a stored run (interrupted, killed or finished) and rewrite ``result.json``.
 
     No stored evaluation is simulated again; a seeded run ends with exactly the result of an uninterrupted
-    one. ``budget`` sets a new maximum number of evaluations (the total, at least the evaluations already
+    one. A folder whose store lacks evaluations that its counts file or ``result.json`` record as stored (a
+    deleted write-ahead log, an emptied or replaced store) is refused with their count
+    (:class:`~mechcalib.storage.integrity.EvaluationsLostError`) before anything is simulated, unless
+    ``accept_loss``: they are then simulated again. ``budget`` sets a new maximum number of evaluations (the total, at least the evaluations already
     stored) and is recorded for later resumes; ``workers``/``scheduler`` choose where the remaining
     evaluations run (default: the stored evaluator); ``config``: see :func:`load_run_config`.
     """
@@ -225,6 +230,7 @@ def resume_run(
     out = Path(out_dir)
     folder = out if out.is_dir() and (out / MANIFEST_FILE).is_file() else store_path(out).parent
     with folder_lock(folder):  # before run.json is touched: a refused resume changes nothing
+        check_loss(out, run, accept_loss)
         return _resume_locked(
             out,
             t0,

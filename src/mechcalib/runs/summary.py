@@ -15,6 +15,7 @@ from ..config import RunConfig
 from ..errors import ConfigurationError
 from ..execution import Evaluator
 from ..storage import RunStore, Store
+from ..storage.integrity import EvaluationsLostError
 from .folder import (
     RESULT_FILE,
     STORE_FILE,
@@ -25,6 +26,7 @@ from .folder import (
     run_name_in,
     store_path,
 )
+from .loss import folder_loss
 
 __all__ = ["folder_uncertainty_brief", "result_summary", "run_summary", "uncertainty_brief"]
 
@@ -107,12 +109,20 @@ def run_summary(out_dir: str | os.PathLike[str], *, run: str | None = None, n_fa
     of the best ok evaluation by name, ``null`` when none succeeded), ``best_loss``, ``best_index``,
     ``budget`` (the termination rules), ``n_batches``, ``created``, ``updated``, ``store``, ``result``
     (the ``result.json`` path when written), ``damage`` (the integrity check's complaints: ``[]`` when the
-    store is sound, ``null`` when it was too large to check quickly), ``uncertainty`` (per parameter ``best``,
+    store is sound, ``null`` when it was too large to check quickly), ``lost`` (``null``, or the evaluations
+    the counts file or ``result.json`` record as stored that the store lacks: ``evaluations``, ``possibly``
+    and a ``note`` in words; :mod:`.loss`), ``uncertainty`` (per parameter ``best``,
     ``lower``, ``upper``, ``std``, ``method`` after ``mechcalib uncertainty``; ``null`` before).
     """
     out = Path(out_dir)
     spath = store_path(out)
+    loss = folder_loss(out, run)
     with RunStore(spath, readonly=True) as store:
+        if loss is not None and not store.runs():
+            raise EvaluationsLostError(
+                f"{loss.describe()}; put the original {spath.name} back, or simulate them again with "
+                f"`mechcalib resume {out} --accept-loss`"
+            )
         name = run_name_in(store, out, run)
         info = store.run(name)
         fails = store.failures(name)
@@ -145,6 +155,9 @@ def run_summary(out_dir: str | os.PathLike[str], *, run: str | None = None, n_fa
             "store": str(spath),
             "result": str(out / RESULT_FILE) if (out / RESULT_FILE).is_file() else None,
             "damage": damage,
+            "lost": None
+            if loss is None
+            else {"evaluations": loss.definite, "possibly": loss.possible, "note": loss.describe()},
             "uncertainty": folder_uncertainty_brief(out, best.idx if best is not None else None),
         }
     )

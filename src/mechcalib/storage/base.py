@@ -142,6 +142,16 @@ class Store(ABC):
         a resume can tell when the store lost evaluations (a deleted write-ahead log)."""
         return None
 
+    def expect(self, run_id: int, n_evals: int, expected: int) -> None:
+        """Before the first evaluation of a batch is committed: record outside the store that the run has
+        ``n_evals`` stored and is about to hold up to ``expected`` (nothing to do in memory)."""
+        return None
+
+    def lost_evaluations(self, run_id: int) -> Any:
+        """The :class:`~mechcalib.storage.integrity.EvaluationLoss` of a run (evaluations recorded as stored
+        that the store does not hold), ``None`` when nothing was lost (always in memory)."""
+        return None
+
     @abstractmethod
     def iter_checkpoints(self, run_id: int) -> Iterator[tuple[int, int, bytes]]:
         """``(batch, n_evals, pickled state)``, newest first."""

@@ -9,9 +9,12 @@ full disk, a deleted write-ahead log.
   what happened and what to do (``mechcalib repair``, free space, copy the folder); a subclass of
   :class:`GuardedMethods` has it applied to every public method and its constructor when the class is made.
 * :func:`write_counts` / :func:`recorded_counts`: the number of evaluations each run has stored, kept in a
-  JSON file beside the store (``<store>.counts.json``) and replaced atomically after each batch, so that a
-  resume notices when the store holds fewer (its write-ahead log was deleted) and says how many will be
-  simulated again.
+  JSON file beside the store (``<store>.counts.json``) and replaced atomically. Before the first evaluation
+  of a batch is committed, it records the count confirmed so far (``n_evals``: every earlier batch) and the
+  count the store will hold after the batch (``expected``); after the batch's sync, the confirmed count.
+  :func:`evaluation_loss` compares them with what a store holds: evaluations below the confirmed count that
+  are missing were committed and are gone (a deleted write-ahead log, a copy made without it, an emptied or
+  replaced file); those between the confirmed and the expected count may have been (one batch at most).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import sqlite3
 import time
 import zlib
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote
@@ -53,6 +57,12 @@ class StoreDamagedError(StoreError):
 
 class StoreReadOnlyError(StoreError):
     """The store (or its folder) cannot be written."""
+
+    exit_code = 1
+
+
+class EvaluationsLostError(StoreError):
+    """Evaluations recorded as stored are missing from the store (see :class:`EvaluationLoss`)."""
 
     exit_code = 1
 
@@ -269,16 +279,144 @@ def recorded_counts(path: Path) -> dict[str, dict[str, Any]]:
     return runs if isinstance(runs, dict) else {}
 
 
-def write_counts(path: Path, run_id: int, name: str, n_evals: int) -> None:
-    """Record that run ``run_id`` has ``n_evals`` evaluations stored (call inside the store's write
-    transaction, which serialises the processes that share the store). Replaced atomically."""
+def write_counts(
+    path: Path, run_id: int, name: str, n_evals: int, expected: int | None = None, *, fsync: bool = False
+) -> None:
+    """Record that run ``run_id`` has ``n_evals`` evaluations stored and, with ``expected``, that the store
+    is about to hold ``expected`` (a batch is being committed). Call inside the store's write transaction,
+    which serialises the processes that share the store. Replaced atomically; ``fsync``: the file is on
+    disk before this returns (a power cut keeps it too)."""
     runs = recorded_counts(path)
-    runs[str(run_id)] = {"name": name, "n_evals": int(n_evals), "written": time.time()}
+    entry: dict[str, Any] = {"name": name, "n_evals": int(n_evals), "written": time.time()}
+    if expected is not None and expected > n_evals:
+        entry["expected"] = int(expected)
+    runs[str(run_id)] = entry
     target = counts_path(path)
     tmp = target.with_name(f"{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
-        tmp.write_text(json.dumps({"store": path.name, "runs": runs}, indent=1) + "\n")
+        with open(tmp, "w") as fh:
+            fh.write(json.dumps({"store": path.name, "runs": runs}, indent=1) + "\n")
+            if fsync:
+                fh.flush()
+                os.fsync(fh.fileno())
         os.replace(tmp, target)
     finally:
         with contextlib.suppress(OSError):
             tmp.unlink()
+
+
+def forget_counts(path: Path, name: str) -> None:
+    """Drop the counts file's records of run ``name`` (a loss accepted: the run counts again from what the
+    store holds)."""
+    runs = recorded_counts(path)
+    keep = {k: v for k, v in runs.items() if not (isinstance(v, dict) and v.get("name") == name)}
+    if keep != runs:
+        target = counts_path(path)
+        tmp = target.with_name(f"{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+        tmp.write_text(json.dumps({"store": path.name, "runs": keep}, indent=1) + "\n")
+        os.replace(tmp, target)
+
+
+def wal_has_frames(path: Path) -> bool:
+    """Whether the store's write-ahead log exists and is not empty (look before SQLite opens the store: a
+    read-only open creates an empty one)."""
+    try:
+        return path.with_name(path.name + "-wal").stat().st_size > 0
+    except OSError:
+        return False
+
+
+@dataclass(frozen=True)
+class EvaluationLoss:
+    """Evaluations of run ``run`` recorded as stored that the store ``store`` does not hold.
+
+    ``held``: the store holds that many; ``recorded``: that many were confirmed stored (by ``source``, the
+    counts file or ``result.json``); ``expected``: the counts file recorded a batch as being committed, up
+    to that many; ``wal_missing``: the write-ahead log was missing or empty when the store was opened.
+    ``definite`` evaluations were committed and are gone; up to ``possible`` more (the batch being committed
+    when the run stopped) may have been, which cannot be told apart from a batch that was never committed.
+    """
+
+    store: Path
+    run: str
+    held: int
+    recorded: int
+    expected: int
+    wal_missing: bool
+    source: str
+
+    @property
+    def definite(self) -> int:
+        return max(0, self.recorded - self.held)
+
+    @property
+    def possible(self) -> int:
+        if not self.wal_missing:
+            return 0  # SQLite replays every committed batch from the log: what is missing was never committed
+        return max(0, self.expected - max(self.held, self.recorded))
+
+    @property
+    def total(self) -> int:
+        return self.definite + self.possible
+
+    def describe(self) -> str:
+        wal = f"{self.store.name}-wal"
+        why = (
+            f"its write-ahead log {wal} is missing or empty (deleted after the run stopped, or the folder was "
+            "copied without it)"
+            if self.wal_missing
+            else "the store was emptied, replaced or rolled back"
+        )
+        if self.held == 0 and self.definite:
+            why = "the store was emptied or replaced (it holds no evaluation of the run)"
+        unsure = (
+            "whether they were committed cannot be told (they were not if the run was killed before that batch "
+            "stored its first evaluation, or if another program closed the store since)"
+        )
+        parts = []
+        if self.definite:
+            parts.append(
+                f"{self.definite} evaluations of run {self.run!r} that {self.source} records as stored "
+                f"({self.recorded}) are gone from {self.store} (it holds {self.held}): {why}"
+            )
+            if self.possible:
+                parts.append(
+                    f"up to {self.possible} more, of the batch being stored when the run stopped ({self.expected} "
+                    f"expected after it), may be lost too: {unsure}"
+                )
+        elif self.possible:
+            parts.append(
+                f"up to {self.possible} evaluations of run {self.run!r} in {self.store}, of the batch being stored "
+                f"when the run stopped, may be lost ({self.held} held, {self.expected} expected after that batch): "
+                f"{why}; {unsure}"
+            )
+        return "; ".join(parts)
+
+
+def evaluation_loss(
+    path: Path,
+    run: str,
+    held: int,
+    *,
+    wal_found: bool,
+    run_id: int | None = None,
+    counts: dict[str, dict[str, Any]] | None = None,
+    result_n: int | None = None,
+) -> EvaluationLoss | None:
+    """What run ``run`` (id ``run_id`` when known; else matched by name) lost, by the counts file (read
+    before the store is counted: ``counts``) and ``result_n`` (the count ``result.json`` records), given
+    that the store holds ``held`` evaluations of it; ``None``: nothing lost."""
+    counts = recorded_counts(path) if counts is None else counts
+    entries = [counts[str(run_id)]] if run_id is not None and str(run_id) in counts else []
+    if not entries:
+        named = [e for e in counts.values() if isinstance(e, dict) and e.get("name") == run]
+        entries = sorted(named, key=lambda e: e.get("written") or 0)[-1:]
+    entry = entries[0] if entries else {}
+    n, e = entry.get("n_evals"), entry.get("expected")
+    rec = n if isinstance(n, int) else 0
+    exp = e if isinstance(e, int) else rec
+    source = counts_path(path).name
+    if result_n is not None and result_n > rec:
+        rec, source = result_n, "result.json"
+    loss = EvaluationLoss(Path(path), run, int(held), int(rec), int(max(exp, rec)), not wal_found, source)
+    return loss if loss.total else None

@@ -104,6 +104,7 @@ class RunSession:
         #: evaluations recorded as stored that the store no longer holds (found on resume)
         self.lost = 0
         self._n_evals: int | None = None  # evaluations stored as of this session's last batch
+        self._pending: tuple[int, int] | None = None  # (stored before, expected after) the batch begun
         self._warned_unpicklable = False  # the optimiser's state could not be pickled (said once)
         self._open(optimizer, termination, evaluator, run_name, config)
         # Unfingerprinted problems: keys unique to this run, so the cache only serves the run itself.
@@ -135,18 +136,10 @@ class RunSession:
             self.run_id, self.run_name, self.resumed = info.id, info.name, True
             self.replay = store.stored_evaluations(info.id)
             log.info("resuming run %r: %d stored evaluations", run_name, len(self.replay))
-            recorded = store.recorded_evaluations(info.id)
-            if recorded is not None and recorded > len(self.replay) and not info.compacted:
-                log.warning(
-                    "run %r: the store holds %d evaluations but %d were recorded as stored (its write-ahead log "
-                    "%s-wal was probably deleted after the run stopped); %d evaluations will be simulated again",
-                    run_name,
-                    len(self.replay),
-                    recorded,
-                    store.path,
-                    recorded - len(self.replay),
-                )
-                self.lost = recorded - len(self.replay)
+            loss = store.lost_evaluations(info.id)
+            if loss is not None:
+                log.warning("%s; %d evaluations will be simulated again", loss.describe(), loss.total)
+                self.lost = loss.total
             return
         if optimizer.seed is None:
             optimizer.seed = secrets.randbits(63)  # recorded, so that the run can be resumed exactly
@@ -267,6 +260,11 @@ class RunSession:
         )
         return o, int(rid), blob
 
+    def begin_batch(self, n_before: int, n_after: int) -> None:
+        """A batch is about to be evaluated: before its first evaluation is committed (:meth:`record`), the
+        store records outside itself that ``n_before`` are stored and up to ``n_after`` will be."""
+        self._pending = (n_before, n_after)
+
     def record(
         self,
         o: Outcome,
@@ -281,6 +279,9 @@ class RunSession:
         blob: bytes | None = None,
     ) -> int:
         """Commit one outcome; returns its row id."""
+        if self._pending is not None:
+            self.store.expect(self.run_id, *self._pending)
+            self._pending = None
         if blob is None and o.response is not None:
             blob = encode_response(o.response)
         row = EvaluationRow(
@@ -339,5 +340,8 @@ class RunSession:
         self.store.finish_run(
             self.run_id, status=status, n_batches=n_batches, stop_reason=stop_reason, error=error, choices=choices
         )
-        if status == "finished" and self._n_evals is not None:
-            self.store.sync(self.run_id, self._n_evals, force=True)
+        # what the store holds now, whatever the status: a run stopped in a batch confirms what it committed
+        count = getattr(self.store, "n_evaluations", None)
+        n = count(self.run_id) if count is not None else self._n_evals
+        if n is not None:
+            self.store.sync(self.run_id, n, force=True)

@@ -30,12 +30,15 @@ from .base import Store
 from .codec import decode_response, dumps
 from .compaction import ACTIVE_GAP_S, best_so_far, compact_sqlite, timing_of
 from .integrity import (
+    EvaluationLoss,
     GuardedMethods,
     connect_readonly,
+    evaluation_loss,
     quick_check,
     recorded_counts,
     repair_hint,
     store_error,
+    wal_has_frames,
     write_counts,
 )
 from .rows import (
@@ -75,7 +78,8 @@ class RunStore(GuardedMethods, Store):
         readonly: open for queries only (any number of processes may read while a run writes).
         sync_seconds: the least time between two :meth:`sync` calls that write (default 0: after every
             batch; some milliseconds each, which a model of microseconds may save with 1.0, leaving up to a
-            second of evaluations only in the write-ahead log and unrecorded).
+            second of evaluations only in the write-ahead log; the counts file still records each batch
+            before its first commit, :meth:`expect`, so their loss with the log is found and named).
 
     Queries take a run by name or id: :meth:`runs`, :meth:`run`, :meth:`status`, :meth:`n_evaluations`,
     :meth:`evaluations`, :meth:`failures`, :meth:`best`, :meth:`trace`, :meth:`timing`, :meth:`checkpoints`,
@@ -107,12 +111,16 @@ class RunStore(GuardedMethods, Store):
         self.durability = durability
         self.readonly = readonly
         self.sync_seconds = float(sync_seconds)
+        self._timeout = float(timeout)
         self._synced = -math.inf  # monotonic time of the last sync
         self._lock = threading.RLock()
         self._compactions = False  # whether the file has the compactions table, once seen
         #: ``PRAGMA quick_check``'s complaints on open (``[]``: sound; ``None``: not checked, too large)
         self.damage: list[str] | None = None
         self._choices = False  # whether the runs table has the choices column, once seen
+        #: whether the write-ahead log held frames when the store was opened (SQLite then replays every
+        #: committed evaluation from it; without it, those committed since the last checkpoint are gone)
+        self.wal_found = wal_has_frames(self.path)
         if readonly:
             if not self.path.exists():
                 raise ConfigurationError(f"RunStore: no store at {self.path}; open it writable to create it")
@@ -467,6 +475,21 @@ class RunStore(GuardedMethods, Store):
             self._con.execute("VACUUM")
             self._con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
+    def backup(self, target: str | os.PathLike[str]) -> None:
+        """Copy the store into the new file ``target`` through SQLite's backup API: a consistent snapshot
+        that includes the evaluations still in the write-ahead log (a plain file copy may leave them
+        behind), also while a run writes."""
+        dst = Path(target)
+        if dst.exists():
+            raise ConfigurationError(f"RunStore.backup: {dst} exists; give a new file")
+        con = sqlite3.connect(dst, isolation_level=None)
+        try:
+            with self._lock:
+                self._con.backup(con)
+            con.execute("PRAGMA journal_mode=WAL")
+        finally:
+            con.close()
+
     # -- checkpoints ---------------------------------------------------------------------------------
     def save_checkpoint(self, run_id: int, batch: int, n_evals: int, state: bytes) -> None:
         """Store a pickled optimiser state after ``batch`` told batches and ``n_evals`` evaluations."""
@@ -485,23 +508,74 @@ class RunStore(GuardedMethods, Store):
 
     def sync(self, run_id: int, n_evals: int, *, force: bool = False) -> None:
         """After a batch: record ``n_evals`` (the run's stored evaluations) in the counts file beside the
-        store and fold the write-ahead log into the file (``PRAGMA wal_checkpoint(PASSIVE)``: never waits for
-        readers), so that only the evaluations since then live only in the log. Done at most every
-        ``sync_seconds`` (the checkpoint syncs the file to disk: some milliseconds), unless ``force``."""
+        store and fold the write-ahead log into the file (:meth:`_checkpoint`), so that only the evaluations
+        since then live only in the log. Done at most every ``sync_seconds`` (the checkpoint syncs the file
+        to disk: some milliseconds), unless ``force``."""
         t = time.monotonic()
         if not force and t - self._synced < self.sync_seconds:
             return
+        since = t - self._synced
         self._synced = t
+        self._write_counts(run_id, n_evals, None)
+        self._checkpoint(since)
+
+    def expect(self, run_id: int, n_evals: int, expected: int) -> None:
+        """Before the first evaluation of a batch is committed: record in the counts file that the run has
+        ``n_evals`` evaluations stored (every earlier batch) and is about to hold up to ``expected``, so that
+        a later loss of committed evaluations is found (:meth:`lost_evaluations`). Every batch, whatever
+        ``sync_seconds``; on disk before the commit under ``durability="power"``."""
+        self._write_counts(run_id, n_evals, expected)
+
+    def _write_counts(self, run_id: int, n_evals: int, expected: int | None) -> None:
         with self._tx() as con:  # the transaction serialises the processes sharing the counts file
             name = con.execute("SELECT name FROM runs WHERE id=?", (run_id,)).fetchone()
             try:
-                write_counts(Path(self.path), run_id, name[0] if name else str(run_id), n_evals)
+                write_counts(
+                    Path(self.path),
+                    run_id,
+                    name[0] if name else str(run_id),
+                    n_evals,
+                    expected,
+                    fsync=self.durability == "power",
+                )
             except OSError as exc:
                 if exc.errno == errno.ENOSPC:
                     raise store_error(self.path, sqlite3.OperationalError("database or disk is full"), "sync") from exc
                 log.warning("cannot record the evaluation count beside %s: %s", self.path, exc)
+
+    def _checkpoint(self, since: float) -> None:
+        """Fold the write-ahead log into the file: ``PASSIVE`` (never waits); when a reader kept frames in
+        the log, one ``TRUNCATE`` that waits for readers at most 1 % of the time since the last sync (at most
+        0.2 s). A reader holding one snapshot longer keeps the later batches in the log: the counts file
+        still names them should the log be lost."""
         with self._lock:
-            self._con.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            busy, log_frames, done = self._con.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            if not busy and log_frames == done:
+                return
+            wait_ms = int(1000 * min(0.2, 0.01 * since)) if math.isfinite(since) else 0
+            if wait_ms <= 0:
+                return
+            try:
+                self._con.execute(f"PRAGMA busy_timeout={wait_ms}")
+                self._con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            finally:
+                self._con.execute(f"PRAGMA busy_timeout={int(self._timeout * 1000)}")
+
+    def lost_evaluations(self, run_id: int) -> EvaluationLoss | None:
+        """The evaluations of a run that the counts file records as stored (or as being committed) and this
+        store does not hold; ``None`` when nothing was lost or the run was compacted."""
+        counts = recorded_counts(Path(self.path))  # before counting: a live writer only adds rows since
+        info = self.run(run_id)
+        if info.compacted:
+            return None
+        return evaluation_loss(
+            Path(self.path),
+            info.name,
+            self.n_evaluations(run_id),
+            wal_found=self.wal_found,
+            run_id=run_id,
+            counts=counts,
+        )
 
     def recorded_evaluations(self, run_id: int) -> int | None:
         """The evaluation count last recorded by :meth:`sync` for a run (``None``: none recorded)."""
