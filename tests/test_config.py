@@ -637,3 +637,30 @@ def test_user_model_by_entry_point_is_calibrated_by_mechcalib_run(tmp_path, plug
         tmp_path, USER_RUN.format(model='[model]\nname = "damped_oscillator"\noptions = { amplitude = 0 }')
     )
     assert issue.key == "model.options.amplitude" and issue.found == "0 (an integer)"
+
+
+# -- failure_loss against the objective's lower bound (issue 31, item 3) --------------------------------------
+@pytest.mark.parametrize("objective", ["overlap_rss", "f1", "f2", "l2"])
+def test_failure_loss_below_the_objectives_minimum_is_refused_by_check_and_run(tmp_path, objective):
+    """Audit case: `failure_loss = -1.0` was accepted; a failed simulation then beat every real result."""
+    from typer.testing import CliRunner
+
+    from mechcalib.cli import app
+
+    text = _sub("seed = 1", "seed = 1\nfailure_loss = -1.0") + f'[objective]\nname = "{objective}"\n'
+    with pytest.raises(ConfigFileError) as ei:  # a number: the schema takes it; the objective refuses it
+        load_config(write(tmp_path, text))
+    (issue,) = ei.value.issues
+    assert issue.key == "failure_loss" and issue.found == "-1.0 (a float)"
+    assert f">= 0.0, the lowest loss objective {objective!r} can give" in issue.expected
+    for command in (["check"], ["run", "--out", str(tmp_path / "out"), "--quiet"]):
+        r = CliRunner().invoke(app, [command[0], str(tmp_path / "run.toml"), *command[1:]])
+        assert r.exit_code == 2, r.output
+        assert "`failure_loss`" in r.output and "-1.0" in r.output and "Traceback" not in r.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_failure_loss_of_zero_or_a_positive_penalty_is_accepted(tmp_path):
+    for value in ("0.0", "1e6", "inf"):
+        cfg = load_config(write(tmp_path, _sub("seed = 1", f"seed = 1\nfailure_loss = {value}")))
+        assert cfg.build_problem().failure_loss == float(value)

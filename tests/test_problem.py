@@ -144,3 +144,54 @@ def test_objective_with_values_many_scores_the_batch_at_once():
     keep = [0, 2, 3]
     assert np.all(np.isfinite(a.losses))
     np.testing.assert_array_equal(b.losses[keep], a.losses[keep])
+
+
+# -- failure_loss against the objective's lower bound (issue 31, item 3) --------------------------------------
+def test_builtin_objectives_declare_a_lower_bound_of_zero():
+    from mechcalib.objectives.smoothing import SmoothedOverlapRSS
+
+    for cls in (mc.OverlapRSS, mc.F1, mc.F2, mc.L2, SmoothedOverlapRSS):
+        assert cls.lower_bound == 0.0, cls
+    assert mc.Objective.lower_bound == -math.inf  # an objective that declares none
+
+
+def test_a_subclass_changing_the_misfit_loses_its_parents_bound_unless_it_declares_one():
+    class Shifted(mc.F1):
+        def channel_misfit(self, sim, exp):
+            return super().channel_misfit(sim, exp) - 10.0
+
+    class Scaled(mc.F1):
+        lower_bound = 0.0
+
+        def channel_misfit(self, sim, exp):
+            return 2.0 * super().channel_misfit(sim, exp)
+
+    assert Shifted.lower_bound == -math.inf and Scaled.lower_bound == 0.0
+    m = Linear()
+    mc.Problem(m, mc.experiment_from_model(m), Shifted(), failure_loss=-5.0)  # no bound declared: accepted
+
+
+@pytest.mark.parametrize("bad", [-1.0, -1, -1e-12])
+def test_problem_refuses_a_failure_loss_below_the_objectives_minimum(bad):
+    """Audit case: failure_loss = -1.0 with a non-negative objective was accepted, so that a failed
+    simulation beat every real result."""
+    m = Linear()
+    exp = mc.experiment_from_model(m)
+    with pytest.raises(ConfigurationError) as ei:
+        mc.Problem(m, exp, mc.F1(), failure_loss=bad)
+    text = str(ei.value)
+    assert "failure_loss must not be below the lowest loss objective 'f1' can give (0.0)" in text
+    assert f"got {bad!r}" in text and "inf (the default)" in text
+    # zero (a tie with a perfect fit) and positive penalties stay accepted
+    assert mc.Problem(m, exp, mc.F1(), failure_loss=0.0).failure_loss == 0.0
+    assert mc.Problem(m, [exp, exp], mc.OverlapRSS(), failure_loss=1e6).loss_lower_bound == 0.0
+
+
+def test_calibrate_refuses_a_failure_loss_set_below_the_minimum_after_construction():
+    m = Linear()
+    prob = mc.Problem(m, mc.experiment_from_model(m), mc.F2())
+    prob.failure_loss = -1.0
+    from mechcalib.optimizers import RandomSearch
+
+    with pytest.raises(ConfigurationError, match=r"failure_loss must not be below .*'f2'.*got -1\.0"):
+        mc.calibrate(prob, RandomSearch(seed=0), max_evals=4)

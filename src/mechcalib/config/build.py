@@ -19,7 +19,7 @@ from typing import Any
 from ..calibrate import Termination
 from ..core.data import Experiment, read_table
 from ..core.parameters import Parameter, ParameterSpace
-from ..core.problem import Problem, experiment_from_model
+from ..core.problem import Problem, experiment_from_model, objective_lower_bound
 from ..core.units import curve_to_units
 from ..errors import ConfigurationError, DataError
 from ..models import MODELS, Model
@@ -451,10 +451,27 @@ class RunConfig(RunSchema):
         if opts.get("channels") is not None:
             opts["channels"] = tuple(opts["channels"])
         try:
-            return cls(**opts)
+            obj = cls(**opts)
         except ConfigurationError as exc:
             issues.append(issue_from_error(exc, ("objective", "options"), o.options, ("objective",)))
             return None
+        self._failure_loss_fits(obj, issues)
+        return obj
+
+    def _failure_loss_fits(self, objective: Objective, issues: list[ConfigIssue]) -> None:
+        """Refuse a ``failure_loss`` below the lowest loss the objective declares (summed over the
+        experiments' weights): a failed simulation would beat every real result."""
+        weights = [1.0 if e.weight is None else e.weight for e in self.experiments]
+        lower = objective_lower_bound(objective, weights)
+        if self.failure_loss < lower:
+            issues.append(
+                ConfigIssue(
+                    "failure_loss",
+                    f"inf (the default) or a penalty >= {lower!r}, the lowest loss objective "
+                    f"{self.objective.name!r} can give (a failed simulation must not beat a real result)",
+                    _found(self.failure_loss),
+                )
+            )
 
     def _optimizer(self, issues: list[ConfigIssue], dim: int | None = None) -> Optimizer | None:
         o = self.optimizer

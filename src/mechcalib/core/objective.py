@@ -8,12 +8,18 @@ of the channel's weight, concatenated in channel order, of a length fixed by the
 ``sum(r**2)``) or ``"root_per_channel"`` (each channel's misfit is ``sqrt(sum(r_ch**2))``, so the loss is
 ``sum_ch sqrt(w_ch) * ||r_ch||`` and ``sum(r**2) = sum_ch w_ch * misfit_ch**2``, the least-squares form of
 the same fit: it equals the loss squared for one channel of weight 1).
+
+An objective declares the lowest value it can give (``lower_bound``: ``0.0`` for the built-in sums of squares
+and of absolute values; ``-inf``, the default, for one that declares none), so that a problem can refuse a
+``failure_loss`` below it: a failed simulation must not beat a real result.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
@@ -39,6 +45,9 @@ class Objective:
     has_residuals = False
     #: how the loss follows from the residuals: ``"sum_squares"`` or ``"root_per_channel"`` (module docstring)
     residual_loss = ""
+    #: the lowest value the objective can give (with weights >= 0); ``-inf``: none declared. A problem
+    #: refuses a ``failure_loss`` below it (summed over its experiments' weights).
+    lower_bound: ClassVar[float] = -math.inf
 
     def __init_subclass__(cls, **kw: object) -> None:
         super().__init_subclass__(**kw)
@@ -47,6 +56,9 @@ class Objective:
         changed = "channel_misfit" in own or "values_many" in own
         if changed and "channel_residuals" not in own and "has_residuals" not in own:
             cls.has_residuals = False
+        # nor may it keep a lower bound its parent declared for another misfit
+        if (changed or "__call__" in own or "breakdown" in own) and "lower_bound" not in own:
+            cls.lower_bound = -math.inf
 
     def __post_init__(self) -> None:
         for k, w in dict(self.weights).items():

@@ -65,19 +65,25 @@ PROBLEM_MEMBERS = ("space", "evaluate", "failure_loss", "fingerprint")
 
 
 def check_problem(problem: Any) -> None:
-    """Refuse a problem that lacks a member of :class:`ProblemLike`, naming the missing ones and the fix."""
+    """Refuse a problem that lacks a member of :class:`ProblemLike`, naming the missing ones and the fix, or
+    whose ``failure_loss`` is below the lowest loss it declares (``loss_lower_bound``, when it has one)."""
     missing = [m for m in PROBLEM_MEMBERS if not hasattr(problem, m)]
     if missing:
         raise ConfigurationError(
             f"a problem needs the members {list(PROBLEM_MEMBERS)}; {type(problem).__name__} lacks {missing}: "
             "subclass mechcalib.core.problem.ProblemBase (failure_loss = inf and fingerprint() -> None by default)"
         )
-    check_failure_loss(problem.failure_loss)
+    lower = getattr(problem, "loss_lower_bound", -math.inf)
+    objective = getattr(problem, "objective", None)
+    source = f"objective {objective.name!r}" if isinstance(objective, Objective) else f"{type(problem).__name__}"
+    check_failure_loss(problem.failure_loss, lower, source)
 
 
-def check_failure_loss(value: Any) -> float:
-    """``value`` as the loss of a failed evaluation: a finite number or ``+inf``. ``-inf`` or NaN would
-    rank a failed simulation at or above every real result, so both are refused."""
+def check_failure_loss(value: Any, lower_bound: float = -math.inf, source: str = "the objective") -> float:
+    """``value`` as the loss of a failed evaluation: a finite number or ``+inf``, not below ``lower_bound``
+    (the lowest loss a real result can have; ``source`` names what declares it, for the message). ``-inf``,
+    NaN or a number below the bound would rank a failed simulation above every real result, so all are
+    refused."""
     try:
         v = float(value)
     except (TypeError, ValueError):
@@ -87,7 +93,27 @@ def check_failure_loss(value: Any) -> float:
             f"failure_loss must be a finite number or inf, got {value!r}: a failed simulation must not beat a "
             "real result; give inf (the default) or a large finite penalty"
         )
+    if v < lower_bound:
+        raise ConfigurationError(failure_loss_below(value, lower_bound, source))
     return v
+
+
+def failure_loss_below(value: Any, lower_bound: float, source: str) -> str:
+    """The message refusing a ``failure_loss`` below the lowest loss ``source`` can give."""
+    return (
+        f"failure_loss must not be below the lowest loss {source} can give ({lower_bound!r}), got {value!r}: a "
+        f"failed simulation would beat every real result; give inf (the default) or a large penalty >= "
+        f"{lower_bound!r}, above the losses real simulations give"
+    )
+
+
+def objective_lower_bound(objective: Any, weights: Sequence[float]) -> float:
+    """The lowest loss ``objective`` can give summed over experiments of ``weights`` (each >= 0): its declared
+    ``lower_bound`` times their sum; ``-inf`` when it declares none."""
+    lb = float(getattr(objective, "lower_bound", -math.inf))
+    if not math.isfinite(lb):
+        return -math.inf
+    return lb * math.fsum(float(w) for w in weights) if lb else 0.0
 
 
 class ProblemBase(ABC):
@@ -96,6 +122,11 @@ class ProblemBase(ABC):
     space: ParameterSpace
     #: loss of a failed or timed-out evaluation
     failure_loss: float = math.inf
+
+    @property
+    def loss_lower_bound(self) -> float:
+        """The lowest loss a real result can have (``failure_loss`` may not be below it); ``-inf``: unknown."""
+        return -math.inf
 
     @abstractmethod
     def evaluate(self, x_free: np.ndarray) -> EvaluationBatch:
@@ -185,6 +216,7 @@ class Problem(_PenaltyMixin):
                 f"a Problem's objective must be a mechcalib.objectives.Objective (it declares values_many and "
                 f"channels), got {type(self.objective).__name__}; subclass Objective and define channel_misfit"
             )
+        check_failure_loss(self.failure_loss, self.loss_lower_bound, f"objective {self.objective.name!r}")
         if self.space is None:
             self.space = self.model.space
         if self.space.names != self.model.space.names:
@@ -236,6 +268,11 @@ class Problem(_PenaltyMixin):
                     responses[i][exp.name] = sim
         raw = np.where([e is None for e in errors], raw, np.nan)
         return self._finish(raw, errors, responses, t0)
+
+    @property
+    def loss_lower_bound(self) -> float:
+        """The objective's declared ``lower_bound`` summed over the experiments' weights (``-inf``: none)."""
+        return objective_lower_bound(self.objective, [e.weight for e in self.experiments])
 
     # -- residuals (least-squares methods) ---------------------------------------------------------
     @property

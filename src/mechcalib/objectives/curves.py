@@ -159,6 +159,7 @@ class OverlapRSS(Objective):
     n_points: int = 200
     pairing: Pairing = "auto"
     name = "overlap_rss"
+    lower_bound = 0.0
     has_residuals = True
     residual_loss = "root_per_channel"
 
@@ -201,6 +202,7 @@ class F1(Objective):
     (``residual_loss = "sum_squares"``)."""
 
     name = "f1"
+    lower_bound = 0.0
     has_residuals = True
     residual_loss = "sum_squares"
 
@@ -226,6 +228,7 @@ class F2(Objective):
     """
 
     name = "f2"
+    lower_bound = 0.0
     has_residuals = True
     residual_loss = "sum_squares"
 

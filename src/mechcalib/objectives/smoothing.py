@@ -618,6 +618,7 @@ class SmoothedOverlapRSS(OverlapRSS):
     smooth_seed: int = 0
     smooth_dtype: Dtype = "float32"
     name = "smoothed_overlap_rss"
+    lower_bound = 0.0
     has_residuals = True
 
     def __post_init__(self) -> None:
