@@ -90,12 +90,18 @@ def errors(resume: str | Path | None = None) -> Iterator[None]:
         fail(f"{type(exc).__name__}: {exc}", EXIT_FAILED)
     except EvaluatorError as exc:
         fail(f"{type(exc).__name__}: {exc}", EXIT_FAILED)
-    except DECODE_ERRORS as exc:  # read outside the store's own methods: no file to name
+    except sqlite3.DatabaseError as exc:  # SQLite outside the store's own methods: still the store's file
         if isinstance(exc, sqlite3.IntegrityError | sqlite3.ProgrammingError | sqlite3.InterfaceError):
             raise
         fail(
             f"a run store could not be read ({type(exc).__name__}: {exc}); it is probably damaged: salvage it "
             "with `mechcalib repair STORE`",
+            EXIT_USAGE,
+        )
+    except DECODE_ERRORS as exc:  # a decoder's error no reader named a file for: not the store's (its own say so)
+        fail(
+            f"a file the command reads could not be decoded ({type(exc).__name__}: {exc}); check the files it "
+            "names: the configuration, its experiment and record files, and the run folder's JSON files",
             EXIT_USAGE,
         )
     except KeyboardInterrupt:

@@ -695,7 +695,9 @@ def _table_experiment(path: Path, spec: FileExperiment, base: tuple, issues: lis
     try:
         exp = Experiment.from_csv(path, mapping, conditions=spec.conditions, name=spec.name, delimiter=spec.delimiter)
     except DataError as exc:
-        issues.append(ConfigIssue(_key(*base, "path"), "usable curves (finite, at least two points)", str(exc)))
+        issues.append(
+            ConfigIssue(_key(*base, "path"), "usable curves (finite, |value| <= 1e200, at least two points)", str(exc))
+        )
         return None
     if spec.weight is not None:
         exp = replace(exp, weight=spec.weight)

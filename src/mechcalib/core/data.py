@@ -9,7 +9,9 @@ under stated conditions (a temperature, a loading velocity), which the model rec
 from __future__ import annotations
 
 import csv
+import itertools
 import json
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -21,6 +23,14 @@ import numpy as np
 from ..errors import DataError
 
 MIN_POINTS = 2
+#: a measured value beyond this magnitude is a mistake (a fill value, an overflow), not a measurement
+MAX_ABS_VALUE = 1e200
+#: a data file (table, record, experiment JSON) larger than this is refused before it is read [bytes];
+#: the environment variable ``MECHCALIB_MAX_DATA_BYTES`` overrides it
+MAX_DATA_BYTES = 2 * 1024**3
+#: a line of a text table longer than this is refused as soon as it is met [characters] (a field this long is
+#: a file that is not a table); the environment variable ``MECHCALIB_MAX_LINE_CHARS`` overrides it
+MAX_LINE_CHARS = 1024**2
 _UNIT_RE = re.compile(r"^\s*(?P<name>[^\[\]]+?)\s*(\[(?P<unit>[^\]]*)\])?\s*$")
 
 
@@ -36,6 +46,70 @@ def _finite_1d(a: Any, what: str) -> np.ndarray:
             "remove or fill those rows before calibrating"
         )
     return arr
+
+
+def _limit(env: str, default: int) -> int:
+    text = os.environ.get(env)
+    if text is None or not text.strip():
+        return default
+    try:
+        value = int(float(text))
+    except ValueError:
+        raise DataError(f"{env} must be a positive number of bytes or characters, got {text!r}") from None
+    if value <= 0:
+        raise DataError(f"{env} must be a positive number of bytes or characters, got {text!r}")
+    return value
+
+
+def data_limits() -> tuple[int, int]:
+    """``(bytes, line characters)``: the largest data file read, and the longest line of a text table
+    (:data:`MAX_DATA_BYTES` and :data:`MAX_LINE_CHARS`, or the environment's ``MECHCALIB_MAX_DATA_BYTES`` and
+    ``MECHCALIB_MAX_LINE_CHARS``)."""
+    return _limit("MECHCALIB_MAX_DATA_BYTES", MAX_DATA_BYTES), _limit("MECHCALIB_MAX_LINE_CHARS", MAX_LINE_CHARS)
+
+
+def _size(n: float) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError  # pragma: no cover
+
+
+def check_data_file(path: str | Path, what: str = "data file") -> Path:
+    """``path`` if it is an existing file no larger than the data limit (:func:`data_limits`), checked before
+    anything is read; else a :class:`DataError` naming the file, the rule and the fix."""
+    path = Path(path)
+    if not path.exists():
+        raise DataError(f"{what} {str(path)!r} does not exist (relative paths in a config resolve from its folder)")
+    if not path.is_file():
+        raise DataError(f"{what} {str(path)!r} is not a file (a folder?); give the path of the file")
+    limit, _ = data_limits()
+    size = path.stat().st_size
+    if size > limit:
+        raise DataError(
+            f"{path}: {_size(size)}, larger than the {_size(limit)} a {what} may have (rule: data files are "
+            "checked for size before they are read); give a shorter or decimated record (split the file, or "
+            "keep the stretch and channels the calibration needs), or raise the limit with the environment "
+            f"variable MECHCALIB_MAX_DATA_BYTES={size}"
+        )
+    return path
+
+
+def check_magnitude(values: Any, label: str, *, where: str = "index", first: int = 0) -> None:
+    """Refuse values beyond :data:`MAX_ABS_VALUE` in magnitude (NaN and inf are the finiteness checks'):
+    a :class:`DataError` naming ``label`` (file and column), the first such value and where it is (``where``
+    numbered from ``first``)."""
+    arr = np.asarray(values, dtype=float)
+    with np.errstate(invalid="ignore"):
+        bad = np.abs(arr) > MAX_ABS_VALUE
+    if bad.any():
+        i = int(np.flatnonzero(bad.ravel())[0])
+        raise DataError(
+            f"{label}: {int(bad.sum())} value(s) beyond +-{MAX_ABS_VALUE:g}, the first {float(arr.ravel()[i])!r} at "
+            f"{where} {i + first} (rule: a measured value is at most {MAX_ABS_VALUE:g} in magnitude; larger ones are fill "
+            "values or overflows that fail every simulation); correct or remove those rows in the data file"
+        )
 
 
 @dataclass(frozen=True)
@@ -66,7 +140,10 @@ class Curve:
                 "check that both columns come from the same table"
             )
         if x.size < MIN_POINTS:
-            raise DataError(f"{label}: at least {MIN_POINTS} points are needed, got {x.size}")
+            raise DataError(
+                f"{label}: at least {MIN_POINTS} points are needed, got {x.size}; give the whole curve (a table "
+                "needs a header row and a row per point)"
+            )
         object.__setattr__(self, "x", x)
         object.__setattr__(self, "y", y)
         if self.t is not None:
@@ -249,11 +326,37 @@ class Experiment:
 
     @classmethod
     def from_json(cls, path: str | Path) -> Experiment:
+        """Read an experiment written by :meth:`to_json`; every error names the file."""
+        path = check_data_file(path, "experiment file")
         try:
-            d = json.loads(Path(path).read_text())
+            d = json.loads(path.read_bytes())
+        except UnicodeDecodeError as exc:
+            raise DataError(
+                f"{path}: not a JSON text file (byte {exc.object[exc.start]:#04x} at offset {exc.start} is not "
+                "UTF-8 text); an experiment file is JSON (Experiment.to_json) or a CSV table"
+            ) from None
         except json.JSONDecodeError as exc:
-            raise DataError(f"{path}: not valid JSON ({exc})") from exc
-        return cls.from_dict(d)
+            raise DataError(
+                f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}); an experiment file "
+                "is the JSON that Experiment.to_json writes: correct the file or write it again"
+            ) from None
+        if not isinstance(d, Mapping):
+            raise DataError(f"{path}: an experiment file holds a JSON object with 'channels', got a {type(d).__name__}")
+        try:
+            exp = cls.from_dict(d)
+        except DataError as exc:
+            raise DataError(f"{path}: {exc}") from None
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise DataError(
+                f"{path}: not an experiment ({exc}); its 'channels' map names to curves "
+                '{"x": [numbers], "y": [numbers]} as Experiment.to_json writes them'
+            ) from None
+        for ch, c in exp.channels.items():
+            for role in ("x", "y", "t"):
+                arr = getattr(c, role)
+                if arr is not None:
+                    check_magnitude(arr, f"{path}, channel {ch!r}, {role}")
+        return exp
 
     @classmethod
     def from_csv(
@@ -287,25 +390,30 @@ class Experiment:
                 if col not in table:
                     raise DataError(f"{path}: channel {ch!r} names column {col!r}, but the columns are {cols}")
             xc, yc = spec[0], spec[1]
-            curves[ch] = Curve(
-                x=table[xc],
-                y=table[yc],
-                t=table[spec[2]] if len(spec) == 3 else None,
-                x_name=xc,
-                y_name=yc,
-                x_unit=units[xc],
-                y_unit=units[yc],
-            )
+            for col in spec:
+                check_magnitude(table[col], f"{path}, column {col!r}", where="data row", first=1)
+            try:
+                curves[ch] = Curve(
+                    x=table[xc],
+                    y=table[yc],
+                    t=table[spec[2]] if len(spec) == 3 else None,
+                    x_name=xc,
+                    y_name=yc,
+                    x_unit=units[xc],
+                    y_unit=units[yc],
+                )
+            except DataError as exc:
+                raise DataError(f"{path}: {exc}") from None
         return cls(curves, conditions=conditions or {}, name=name or Path(path).stem)
 
 
 def read_table(path: str | Path, delimiter: str | None = None) -> tuple[dict[str, np.ndarray], dict[str, str]]:
-    """Read a CSV (or whitespace/semicolon separated) table with a header row -> columns and units."""
-    path = Path(path)
-    if not path.exists():
-        raise DataError(f"data file {str(path)!r} does not exist")
-    text = path.read_text()
-    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    """Read a CSV (or whitespace/semicolon separated) table with a header row -> columns and units.
+
+    The file's size and each line's length are checked before they are read (:func:`data_limits`); every
+    error is a :class:`DataError` naming the file."""
+    path = check_data_file(path)
+    lines = _table_lines(path)
     if len(lines) < 2:
         raise DataError(f"{path}: a header row and at least one data row are needed, got {len(lines)} line(s)")
     if delimiter is None:
@@ -313,7 +421,13 @@ def read_table(path: str | Path, delimiter: str | None = None) -> tuple[dict[str
             delimiter = csv.Sniffer().sniff(lines[0], delimiters=",;\t ").delimiter
         except csv.Error:
             delimiter = ","
-    rows = list(csv.reader(lines, delimiter=delimiter, skipinitialspace=True))
+    try:
+        rows = list(csv.reader(lines, delimiter=delimiter, skipinitialspace=True))
+    except csv.Error as exc:
+        raise DataError(
+            f"{path}: not a readable table ({exc}); a data table is text with a header row and one row of numbers "
+            "per line"
+        ) from None
     header = [h for h in rows[0] if h != ""] if delimiter == " " else rows[0]
     names, units = [], {}
     for h in header:
@@ -334,3 +448,37 @@ def read_table(path: str | Path, delimiter: str | None = None) -> tuple[dict[str
             except ValueError:
                 raise DataError(f"{path}: row {r}, column {n!r}: {cell!r} is not a number") from None
     return {n: np.asarray(v) for n, v in data.items()}, units
+
+
+def _table_lines(path: Path) -> list[str]:
+    """The lines of a text table that are neither blank nor ``#`` comments, each line's length checked as it
+    is read, so that a file with an absurdly long field is refused without reading it whole."""
+    _, max_line = data_limits()
+    lines: list[str] = []
+    try:
+        with path.open() as f:
+            for number in itertools.count(1):
+                ln = f.readline(max_line + 1)
+                if not ln:
+                    break
+                if len(ln) > max_line and not ln.endswith("\n"):
+                    raise DataError(
+                        f"{path}: line {number} is longer than {max_line} characters (rule: a line of a data table "
+                        "is at most that long; a longer one is a file that is not a table, or one cell holding the "
+                        "whole data); give one row of numbers per line, or raise the limit with the environment "
+                        "variable MECHCALIB_MAX_LINE_CHARS"
+                    )
+                if "\0" in ln:
+                    raise DataError(
+                        f"{path}: not a text table (line {number} holds a NUL byte: a binary file); give a CSV or "
+                        "delimited text table (a .npz, .mat or HDF5 file is read as a record, by its suffix)"
+                    )
+                if ln.strip() and not ln.lstrip().startswith("#"):
+                    lines.append(ln.rstrip("\r\n"))
+    except UnicodeDecodeError as exc:
+        raise DataError(
+            f"{path}: not a text table (it holds bytes such as {exc.object[exc.start]:#04x} that are not "
+            f"{exc.encoding} text: a binary or differently encoded file); give a CSV or delimited text table, saved as "
+            "UTF-8 (a .npz, .mat or HDF5 file is read as a record, by its suffix)"
+        ) from None
+    return lines

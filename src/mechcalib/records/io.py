@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..core import units as _units
-from ..core.data import read_table
+from ..core.data import check_data_file, check_magnitude, read_table
 from ..errors import DataError, require
 
 #: a sampling interval longer than this many times the median one is a gap
@@ -82,7 +82,10 @@ def check_record(t: Any, values: Any, *, label: str, gaps: bool = True) -> tuple
             "lengths (take both from the same table, or trim the longer one)"
         )
     if t.size < 2:
-        raise DataError(f"{label}: a record needs at least 2 samples, got {t.size}")
+        raise DataError(
+            f"{label}: a record needs at least 2 samples (a time and a value at two instants at least), got "
+            f"{t.size}; give the whole record (a table needs a header row and a row per sample)"
+        )
     for what, arr in (("time", t), ("values", x)):
         bad = ~np.isfinite(arr)
         if bad.any():
@@ -91,6 +94,8 @@ def check_record(t: Any, values: Any, *, label: str, gaps: bool = True) -> tuple
                 f"{label}: {what} must be finite, got {int(bad.sum())} NaN/inf sample(s), the first at index {i} "
                 f"(t={float(t[i])!r}); fill them (interpolate the gap) or trim the record to a finite stretch"
             )
+    check_magnitude(t, f"{label} (its time)")
+    check_magnitude(x, label)
     d = np.diff(t)
     if np.any(d <= 0):
         i = int(np.flatnonzero(d <= 0)[0])
@@ -145,14 +150,11 @@ def read_record(
             f"{path}: unknown record format {path.suffix!r}; use one of {sorted(SUFFIXES)} or give "
             "format = 'csv' | 'npz' | 'mat' | 'hdf5'"
         )
-    if not path.is_file():
-        raise DataError(
-            f"record file {str(path)!r} does not exist (relative paths in a config resolve from its folder)"
-        )
+    check_data_file(path, "record file")
     if fs is not None and time is not None:
         raise DataError(f"{path}: give the time column `time` or the sampling rate `fs`, not both")
-    cols, file_units = _read_columns(path, fmt, delimiter)
-    names = sorted(cols)
+    wanted = {column} | ({time} if time is not None else set(TIME_NAMES) if fs is None else set())
+    cols, names, file_units = _read_columns(path, fmt, delimiter, wanted)
 
     def pick(name: str, role: str) -> np.ndarray:
         if name not in cols:
@@ -160,14 +162,26 @@ def read_record(
                 f"{path}: no {role} column {name!r}; the file has {names} (names are case-sensitive; a CSV "
                 "header's [unit] is not part of the name)"
             )
-        arr = np.asarray(cols[name], dtype=float).squeeze()
+        raw = cols[name]
+        try:
+            arr = np.asarray(raw, dtype=float).squeeze()
+        except (TypeError, ValueError):
+            kind = getattr(raw, "dtype", type(raw).__name__)
+            raise DataError(
+                f"{path}: {role} {name!r} holds {kind} data, not numbers; store the {role} as an array of numbers"
+            ) from None
+        if arr.ndim == 0:  # one sample: check_record says that a record needs two
+            arr = arr.reshape(1)
         if arr.ndim != 1:
-            raise DataError(f"{path}: {role} {name!r} must be one-dimensional, got shape {arr.shape}")
+            raise DataError(
+                f"{path}: {role} {name!r} must be one-dimensional (one value per sample), got shape {arr.shape}; "
+                "store each channel as its own array"
+            )
         return arr
 
     x = pick(column, "record")
     if time is None and fs is None:
-        time = next((n for n in TIME_NAMES if n in cols and n != column), None)
+        time = next((n for n in TIME_NAMES if n in names and n != column), None)
         if time is None:
             raise DataError(
                 f"{path}: no time column found (looked for {list(TIME_NAMES)}) among {names}; name it with "
@@ -197,32 +211,98 @@ def read_record(
     return rec.converted(unit) if unit is not None else rec
 
 
-def _read_columns(path: Path, fmt: str, delimiter: str | None) -> tuple[dict[str, Any], dict[str, str]]:
+def _read_columns(
+    path: Path, fmt: str, delimiter: str | None, wanted: set[str]
+) -> tuple[dict[str, Any], list[str], dict[str, str]]:
+    """``(columns, names, units)``: the ``wanted`` columns the file has (binary formats read no other), the
+    names of all its columns, and the units it states. Every error is a :class:`DataError` naming the file."""
     if fmt == "csv":
-        return read_table(path, delimiter=delimiter)
+        table, found = read_table(path, delimiter=delimiter)
+        return table, sorted(table), found
     if fmt == "npz":
-        with np.load(path, allow_pickle=False) as z:
-            return {k: z[k] for k in z.files}, {}
+        return _read_npz(path, wanted)
     if fmt == "mat":
-        import scipy.io
+        return _read_mat(path)
+    return _read_hdf5(path, wanted)
 
-        try:
-            data = scipy.io.loadmat(path, squeeze_me=True)
-        except (ValueError, NotImplementedError) as exc:  # v7.3 files are HDF5
-            raise DataError(
-                f"{path}: not a MATLAB v4-v7.2 file ({exc}); a v7.3 file is HDF5: format = 'hdf5'"
-            ) from None
-        return {k: v for k, v in data.items() if not k.startswith("__")}, {}
+
+def _read_npz(path: Path, wanted: set[str]) -> tuple[dict[str, Any], list[str], dict[str, str]]:
+    import zipfile
+    import zlib
+
+    broken = (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error)
+    try:
+        z = np.load(path, allow_pickle=False)
+    except broken as exc:
+        # numpy reads a file that is neither a zip archive nor a .npy array as a pickle, which it refuses
+        why = "neither a zip archive nor a .npy array" if "pickle" in str(exc) else str(exc)
+        raise DataError(
+            f"{path}: not a NumPy .npz archive ({why}); save the record with numpy.savez(path, t=..., force=...), "
+            "or give the file's real format (format = 'csv' | 'mat' | 'hdf5')"
+        ) from None
+    if not isinstance(z, np.lib.npyio.NpzFile):
+        raise DataError(
+            f"{path}: a single .npy array, not a .npz archive of named arrays; save the record with "
+            "numpy.savez(path, t=..., force=...)"
+        )
+    with z:
+        names = sorted(z.files)
+        cols: dict[str, Any] = {}
+        for k in sorted(wanted & set(names)):
+            try:
+                cols[k] = z[k]
+            except ValueError as exc:
+                if "allow_pickle" in str(exc) or "pickled" in str(exc):
+                    raise DataError(
+                        f"{path}: array {k!r} holds Python objects (dtype object), which are never unpickled (a "
+                        "pickle can run code); save it as an array of numbers: numpy.savez(path, "
+                        f"{k}=numpy.asarray(values, dtype=float), ...)"
+                    ) from None
+                raise DataError(f"{path}: array {k!r} cannot be read ({exc}); write the file again") from None
+            except broken as exc:
+                raise DataError(f"{path}: array {k!r} cannot be read ({exc}); the archive is damaged") from None
+    return cols, names, {}
+
+
+def _read_mat(path: Path) -> tuple[dict[str, Any], list[str], dict[str, str]]:
+    import scipy.io
+
+    try:
+        data = scipy.io.loadmat(path, squeeze_me=True)
+    except Exception as exc:  # scipy's parser fails on a foreign file with assorted types; the file is at fault
+        raise DataError(
+            f"{path}: not a readable MATLAB v4-v7.2 file ({type(exc).__name__}: {exc}); a v7.3 file is HDF5: "
+            "give format = 'hdf5'"
+        ) from None
+    cols = {k: v for k, v in data.items() if not k.startswith("__")}
+    return cols, sorted(cols), {}
+
+
+def _read_hdf5(path: Path, wanted: set[str]) -> tuple[dict[str, Any], list[str], dict[str, str]]:
     h5py = require("h5py", "hdf5")
+    datasets: dict[str, Any] = {}
     cols: dict[str, Any] = {}
     found_units: dict[str, str] = {}
-    with h5py.File(path, "r") as f:
+    try:
+        f = h5py.File(path, "r")
+    except OSError as exc:
+        raise DataError(
+            f"{path}: not a readable HDF5 file ({exc}); give an HDF5 file (h5py, MATLAB v7.3), or the file's "
+            "real format (format = 'csv' | 'npz' | 'mat')"
+        ) from None
+    with f:
 
         def visit(name: str, obj: Any) -> None:
             if isinstance(obj, h5py.Dataset):
+                datasets[name] = obj
+
+        try:
+            f.visititems(visit)
+            for name in sorted(wanted & set(datasets)):
+                obj = datasets[name]
                 cols[name] = obj[()]
                 u = obj.attrs.get("units", obj.attrs.get("unit", ""))
                 found_units[name] = u.decode() if isinstance(u, bytes) else str(u)
-
-        f.visititems(visit)
-    return cols, found_units
+        except (OSError, RuntimeError, KeyError) as exc:
+            raise DataError(f"{path}: the HDF5 file cannot be read ({exc}); it is damaged: write it again") from None
+    return cols, sorted(datasets), found_units
