@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+from collections.abc import Iterator
+
 
 class MechcalibError(Exception):
     """Base class of every mechcalib error."""
@@ -62,3 +66,15 @@ def require(module: str, extra: str):
         raise MissingExtraError(
             f"this feature needs the optional package {module!r}; install it with `pip install 'mechcalib[{extra}]'`"
         ) from exc
+
+
+@contextlib.contextmanager
+def writing(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Name ``path`` on an ``OSError`` raised while writing it. A failed ``write`` (a full disk, a quota)
+    raises an error with no file name, so the message could name neither the file nor its disk."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is None and exc.errno is not None:
+            raise OSError(exc.errno, exc.strerror or os.strerror(exc.errno), os.fspath(path)) from exc
+        raise

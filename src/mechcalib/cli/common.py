@@ -76,11 +76,13 @@ def errors(resume: str | Path | None = None) -> Iterator[None]:
         fail(str(exc), EXIT_USAGE)
     except OSError as exc:
         if exc.errno == errno.ENOSPC:
-            hint = f"; free some space and continue with `mechcalib resume {resume}`" if resume is not None else ""
-            fail(
-                f"no space left on the disk writing {exc.filename} ({free_space(exc.filename or '.')}){hint}",
-                EXIT_FAILED,
+            hint = _space_hint(resume)
+            where = (
+                f"writing {exc.filename} ({free_space(exc.filename)} on its disk)"
+                if exc.filename is not None
+                else f"writing a file the system did not name ({free_space('.')} on the current folder's disk)"
             )
+            fail(f"no space left on the disk {where}{hint}", EXIT_FAILED)
         if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
             fail(
                 f"cannot write {exc.filename} ({exc.strerror}): the folder is read-only; write elsewhere "
@@ -108,6 +110,16 @@ def errors(resume: str | Path | None = None) -> Iterator[None]:
         hint = f"; continue with `mechcalib resume {resume}`" if resume is not None else ""
         typer.echo(f"interrupted{hint}", err=True)
         raise typer.Exit(EXIT_INTERRUPTED) from None
+
+
+def _space_hint(resume: str | Path | None) -> str:
+    """What to do once space is freed: resume a run folder that holds something, else run again."""
+    if resume is None:
+        return ""
+    folder = Path(resume)
+    if folder.is_dir() and not (folder / "run.json").exists() and not (folder / "store.sqlite").exists():
+        return "; free some space and run the command again (nothing was stored yet)"
+    return f"; free some space and continue with `mechcalib resume {resume}`"
 
 
 # ------------------------------------------------------------------------------------------------------

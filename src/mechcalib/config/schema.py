@@ -9,6 +9,7 @@ import dataclasses
 import math
 import types
 import typing
+import unicodedata
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self, Union
@@ -35,6 +36,11 @@ from ..models import MODELS
 from ..models.external_process import DEFAULT_MAX_FAILED_BYTES, DEFAULT_MAX_FAILED_DIRS, DEFAULT_OUTPUT_LIMIT
 from ..records.interp import default_interpolation
 from .errors import ConfigFileError, ConfigIssue, _fail, _found, _issues_from_validation
+
+#: the longest file name (one path component) that Linux, macOS and Windows file systems accept, in bytes
+MAX_NAME_BYTES = 255
+#: Unicode categories refused in a run name: control characters, line and paragraph separators, surrogates
+_CONTROL_CATEGORIES = frozenset({"Cc", "Zl", "Zp", "Cs"})
 
 SCHEMA_VERSION = 1
 
@@ -365,6 +371,18 @@ class RunSchema(_Section):
         # the run folder is <output.directory>/<name>: a path in the name would write elsewhere
         if not v or v in (".", "..") or "/" in v or "\\" in v or "\0" in v or v != v.strip():
             raise _fail("a plain name (no path separators, not '.' or '..', not empty, no edge spaces)", repr(v))
+        control = [c for c in v if unicodedata.category(c) in _CONTROL_CATEGORIES]
+        if control:
+            raise _fail(
+                "a name without control characters (newlines, tabs, escapes: they end up in a folder's name)",
+                f"{v!r}, which holds {', '.join(sorted({repr(c) for c in control}))}",
+            )
+        size = len(v.encode("utf-8"))
+        if size > MAX_NAME_BYTES:
+            raise _fail(
+                f"a name of at most {MAX_NAME_BYTES} bytes in UTF-8 (the longest folder name file systems allow)",
+                f"a name of {size} bytes ({v[:40]!r}...)",
+            )
         return v
 
     @field_serializer("failure_loss")

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, writing
 from ..storage import Store
 from ..storage.codec import to_jsonable
 
@@ -28,6 +28,8 @@ log = logging.getLogger(__name__)
 
 STORE_FILE = "store.sqlite"
 RESULT_FILE = "result.json"
+#: the suffixes of the runs an uncertainty analysis adds to a run folder's store (``<run>.polish``...)
+ANALYSIS_SUFFIXES = (".polish", ".jacobian", ".posterior")
 MANIFEST_FILE = "run.json"
 #: held (``flock``) by the one process writing in a run folder, for the run's whole life
 LOCK_FILE = "run.lock"
@@ -77,8 +79,9 @@ def write_json(path: Path, data: Mapping[str, Any]) -> Path:
     """Write atomically (a reader never sees half a file), through a temporary file of this process only."""
     tmp = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
-        tmp.write_text(json.dumps(json_clean(data), indent=2, allow_nan=False) + "\n")
-        os.replace(tmp, path)
+        with writing(path):
+            tmp.write_text(json.dumps(json_clean(data), indent=2, allow_nan=False) + "\n")
+            os.replace(tmp, path)
     finally:
         with contextlib.suppress(OSError):
             tmp.unlink()
@@ -112,6 +115,16 @@ def folder_of(out_dir: str | os.PathLike[str]) -> Path:
     return store_path(Path(out_dir)).parent
 
 
+_WARNED: set[str] = set()
+
+
+def _warn_unreadable(path: Path, exc: BaseException) -> None:
+    """Say once per process that a run folder's JSON file is unreadable and ignored."""
+    if str(path) not in _WARNED:
+        _WARNED.add(str(path))
+        log.warning("cannot read %s (%s); ignoring it", path, exc)
+
+
 def read_manifest(out_dir: Path) -> dict[str, Any]:
     """The folder's ``run.json`` (empty without one or when unreadable)."""
     path = out_dir / MANIFEST_FILE
@@ -120,13 +133,14 @@ def read_manifest(out_dir: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
-        log.warning("cannot read %s (%s); ignoring it", path, exc)
+        _warn_unreadable(path, exc)
         return {}
     return data if isinstance(data, dict) else {}
 
 
 def run_name_in(store: Store, out_dir: Path, run: str | None) -> str:
-    """The run to act on: ``run``, else the one named in ``run.json``, else the store's latest."""
+    """The run to act on: ``run``, else the one named in ``run.json``, else the store's latest that is not
+    an uncertainty analysis's run."""
     if run is not None:
         store.run(run)  # raises with the list of runs
         return run
@@ -136,7 +150,10 @@ def run_name_in(store: Store, out_dir: Path, run: str | None) -> str:
     runs = store.runs()
     if not runs:
         raise RunDirError(f"the store {store.path} holds no run yet")
-    return runs[-1].name
+    names = {r.name for r in runs}
+    # the uncertainty analysis records its runs as <run>.polish, .jacobian, .posterior beside the run itself
+    own = [r.name for r in runs if not any(r.name == f"{n}{s}" for n in names for s in ANALYSIS_SUFFIXES)]
+    return own[-1] if own else runs[-1].name
 
 
 def read_uncertainty(out_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
@@ -147,7 +164,7 @@ def read_uncertainty(out_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
-        log.warning("cannot read %s (%s); ignoring it", path, exc)
+        _warn_unreadable(path, exc)
         return None
     return data if isinstance(data, dict) else None
 

@@ -20,6 +20,7 @@ command that brings them up to date.
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, writing
 from ..storage import RunStore
 from .configuration import build_evaluator, load_run_config
 from .folder import (
@@ -47,6 +48,8 @@ if TYPE_CHECKING:
     from ..uncertainty import UncertaintyOptions, UncertaintyResult
 
 __all__ = ["folder_uncertainty", "write_samples"]
+
+log = logging.getLogger(__name__)
 
 
 def folder_uncertainty(
@@ -78,7 +81,20 @@ def folder_uncertainty(
             written += write_samples(res, folder)
         rpath = folder / RESULT_FILE
         if rpath.is_file():
-            summary = json.loads(rpath.read_text())
+            try:
+                summary = json.loads(rpath.read_text())
+                if not isinstance(summary, dict):
+                    raise ValueError(f"a JSON {type(summary).__name__}, not an object")
+            except (OSError, ValueError) as exc:  # the analysis is kept in uncertainty.json all the same
+                log.warning(
+                    "cannot read %s (%s): it is left as it is and does not name this analysis, which is in %s; "
+                    "restore %s from a copy to have both in one file",
+                    rpath,
+                    exc,
+                    UNCERTAINTY_FILE,
+                    RESULT_FILE,
+                )
+                return res, written
             summary["uncertainty"] = uncertainty_brief(data, best_index=before.get("best_index"))
             write_json(rpath, summary)
             written.append(rpath)
@@ -114,15 +130,17 @@ def write_samples(res: UncertaintyResult, folder: Path) -> list[Path]:
     assert post is not None
     names = list(res.names)
     csv = folder / SAMPLES_CSV
-    np.savetxt(csv, post.samples, delimiter=",", header=",".join(names), comments="", fmt="%.17g")
+    with writing(csv):
+        np.savetxt(csv, post.samples, delimiter=",", header=",".join(names), comments="", fmt="%.17g")
     npz = folder / SAMPLES_NPZ
-    np.savez_compressed(
-        npz,
-        names=np.array(names),
-        samples=post.samples,
-        chain_unit=post.chain,
-        log_prob=post.log_prob,
-        burn=post.burn,
-        tau=post.tau,
-    )
+    with writing(npz):
+        np.savez_compressed(
+            npz,
+            names=np.array(names),
+            samples=post.samples,
+            chain_unit=post.chain,
+            log_prob=post.log_prob,
+            burn=post.burn,
+            tau=post.tau,
+        )
     return [csv, npz]

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, writing
 from .codec import flatten_response
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ def export_csv(store: Store, run: str | int, path: str | os.PathLike[str]) -> Pa
     recs = store.evaluations(info.id)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="") as fh:
+    with writing(path), open(path, "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(_table_header(names))
         for r in recs:

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote
 
-from ..errors import MechcalibError
+from ..errors import MechcalibError, writing
 
 #: seconds :func:`quick_check` may take on open before it gives up (a large store is checked partly)
 CHECK_SECONDS = 1.0
@@ -294,7 +294,7 @@ def write_counts(
     target = counts_path(path)
     tmp = target.with_name(f"{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
-        with open(tmp, "w") as fh:
+        with writing(target), open(tmp, "w") as fh:
             fh.write(json.dumps({"store": path.name, "runs": runs}, indent=1) + "\n")
             if fsync:
                 fh.flush()
@@ -313,7 +313,8 @@ def forget_counts(path: Path, name: str) -> None:
     if keep != runs:
         target = counts_path(path)
         tmp = target.with_name(f"{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-        tmp.write_text(json.dumps({"store": path.name, "runs": keep}, indent=1) + "\n")
+        with writing(target):
+            tmp.write_text(json.dumps({"store": path.name, "runs": keep}, indent=1) + "\n")
         os.replace(tmp, target)
 
 
