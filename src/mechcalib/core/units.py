@@ -103,7 +103,7 @@ def registry() -> Any:
     """The pint ``UnitRegistry`` with :data:`DEFINITIONS` added (built once, on first use)."""
     import pint
 
-    ureg = pint.UnitRegistry(autoconvert_offset_to_baseunit=False)
+    ureg: Any = pint.UnitRegistry(autoconvert_offset_to_baseunit=False)
     for d in DEFINITIONS:
         ureg.define(d)
     return ureg
@@ -149,7 +149,12 @@ def quantity(unit: str) -> str | None:
     q = _parse(unit)
     if q is None:
         return None
-    return next((name for u, name in _QUANTITIES.items() if _parse(u).dimensionality == q.dimensionality), None)
+    return next((name for u, name in _QUANTITIES.items() if _dims(u) == q.dimensionality), None)
+
+
+def _dims(unit: str) -> Any:
+    q = _parse(unit)
+    return None if q is None else q.dimensionality
 
 
 def _is_acceleration(q: Any) -> bool:
@@ -224,7 +229,7 @@ def factor(from_unit: str, to_unit: str, *, what: str = "a value", column: str =
             target=b,
             suggestion=b,
         )
-    qa, qb = quantity(a) or str(_parse(a).dimensionality), quantity(b) or str(_parse(b).dimensionality)
+    qa, qb = quantity(a) or str(_dims(a)), quantity(b) or str(_dims(b))
     raise UnitError(
         f"{what}: cannot convert {a!r} ({qa}) to {b!r} ({qb}): they measure different quantities; check that the "
         f"column is the one meant, and its unit (if it is in {b!r}, add the line {units_line(col, b)} {PLACE})",

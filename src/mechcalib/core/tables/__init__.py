@@ -99,6 +99,9 @@ def read_measured(
     opts = options or TableOptions()
     path = check_data_file(path, what)
     fmt = file_format(path, opts.format)
+    if opts.names is not None and wanted is not None:  # the names given replace the file's: ask by position
+        given = [split_header(n)[0] for n in opts.names]
+        wanted = {given.index(w) if w in given else w for w in wanted}
     if fmt == "text":
         table = read_text(path, opts.delimiter, opts.decimal, wanted)
     elif fmt == "npz":
