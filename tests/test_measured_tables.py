@@ -251,3 +251,16 @@ def test_an_experiment_takes_a_units_map_and_positions(tmp_path):
     )
     with pytest.raises(ConfigurationError, match=r"experiments\[0\]\.units\.c.*a column name of raw\.csv"):
         load_config(bad)
+
+
+def test_the_docs_semicolon_example_without_header(tmp_path):
+    """docs/measured_data.md: decimal commas, no header, columns by position, units keyed by position names."""
+    rows = "".join(f"{t:g};{u:g}\n".replace(".", ",") for t, u in zip(T, U_MM, strict=True))
+    (tmp_path / "versuch.csv").write_text(rows)
+    cfg = _config(
+        tmp_path,
+        '[[experiments]]\npath = "versuch.csv"\nunits = {"0" = "s", "1" = "mm"}\nchannels = {displacement = [0, 1]}\n',
+    )
+    (exp,) = load_config(cfg).build_experiments()
+    np.testing.assert_allclose(exp["displacement"].x, T)
+    np.testing.assert_allclose(exp["displacement"].y, U_MM * 1e-3)

@@ -240,12 +240,21 @@ def factor(from_unit: str, to_unit: str, *, what: str = "a value", column: str =
     )
 
 
+_PREFIXES = ("kilo", "mega", "giga", "milli", "micro", "centi")
+
+
+@functools.cache
+def _spellings() -> tuple[str, ...]:
+    """The registry's unit names, and its longer names with the common prefixes (``millimeter``)."""
+    names = sorted(n for n in registry()._units if len(n) > 1 or n in ("m", "s", "N", "g", "h"))
+    return tuple(names) + tuple(p + n for p in _PREFIXES for n in names if len(n) > 3 and n.isalpha())
+
+
 def suggest(unit: str, target: str) -> str:
-    """A known unit close to ``unit`` (a misspelling) that converts to ``target``; else ``target`` itself."""
-    ureg = registry()
+    """A known unit close to ``unit`` (a misspelling, prefixed or not) that converts to ``target``; else
+    ``target`` itself."""
     qb = _parse(target)
-    names = [n for n in ureg._units if len(n) > 1 or n in ("m", "s", "N", "g", "h")]
-    for cand in difflib.get_close_matches(normalise(unit), names, n=8, cutoff=0.6):
+    for cand in difflib.get_close_matches(normalise(unit), _spellings(), n=8, cutoff=0.6):
         qa = _parse(cand, acceleration=_is_acceleration(qb))
         if qb is not None and qa is not None and qa.dimensionality == qb.dimensionality:
             return cand
