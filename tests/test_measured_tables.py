@@ -45,6 +45,8 @@ def test_whitespace_text_without_header_by_position_and_by_names(tmp_path):
     np.testing.assert_array_equal(table.column(2), U_MM)
     rec = read_record(p, 1, time=0, units={"1": "kN"}, unit="N")
     np.testing.assert_allclose(rec.values, F_KN * 1e3)
+    rec = read_record(p, "F", time="t", names=["t", "F [kN]", "u [mm]"], unit="N")  # names give units too
+    np.testing.assert_allclose(rec.values, F_KN * 1e3)
     e = Experiment.from_file(p, {"d": ("t", "u")}, names=["t", "F [kN]", "u [mm]"])
     assert e["d"].y_unit == "mm"
     np.testing.assert_array_equal(e["d"].y, U_MM)
