@@ -114,3 +114,64 @@ def test_check_blames_the_experiment_file_not_the_store(tmp_path, content):
     out = res.output
     assert res.exit_code == 2, out
     assert "exp.csv" in out and "repair" not in out and "Traceback" not in out
+
+
+# -- the same cases through the one reader of measured tables, as experiments ---------------------------------
+def _check(tmp_path, data_name: str, content: bytes | None = None):
+    """`mechcalib check` on a config whose experiment is ``data_name``: (exit code, output)."""
+    from mechcalib.cli import app
+
+    if content is not None:
+        (tmp_path / data_name).write_bytes(content)
+    (tmp_path / "lin.toml").write_text(LINEAR.replace("exp.csv", data_name))
+    res = CliRunner().invoke(app, ["check", str(tmp_path / "lin.toml")])
+    return res.exit_code, res.output
+
+
+@pytest.mark.parametrize(
+    ("name", "needle"),
+    [
+        ("garb.h5", r"garb\.h5: not a readable HDF5 file"),
+        ("rand.npz", r"rand\.npz: not a NumPy \.npz archive"),
+        ("garb.parquet", r"garb\.parquet: not a readable Parquet file"),
+        ("garb.mat", r"garb\.mat: not a readable MATLAB"),
+    ],
+)
+def test_garbage_binary_experiment_named_without_a_decode_error(tmp_path, name, needle):
+    if name.endswith(".h5"):
+        pytest.importorskip("h5py", reason="h5py (the extra 'hdf5') is not installed")
+    if name.endswith(".parquet"):
+        pytest.importorskip("pyarrow", reason="pyarrow (the extra 'parquet') is not installed")
+    code, out = _check(tmp_path, name, os.urandom(3000))
+    assert code == 2, out
+    flat = " ".join(out.split())
+    import re
+
+    assert re.search(needle, flat), out
+    assert "experiments[0].path" in flat and "UTF-8" not in flat and "utf-8" not in flat
+    assert "Traceback" not in out and "repair" not in out
+
+
+def test_object_array_and_one_row_experiments(tmp_path):
+    np.savez(tmp_path / "obj.npz", x=np.array([0.0, 1.0, 2.0]), y=np.array([1, "a", None], dtype=object))
+    with pytest.raises(DataError, match=r"obj\.npz: array 'y' holds Python objects"):
+        Experiment.from_file(tmp_path / "obj.npz", {"y": ("x", "y")})
+    code, out = _check(tmp_path, "obj.npz")
+    assert code == 2 and "obj.npz" in out and "Traceback" not in out
+    np.savez(tmp_path / "one.npz", x=np.array([0.0]), y=np.array([1.0]))
+    with pytest.raises(DataError, match=r"one\.npz: curve 'y' vs 'x': at least 2 points"):
+        Experiment.from_file(tmp_path / "one.npz", {"y": ("x", "y")})
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow", reason="pyarrow (the extra 'parquet') is not installed")
+    pd.DataFrame({"x": [0.0], "y": [1.0]}).to_parquet(tmp_path / "one.parquet")
+    with pytest.raises(DataError, match=r"one\.parquet, column 'y': a record needs at least 2 samples"):
+        read_record(tmp_path / "one.parquet", "y", time="x")
+
+
+def test_huge_field_in_a_whitespace_export_with_metadata(tmp_path):
+    p = tmp_path / "export.txt"
+    p.write_text("Instrument: X\n\n t  F\n0 1\n1 " + "9" * 2_000_000 + "\n")
+    with pytest.raises(DataError, match=r"export\.txt: line 5 is longer than 1048576 characters"):
+        Experiment.from_file(p)
+    with pytest.raises(DataError, match=r"export\.txt: line 5 is longer"):
+        read_record(p, "F", time="t")

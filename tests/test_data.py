@@ -66,10 +66,10 @@ def test_experiment_csv_with_units_and_channels(tmp_path):
 def test_experiment_csv_errors(tmp_path):
     p = tmp_path / "bad.csv"
     p.write_text("t,a\n0,1\n1,x\n")
-    with pytest.raises(DataError, match=r"row 3, column 'a': 'x' is not a number"):
+    with pytest.raises(DataError, match=r"line 3, column 'a': 'x' is not a number"):
         Experiment.from_csv(p)
     p.write_text("t,a\n0,1\n1\n")
-    with pytest.raises(DataError, match="row 3 has 1 cells, the header has 2"):
+    with pytest.raises(DataError, match=r"line 3 has 1 cell\(s\), the header has 2"):
         Experiment.from_csv(p)
     p.write_text("t,a\n0,1\n1,2\n")
     with pytest.raises(DataError, match=r"names column 'b', but the columns are \['t', 'a'\]"):

@@ -198,8 +198,8 @@ max_evals = 2
     np.testing.assert_allclose(c.x, [0.0, 0.01, 0.02])
     np.testing.assert_allclose(c.y, [1e-3, 2e-3, 3e-3])
     assert (c.x_unit, c.y_unit) == ("s", "m")
-    (tmp_path / "m.csv").write_text("time [s],disp [volts]\n0,1.0\n1,2.0\n")
-    with pytest.raises(ConfigurationError, match=r"experiments\[0\]\.channels\.displacement.*'volts' is not known"):
+    (tmp_path / "m.csv").write_text("time [s],disp [bananas]\n0,1.0\n1,2.0\n")
+    with pytest.raises(ConfigurationError, match=r"experiments\[0\]\.channels\.displacement.*'bananas' is not known"):
         load_config(tmp_path / "run.toml")
 
 

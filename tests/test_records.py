@@ -54,8 +54,8 @@ def test_unit_factors_and_spellings():
     assert units.suffix_unit("force") == ""
     with pytest.raises(DataError, match="different quantities"):
         units.factor("mm", "N")
-    with pytest.raises(DataError, match="'volts' is not known.*`units` map"):
-        units.factor("volts", "N", what="rec.csv, column 'F'")
+    with pytest.raises(DataError, match=r"'bananas' is not known.*add the line units = \{\"F\" = \"N\"\}"):
+        units.factor("bananas", "N", what="rec.csv, column 'F'", column="F")
 
 
 # -- reading --------------------------------------------------------------------------------------------------
@@ -119,7 +119,7 @@ def test_bad_records_name_file_column_rule_fix(tmp_path, rows, match):
 def test_missing_column_lengths_and_units(tmp_path):
     p = tmp_path / "r.csv"
     p.write_text("time [s],force [lbf]\n0,1\n0.01,2\n0.02,3\n")
-    with pytest.raises(DataError, match=r"no record column 'Force'.*\['force', 'time'\]"):
+    with pytest.raises(DataError, match=r"no record column 'Force'.*\['time', 'force'\]"):
         read_record(p, "Force")
     with pytest.raises(DataError, match="cannot convert 'lbf' \\(force\\) to 'm' \\(length\\)"):
         read_record(p, "force", unit="m")

@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from ..calibrate import Termination
-from ..core.data import Experiment, read_table
+from ..core.data import Experiment
 from ..core.parameters import Parameter, ParameterSpace
 from ..core.problem import Problem, experiment_from_model, objective_lower_bound
-from ..core.units import curve_to_units
+from ..core.tables import TableOptions, read_measured
+from ..core.units import UnitError, curve_to_units
 from ..errors import ConfigurationError, DataError
 from ..models import MODELS, Model
 from ..models.external import CsvOutput, ExternalModel, ExternalSetupError, ExternalSpec
@@ -524,8 +525,8 @@ class RunConfig(RunSchema):
 
 
 def _to_model_units(exp: Experiment, model: Model, base: tuple, issues: list[ConfigIssue]) -> Experiment | None:
-    """The experiment's curves in the model's channel units (:mod:`mechcalib.core.units`, the mechanism records
-    use): a unit that differs by a known factor converts, one that does not convert is an issue."""
+    """The experiment's curves in the model's channel units (pint, :mod:`mechcalib.core.units`, the mechanism
+    records use): a unit that converts does, one that does not is an issue naming the line that fixes it."""
     units = {c.name: (c.x_unit, c.y_unit) for c in model.channels}
     curves = dict(exp.channels)
     for ch, cur in exp.channels.items():
@@ -533,6 +534,10 @@ def _to_model_units(exp: Experiment, model: Model, base: tuple, issues: list[Con
             continue
         try:
             curves[ch] = curve_to_units(cur, *units[ch], what=f"experiment {exp.name!r}, channel {ch!r}")
+        except UnitError as exc:
+            place = f"under [[experiments]] number {base[1] + 1} (experiments[{base[1]}], beside its path)"
+            issues.append(ConfigIssue(_key(*base, "channels", ch), "units that convert to the model's", exc.at(place)))
+            return None
         except DataError as exc:
             issues.append(ConfigIssue(_key(*base, "channels", ch), "units that convert to the model's", str(exc)))
             return None
@@ -620,8 +625,15 @@ def _check_conditions(model: Model, cond: dict[str, Any], base: tuple, issues: l
 def _json_experiment(path: Path, spec: FileExperiment, base: tuple, issues: list[ConfigIssue]) -> Experiment | None:
     """An experiment JSON file: it names its channels, so no delimiter nor column mapping is given."""
     n0 = len(issues)
-    if spec.delimiter is not None:
-        issues.append(ConfigIssue(_key(*base, "delimiter"), "no delimiter for a JSON file", _found(spec.delimiter)))
+    for key in ("delimiter", "decimal", "names", "units"):
+        if getattr(spec, key) is not None:
+            issues.append(
+                ConfigIssue(
+                    _key(*base, key),
+                    f"no {key} for a JSON file (it names its channels and their units)",
+                    _found(getattr(spec, key)),
+                )
+            )
     for ch, c in (spec.channels or {}).items():
         for role in ("x", "y", "t"):
             if getattr(c, role) is not None:
@@ -658,14 +670,17 @@ def _json_experiment(path: Path, spec: FileExperiment, base: tuple, issues: list
 
 
 def _table_experiment(path: Path, spec: FileExperiment, base: tuple, issues: list[ConfigIssue]) -> Experiment | None:
-    """A delimited table with a header row; ``channels`` maps each channel to its columns."""
+    """A measured table (text, .npz, .mat, HDF5, Parquet); ``channels`` maps each channel to its columns."""
     n0 = len(issues)
+    read = {"format": spec.format, "delimiter": spec.delimiter, "decimal": spec.decimal, "names": spec.names}
     try:
-        table, _ = read_table(path, delimiter=spec.delimiter)
+        table = read_measured(
+            path, TableOptions.of(read, str(path)), wanted=_spec_columns(spec), what="experiment file"
+        )
     except (DataError, OSError, UnicodeDecodeError) as exc:
-        issues.append(ConfigIssue(_key(*base, "path"), "a readable table with a header row", str(exc)))
+        issues.append(ConfigIssue(_key(*base, "path"), "a readable measured table", str(exc)))
         return None
-    cols = list(table)
+    cols = list(table.names)
     mapping = None
     if spec.channels is not None:
         mapping = {}
@@ -681,19 +696,22 @@ def _table_experiment(path: Path, spec: FileExperiment, base: tuple, issues: lis
                     )
             for role in ("x", "y", "t"):
                 col = getattr(c, role)
-                if col is not None and col not in table:
+                if col is not None and not _has_column(table, col):
                     issues.append(
                         ConfigIssue(
                             _key(*base, "channels", ch, role),
-                            f"a column name of {path.name}: {cols}",
+                            f"a column name of {path.name}: {cols}, or a position from 0 to {len(cols) - 1}",
                             _found(col),
                         )
                     )
             mapping[ch] = tuple(v for v in (c.x, c.y, c.t) if v is not None)
+    for col in spec.units if isinstance(spec.units, dict) else ():
+        if not _has_column(table, col):
+            issues.append(ConfigIssue(_key(*base, "units", col), f"a column name of {path.name}: {cols}", _found(col)))
     if len(issues) > n0:
         return None
     try:
-        exp = Experiment.from_csv(path, mapping, conditions=spec.conditions, name=spec.name, delimiter=spec.delimiter)
+        exp = Experiment.from_file(path, mapping, conditions=spec.conditions, name=spec.name, units=spec.units, **read)
     except DataError as exc:
         issues.append(
             ConfigIssue(_key(*base, "path"), "usable curves (finite, |value| <= 1e200, at least two points)", str(exc))
@@ -702,6 +720,21 @@ def _table_experiment(path: Path, spec: FileExperiment, base: tuple, issues: lis
     if spec.weight is not None:
         exp = replace(exp, weight=spec.weight)
     return exp
+
+
+def _spec_columns(spec: FileExperiment) -> set[str | int] | None:
+    """The columns an experiment's channels name (``None``: no mapping, so every column)."""
+    if spec.channels is None:
+        return None
+    return {v for c in spec.channels.values() for v in (c.x, c.y, c.t) if v is not None}
+
+
+def _has_column(table: Any, col: str | int) -> bool:
+    try:
+        table.name_of(col)
+    except DataError:
+        return False
+    return True
 
 
 def _scaled_channels(

@@ -183,16 +183,22 @@ class ModelSection(_Section):
 
 def _channel_shorthand(v: Any) -> Any:
     if isinstance(v, list | tuple):
-        if len(v) not in (2, 3) or not all(isinstance(c, str) for c in v):
-            raise _fail("[x column, y column] or [x column, y column, t column], or a table", _found(v))
+        if len(v) not in (2, 3) or not all(isinstance(c, str | int) and not isinstance(c, bool) for c in v):
+            raise _fail(
+                "[x column, y column] or [x column, y column, t column] (names, or positions from 0), or a table",
+                _found(v),
+            )
         return dict(zip(("x", "y", "t"), v))
     return v
 
 
+Column = Annotated[str, Strict()] | Annotated[int, Strict()]
+
+
 class ChannelSpec(_Section):
-    x: Text | None = None
-    y: Text | None = None
-    t: Text | None = None
+    x: Column | None = None
+    y: Column | None = None
+    t: Column | None = None
     x_unit: Text | None = None
     y_unit: Text | None = None
     x_scale: Finite = 1.0
@@ -208,8 +214,11 @@ class FileExperiment(_Section):
     kind: Literal["file"] = "file"
     path: PathStr
     name: Text | None = None
-    format: Literal["csv", "json"] | None = None
+    format: Literal["csv", "text", "json", "npz", "mat", "hdf5", "parquet"] | None = None
     delimiter: Text | None = None
+    decimal: Literal[".", ","] | None = None
+    names: list[Text] | None = None
+    units: dict[str, Text] | Literal["suffix"] | None = None
     channels: dict[str, ChannelEntry] | None = None
     conditions: dict[str, Any] = {}
     weight: NonNegative | None = None

@@ -8,11 +8,7 @@ under stated conditions (a temperature, a loading velocity), which the model rec
 
 from __future__ import annotations
 
-import csv
-import itertools
 import json
-import os
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -21,17 +17,32 @@ from typing import Any
 import numpy as np
 
 from ..errors import DataError
+from .tables import (
+    MAX_ABS_VALUE,
+    MAX_DATA_BYTES,
+    MAX_LINE_CHARS,
+    TableOptions,
+    check_data_file,
+    check_magnitude,
+    data_limits,
+    read_measured,
+)
+from .units import suffix_unit
+
+__all__ = [
+    "MAX_ABS_VALUE",
+    "MAX_DATA_BYTES",
+    "MAX_LINE_CHARS",
+    "MIN_POINTS",
+    "Curve",
+    "Experiment",
+    "check_data_file",
+    "check_magnitude",
+    "data_limits",
+    "read_table",
+]
 
 MIN_POINTS = 2
-#: a measured value beyond this magnitude is a mistake (a fill value, an overflow), not a measurement
-MAX_ABS_VALUE = 1e200
-#: a data file (table, record, experiment JSON) larger than this is refused before it is read [bytes];
-#: the environment variable ``MECHCALIB_MAX_DATA_BYTES`` overrides it
-MAX_DATA_BYTES = 2 * 1024**3
-#: a line of a text table longer than this is refused as soon as it is met [characters] (a field this long is
-#: a file that is not a table); the environment variable ``MECHCALIB_MAX_LINE_CHARS`` overrides it
-MAX_LINE_CHARS = 1024**2
-_UNIT_RE = re.compile(r"^\s*(?P<name>[^\[\]]+?)\s*(\[(?P<unit>[^\]]*)\])?\s*$")
 
 
 def _finite_1d(a: Any, what: str) -> np.ndarray:
@@ -46,70 +57,6 @@ def _finite_1d(a: Any, what: str) -> np.ndarray:
             "remove or fill those rows before calibrating"
         )
     return arr
-
-
-def _limit(env: str, default: int) -> int:
-    text = os.environ.get(env)
-    if text is None or not text.strip():
-        return default
-    try:
-        value = int(float(text))
-    except ValueError:
-        raise DataError(f"{env} must be a positive number of bytes or characters, got {text!r}") from None
-    if value <= 0:
-        raise DataError(f"{env} must be a positive number of bytes or characters, got {text!r}")
-    return value
-
-
-def data_limits() -> tuple[int, int]:
-    """``(bytes, line characters)``: the largest data file read, and the longest line of a text table
-    (:data:`MAX_DATA_BYTES` and :data:`MAX_LINE_CHARS`, or the environment's ``MECHCALIB_MAX_DATA_BYTES`` and
-    ``MECHCALIB_MAX_LINE_CHARS``)."""
-    return _limit("MECHCALIB_MAX_DATA_BYTES", MAX_DATA_BYTES), _limit("MECHCALIB_MAX_LINE_CHARS", MAX_LINE_CHARS)
-
-
-def _size(n: float) -> str:
-    for unit in ("bytes", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
-        n /= 1024
-    raise AssertionError  # pragma: no cover
-
-
-def check_data_file(path: str | Path, what: str = "data file") -> Path:
-    """``path`` if it is an existing file no larger than the data limit (:func:`data_limits`), checked before
-    anything is read; else a :class:`DataError` naming the file, the rule and the fix."""
-    path = Path(path)
-    if not path.exists():
-        raise DataError(f"{what} {str(path)!r} does not exist (relative paths in a config resolve from its folder)")
-    if not path.is_file():
-        raise DataError(f"{what} {str(path)!r} is not a file (a folder?); give the path of the file")
-    limit, _ = data_limits()
-    size = path.stat().st_size
-    if size > limit:
-        raise DataError(
-            f"{path}: {_size(size)}, larger than the {_size(limit)} a {what} may have (rule: data files are "
-            "checked for size before they are read); give a shorter or decimated record (split the file, or "
-            "keep the stretch and channels the calibration needs), or raise the limit with the environment "
-            f"variable MECHCALIB_MAX_DATA_BYTES={size}"
-        )
-    return path
-
-
-def check_magnitude(values: Any, label: str, *, where: str = "index", first: int = 0) -> None:
-    """Refuse values beyond :data:`MAX_ABS_VALUE` in magnitude (NaN and inf are the finiteness checks'):
-    a :class:`DataError` naming ``label`` (file and column), the first such value and where it is (``where``
-    numbered from ``first``)."""
-    arr = np.asarray(values, dtype=float)
-    with np.errstate(invalid="ignore"):
-        bad = np.abs(arr) > MAX_ABS_VALUE
-    if bad.any():
-        i = int(np.flatnonzero(bad.ravel())[0])
-        raise DataError(
-            f"{label}: {int(bad.sum())} value(s) beyond +-{MAX_ABS_VALUE:g}, the first {float(arr.ravel()[i])!r} at "
-            f"{where} {i + first} (rule: a measured value is at most {MAX_ABS_VALUE:g} in magnitude; larger ones are fill "
-            "values or overflows that fail every simulation); correct or remove those rows in the data file"
-        )
 
 
 @dataclass(frozen=True)
@@ -362,21 +309,40 @@ class Experiment:
     def from_csv(
         cls,
         path: str | Path,
-        channels: Mapping[str, Sequence[str]] | None = None,
+        channels: Mapping[str, Sequence[str | int]] | None = None,
         *,
         conditions: Mapping[str, float] | None = None,
         name: str | None = None,
         delimiter: str | None = None,
     ) -> Experiment:
-        """Read a table with a header row.
+        """Read a delimited text table: :meth:`from_file` with ``delimiter`` (``None``: found)."""
+        return cls.from_file(path, channels, conditions=conditions, name=name, delimiter=delimiter)
 
-        Header cells may carry units in brackets (``force [kN]``). ``channels`` maps a channel name to
-        ``(x column, y column)`` or ``(x column, y column, t column)``; by default the first column is the
-        abscissa and every other column a channel named after its header. Rows with an empty or non-numeric
-        cell are an error that names the row and column.
+    @classmethod
+    def from_file(
+        cls,
+        path: str | Path,
+        channels: Mapping[str, Sequence[str | int]] | None = None,
+        *,
+        conditions: Mapping[str, float] | None = None,
+        name: str | None = None,
+        units: Mapping[str, str] | str | None = None,
+        **read: Any,
+    ) -> Experiment:
+        """Read the curves of a measured table (:func:`~mechcalib.core.tables.read_measured`: text, ``.npz``,
+        ``.mat``, HDF5, Parquet).
+
+        ``channels`` maps a channel name to ``(x column, y column)`` or ``(x column, y column, t column)``, each
+        a name or a position (0 for the first column); by default the first column is the abscissa and every
+        other column a channel named after its header. Units come from the file (``force [kN]``, an HDF5
+        ``units`` attribute) or from ``units`` (``{"force": "kip"}``, or ``"suffix"`` for names such as
+        ``force_kN``), which overrides the file. ``read``: ``format``, ``delimiter``, ``decimal``, ``names``
+        (:class:`~mechcalib.core.tables.TableOptions`). Every error names the file and the column.
         """
-        table, units = read_table(path, delimiter=delimiter)
-        cols = list(table)
+        options = TableOptions.of(read, str(path))
+        wanted = None if channels is None else {c for spec in channels.values() for c in spec}
+        table = read_measured(path, options, wanted=wanted, what="experiment file")
+        cols = list(table.names)
         if channels is None:
             if len(cols) < 2:
                 raise DataError(f"{path}: need at least two columns (x and one channel), got {cols}")
@@ -387,98 +353,42 @@ class Experiment:
             if len(spec) not in (2, 3):
                 raise DataError(f"channel {ch!r}: give (x column, y column[, t column]), got {spec}")
             for col in spec:
-                if col not in table:
+                if not isinstance(col, int) and col not in table.names:
                     raise DataError(f"{path}: channel {ch!r} names column {col!r}, but the columns are {cols}")
-            xc, yc = spec[0], spec[1]
-            for col in spec:
-                check_magnitude(table[col], f"{path}, column {col!r}", where="data row", first=1)
+            named = [table.name_of(c) for c in spec]
+            data = [table.column(c) for c in named]
+            for col, arr in zip(named, data, strict=True):
+                check_magnitude(arr, f"{path}, column {col!r}", where="data row", first=1)
             try:
                 curves[ch] = Curve(
-                    x=table[xc],
-                    y=table[yc],
-                    t=table[spec[2]] if len(spec) == 3 else None,
-                    x_name=xc,
-                    y_name=yc,
-                    x_unit=units[xc],
-                    y_unit=units[yc],
+                    x=data[0],
+                    y=data[1],
+                    t=data[2] if len(spec) == 3 else None,
+                    x_name=named[0],
+                    y_name=named[1],
+                    x_unit=_unit_of(named[0], table.units, units, path),
+                    y_unit=_unit_of(named[1], table.units, units, path),
                 )
             except DataError as exc:
                 raise DataError(f"{path}: {exc}") from None
         return cls(curves, conditions=conditions or {}, name=name or Path(path).stem)
 
 
+def _unit_of(column: str, found: Mapping[str, str], units: Mapping[str, str] | str | None, path: Any) -> str:
+    """A column's unit: the ``units`` map's (or its name's suffix with ``"suffix"``), else the file's."""
+    if isinstance(units, str):
+        if units != "suffix":
+            raise DataError(f"{path}: units must be a map column -> unit or 'suffix', got {units!r}")
+        return suffix_unit(column) or found.get(column, "")
+    if units and column in units:
+        return str(units[column])
+    return found.get(column, "")
+
+
 def read_table(path: str | Path, delimiter: str | None = None) -> tuple[dict[str, np.ndarray], dict[str, str]]:
-    """Read a CSV (or whitespace/semicolon separated) table with a header row -> columns and units.
-
-    The file's size and each line's length are checked before they are read (:func:`data_limits`); every
-    error is a :class:`DataError` naming the file."""
-    path = check_data_file(path)
-    lines = _table_lines(path)
-    if len(lines) < 2:
-        raise DataError(f"{path}: a header row and at least one data row are needed, got {len(lines)} line(s)")
-    if delimiter is None:
-        try:
-            delimiter = csv.Sniffer().sniff(lines[0], delimiters=",;\t ").delimiter
-        except csv.Error:
-            delimiter = ","
-    try:
-        rows = list(csv.reader(lines, delimiter=delimiter, skipinitialspace=True))
-    except csv.Error as exc:
-        raise DataError(
-            f"{path}: not a readable table ({exc}); a data table is text with a header row and one row of numbers "
-            "per line"
-        ) from None
-    header = [h for h in rows[0] if h != ""] if delimiter == " " else rows[0]
-    names, units = [], {}
-    for h in header:
-        m = _UNIT_RE.match(h)
-        n = m.group("name").strip() if m else h.strip()
-        if n in units:
-            raise DataError(f"{path}: column names must be unique, {n!r} appears twice")
-        names.append(n)
-        units[n] = (m.group("unit") or "").strip() if m else ""
-    data: dict[str, list[float]] = {n: [] for n in names}
-    for r, row in enumerate(rows[1:], start=2):
-        cells = [c for c in row if c != ""] if delimiter == " " else row
-        if len(cells) != len(names):
-            raise DataError(f"{path}: row {r} has {len(cells)} cells, the header has {len(names)}")
-        for n, cell in zip(names, cells, strict=True):
-            try:
-                data[n].append(float(cell))
-            except ValueError:
-                raise DataError(f"{path}: row {r}, column {n!r}: {cell!r} is not a number") from None
-    return {n: np.asarray(v) for n, v in data.items()}, units
-
-
-def _table_lines(path: Path) -> list[str]:
-    """The lines of a text table that are neither blank nor ``#`` comments, each line's length checked as it
-    is read, so that a file with an absurdly long field is refused without reading it whole."""
-    _, max_line = data_limits()
-    lines: list[str] = []
-    try:
-        with path.open() as f:
-            for number in itertools.count(1):
-                ln = f.readline(max_line + 1)
-                if not ln:
-                    break
-                if len(ln) > max_line and not ln.endswith("\n"):
-                    raise DataError(
-                        f"{path}: line {number} is longer than {max_line} characters (rule: a line of a data table "
-                        "is at most that long; a longer one is a file that is not a table, or one cell holding the "
-                        "whole data); give one row of numbers per line, or raise the limit with the environment "
-                        "variable MECHCALIB_MAX_LINE_CHARS"
-                    )
-                if "\0" in ln:
-                    raise DataError(
-                        f"{path}: not a text table (line {number} holds a NUL byte: a binary file); give a CSV or "
-                        "delimited text table (a .npz, .mat or HDF5 file is read as a record, by its suffix)"
-                    )
-                if ln.strip() and not ln.lstrip().startswith("#"):
-                    lines.append(ln.rstrip("\r\n"))
-    except UnicodeDecodeError as exc:
-        raise DataError(
-            f"{path}: not a text table (it holds bytes such as {exc.object[exc.start]:#04x} that are not "
-            f"{exc.encoding} text: a binary or differently encoded file); give a CSV or delimited text table, saved as "
-            "UTF-8 (a .npz, .mat or HDF5 file is read as a record, by its suffix)"
-        ) from None
-    return lines
+    """A text table's columns and units: ``({name: values}, {name: unit})``, read by
+    :func:`~mechcalib.core.tables.read_measured` (metadata lines, quoted headers, any delimiter, decimal
+    commas). The file's size and each line's length are checked before it is parsed (:func:`data_limits`);
+    every error is a :class:`DataError` naming the file."""
+    table = read_measured(path, TableOptions(format="text", delimiter=delimiter))
+    return {n: table.column(n) for n in table.names}, dict(table.units)

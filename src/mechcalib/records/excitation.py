@@ -3,9 +3,10 @@
 :func:`excitation` turns a condition value into an :class:`Excitation`. Accepted values:
 
 * a file path (CSV: first column time [s], second the values; other formats need a table naming the column);
-* a table (a TOML table or a mapping) ``{path, column, time | fs, units, unit, format, delimiter, period,
-  interpolation, preprocess, node}``: the file and column, the time column (or the sampling rate of a record
-  without one), a units map (``{"force_lbf" = "lbf"}`` or ``"suffix"``), the values' unit when the file does
+* a table (a TOML table or a mapping) ``{path, column, time | fs, units, unit, format, delimiter, decimal, names,
+  period, interpolation, preprocess, node}``: the file (any measured table,
+  :func:`~mechcalib.core.tables.read_measured`) and column (a name or a position, 0 for the first), the time
+  column (or the sampling rate of a record without one), how the file is read, a units map (``{"force_lbf" = "lbf"}`` or ``"suffix"``), the values' unit when the file does
   not say it, the period of a periodic record [s], the interpolation (:data:`.interp.INTERPOLATIONS`), the
   pre-processing steps (:mod:`.preprocess`) and, for a model with several degrees of freedom, the node the
   force acts at;
@@ -13,7 +14,7 @@
   values (under the condition's own name, e.g. ``force``, or ``values``) and any of ``unit``, ``period``,
   ``interpolation``, ``preprocess``, ``node``.
 
-Values convert to the model's unit (:mod:`mechcalib.core.units`); a record without a unit is read in it.
+Values convert to the model's unit (pint, :mod:`mechcalib.core.units`); a record without a unit is read in it.
 The interpolation left out follows :func:`.interp.default_interpolation` (band-limited for a periodic record,
 cubic otherwise); :attr:`Excitation.describe` states what was used, and the run's conditions keep it.
 """
@@ -35,7 +36,7 @@ from . import preprocess as _pre
 from .interp import check_interpolation, default_interpolation, interpolate, samples_per_period
 from .io import Record, check_record, read_record
 
-FILE_KEYS = ("path", "column", "time", "fs", "units", "unit", "format", "delimiter")
+FILE_KEYS = ("path", "column", "time", "fs", "units", "unit", "format", "delimiter", "decimal", "names")
 COMMON_KEYS = ("period", "interpolation", "preprocess", "node")
 _CACHE: OrderedDict[str, Excitation] = OrderedDict()
 _CACHE_SIZE = 16
@@ -151,7 +152,7 @@ def _build(value: Any, name: str, unit: str) -> Excitation:
                 raise DataError(f"{d['path']}: unknown keys {bad}; a file record takes {list(FILE_KEYS + COMMON_KEYS)}")
             if "column" not in d:
                 if Path(str(d["path"])).suffix.lower() in (".csv", ".txt", ".dat", ".tsv") and not (
-                    set(d) & {"time", "fs", "units", "format", "delimiter"}
+                    set(d) & {"time", "fs", "units", "format", "delimiter", "decimal", "names"}
                 ):
                     return _options(d, _legacy_csv(Path(d["path"]), unit, d.get("unit")), name)
                 raise DataError(f"{d['path']}: give `column`, the name of the {name} column or dataset")
@@ -163,6 +164,8 @@ def _build(value: Any, name: str, unit: str) -> Excitation:
                 units=d.get("units"),
                 format=d.get("format"),
                 delimiter=d.get("delimiter"),
+                decimal=d.get("decimal"),
+                names=d.get("names"),
             )
             if d.get("unit") is not None and not rec.unit:
                 rec = Record(rec.t, rec.values, d["unit"], rec.source, rec.column)

@@ -1,4 +1,5 @@
-"""Reading a measured record: one channel against time from CSV, ``.npz``, MATLAB ``.mat`` or HDF5.
+"""Reading a measured record: one channel against time from any measured table (text, ``.npz``, MATLAB
+``.mat``, HDF5, Parquet), through :func:`mechcalib.core.tables.read_measured`, the reader experiments use.
 
 :func:`read_record` returns a :class:`Record` (time [s], values in a stated unit, where it came from) after
 the checks every record gets (:func:`check_record`): finite values, equal lengths, strictly increasing time,
@@ -18,13 +19,12 @@ from typing import Any
 import numpy as np
 
 from ..core import units as _units
-from ..core.data import check_data_file, check_magnitude, read_table
-from ..errors import DataError, require
+from ..core.tables import SUFFIXES, TableOptions, check_magnitude, file_format, read_measured
+from ..errors import DataError
 
 #: a sampling interval longer than this many times the median one is a gap
 GAP_FACTOR = 1.5
-SUFFIXES = {".csv": "csv", ".txt": "csv", ".dat": "csv", ".tsv": "csv", ".npz": "npz", ".mat": "mat"}
-SUFFIXES.update({".h5": "hdf5", ".hdf5": "hdf5", ".hdf": "hdf5"})
+__all__ = ["GAP_FACTOR", "SUFFIXES", "TIME_NAMES", "Record", "check_record", "read_record"]
 TIME_NAMES = ("t", "time", "Time", "TIME", "time_s", "t_s")
 
 
@@ -64,8 +64,8 @@ class Record:
         return replace(self, t=np.ascontiguousarray(t, float), values=np.ascontiguousarray(values, float), **changes)
 
     def converted(self, unit: str) -> Record:
-        """The record in ``unit`` (a known factor, :mod:`mechcalib.core.units`); unchanged when its unit is empty."""
-        f = _units.factor(self.unit, unit, what=self.label)
+        """The record in ``unit`` (pint, :mod:`mechcalib.core.units`); unchanged when its unit is empty."""
+        f = _units.factor(self.unit, unit, what=self.label, column=self.column)
         return replace(self, values=self.values * f, unit=unit if self.unit else self.unit)
 
 
@@ -118,23 +118,24 @@ def check_record(t: Any, values: Any, *, label: str, gaps: bool = True) -> tuple
 
 def read_record(
     path: str | Path,
-    column: str,
+    column: str | int,
     *,
-    time: str | None = None,
+    time: str | int | None = None,
     fs: float | None = None,
     unit: str | None = None,
     units: Mapping[str, str] | str | None = None,
-    format: str | None = None,
-    delimiter: str | None = None,
     period: float | None = None,
+    **read: Any,
 ) -> Record:
     """Read the channel ``column`` of a file as a :class:`Record`.
 
     Args:
-        path: a CSV (``.csv``, ``.txt``, ``.dat``: header row, units in brackets as experiments), ``.npz``,
-            MATLAB ``.mat`` (``scipy.io.loadmat``) or HDF5 (``.h5``, ``.hdf5``; needs ``h5py``, the extra
-            ``hdf5``) file; ``format`` overrides the suffix.
-        column: the column (CSV), array name (``.npz``, ``.mat``) or dataset path (HDF5, ``"group/name"``).
+        path: a measured table, read by :func:`~mechcalib.core.tables.read_measured` (the reader experiments
+            use): text (``.csv``, ``.txt``, ``.dat``: any delimiter, metadata lines, a header row with units in
+            brackets, decimal commas), ``.npz``, MATLAB ``.mat``, HDF5 (``.h5``, ``.hdf5``; the extra ``hdf5``)
+            or Parquet (the extra ``parquet``).
+        column: the column's name (CSV header, ``.npz``/``.mat`` array name, HDF5 dataset path
+            ``"group/name"``) or position (0 for the first).
         time: the time column [s in its unit]; ``None``: a column named ``t`` or ``time`` if there is one,
             else ``fs`` must be given.
         fs: sampling rate [Hz] of a record without a time column (samples at ``k / fs`` from 0).
@@ -142,50 +143,24 @@ def read_record(
         units: column -> unit for files whose header carries none (``{"force_lbf": "lbf"}``), or
             ``"suffix"`` to take it from the column name after its last underscore; overrides the header.
         period: declare the record periodic with this period [s].
+        read: how the file is read: ``format``, ``delimiter``, ``decimal``, ``names``
+            (:class:`~mechcalib.core.tables.TableOptions`).
     """
     path = Path(path)
-    fmt = format or SUFFIXES.get(path.suffix.lower())
-    if fmt not in ("csv", "npz", "mat", "hdf5"):
-        raise DataError(
-            f"{path}: unknown record format {path.suffix!r}; use one of {sorted(SUFFIXES)} or give "
-            "format = 'csv' | 'npz' | 'mat' | 'hdf5'"
-        )
-    check_data_file(path, "record file")
+    options = TableOptions.of(read, str(path))
+    file_format(path, options.format)
     if fs is not None and time is not None:
         raise DataError(f"{path}: give the time column `time` or the sampling rate `fs`, not both")
     wanted = {column} | ({time} if time is not None else set(TIME_NAMES) if fs is None else set())
-    cols, names, file_units = _read_columns(path, fmt, delimiter, wanted)
-
-    def pick(name: str, role: str) -> np.ndarray:
-        if name not in cols:
-            raise DataError(
-                f"{path}: no {role} column {name!r}; the file has {names} (names are case-sensitive; a CSV "
-                "header's [unit] is not part of the name)"
-            )
-        raw = cols[name]
-        try:
-            arr = np.asarray(raw, dtype=float).squeeze()
-        except (TypeError, ValueError):
-            kind = getattr(raw, "dtype", type(raw).__name__)
-            raise DataError(
-                f"{path}: {role} {name!r} holds {kind} data, not numbers; store the {role} as an array of numbers"
-            ) from None
-        if arr.ndim == 0:  # one sample: check_record says that a record needs two
-            arr = arr.reshape(1)
-        if arr.ndim != 1:
-            raise DataError(
-                f"{path}: {role} {name!r} must be one-dimensional (one value per sample), got shape {arr.shape}; "
-                "store each channel as its own array"
-            )
-        return arr
-
-    x = pick(column, "record")
+    table = read_measured(path, options, wanted=wanted, what="record file")
+    column = table.name_of(column, "record")
+    x = table.column(column, "record")
     if time is None and fs is None:
-        time = next((n for n in TIME_NAMES if n in names and n != column), None)
+        time = next((n for n in TIME_NAMES if n in table.names and n != column), None)
         if time is None:
             raise DataError(
-                f"{path}: no time column found (looked for {list(TIME_NAMES)}) among {names}; name it with "
-                '`time = "..."` or give the sampling rate `fs`'
+                f"{path}: no time column found (looked for {list(TIME_NAMES)}) among {list(table.names)}; name it "
+                'with `time = "..."` or give the sampling rate `fs`'
             )
     label = f"{path}, column {column!r}"
 
@@ -193,14 +168,15 @@ def read_record(
         if isinstance(units, str):
             if units != "suffix":
                 raise DataError(f"{path}: units must be a map column -> unit or 'suffix', got {units!r}")
-            return _units.suffix_unit(name) or file_units.get(name, "")
+            return _units.suffix_unit(name) or table.units.get(name, "")
         if units and name in units:
             return units[name]
-        return file_units.get(name, "")
+        return table.units.get(name, "")
 
     if time is not None:
-        t = pick(time, "time")
-        t = t * _units.factor(unit_of(time), "s", what=f"{path}, column {time!r}")
+        time = table.name_of(time, "time")
+        t = table.column(time, "time")
+        t = t * _units.factor(unit_of(time), "s", what=f"{path}, column {time!r}", column=time)
     else:
         assert fs is not None
         if not (np.isfinite(fs) and fs > 0):
@@ -209,100 +185,3 @@ def read_record(
     t, x = check_record(t, x, label=label)
     rec = Record(t, x, unit_of(column), str(path), column, None if period is None else float(period))
     return rec.converted(unit) if unit is not None else rec
-
-
-def _read_columns(
-    path: Path, fmt: str, delimiter: str | None, wanted: set[str]
-) -> tuple[dict[str, Any], list[str], dict[str, str]]:
-    """``(columns, names, units)``: the ``wanted`` columns the file has (binary formats read no other), the
-    names of all its columns, and the units it states. Every error is a :class:`DataError` naming the file."""
-    if fmt == "csv":
-        table, found = read_table(path, delimiter=delimiter)
-        return table, sorted(table), found
-    if fmt == "npz":
-        return _read_npz(path, wanted)
-    if fmt == "mat":
-        return _read_mat(path)
-    return _read_hdf5(path, wanted)
-
-
-def _read_npz(path: Path, wanted: set[str]) -> tuple[dict[str, Any], list[str], dict[str, str]]:
-    import zipfile
-    import zlib
-
-    broken = (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error)
-    try:
-        z = np.load(path, allow_pickle=False)
-    except broken as exc:
-        # numpy reads a file that is neither a zip archive nor a .npy array as a pickle, which it refuses
-        why = "neither a zip archive nor a .npy array" if "pickle" in str(exc) else str(exc)
-        raise DataError(
-            f"{path}: not a NumPy .npz archive ({why}); save the record with numpy.savez(path, t=..., force=...), "
-            "or give the file's real format (format = 'csv' | 'mat' | 'hdf5')"
-        ) from None
-    if not isinstance(z, np.lib.npyio.NpzFile):
-        raise DataError(
-            f"{path}: a single .npy array, not a .npz archive of named arrays; save the record with "
-            "numpy.savez(path, t=..., force=...)"
-        )
-    with z:
-        names = sorted(z.files)
-        cols: dict[str, Any] = {}
-        for k in sorted(wanted & set(names)):
-            try:
-                cols[k] = z[k]
-            except ValueError as exc:
-                if "allow_pickle" in str(exc) or "pickled" in str(exc):
-                    raise DataError(
-                        f"{path}: array {k!r} holds Python objects (dtype object), which are never unpickled (a "
-                        "pickle can run code); save it as an array of numbers: numpy.savez(path, "
-                        f"{k}=numpy.asarray(values, dtype=float), ...)"
-                    ) from None
-                raise DataError(f"{path}: array {k!r} cannot be read ({exc}); write the file again") from None
-            except broken as exc:
-                raise DataError(f"{path}: array {k!r} cannot be read ({exc}); the archive is damaged") from None
-    return cols, names, {}
-
-
-def _read_mat(path: Path) -> tuple[dict[str, Any], list[str], dict[str, str]]:
-    import scipy.io
-
-    try:
-        data = scipy.io.loadmat(path, squeeze_me=True)
-    except Exception as exc:  # scipy's parser fails on a foreign file with assorted types; the file is at fault
-        raise DataError(
-            f"{path}: not a readable MATLAB v4-v7.2 file ({type(exc).__name__}: {exc}); a v7.3 file is HDF5: "
-            "give format = 'hdf5'"
-        ) from None
-    cols = {k: v for k, v in data.items() if not k.startswith("__")}
-    return cols, sorted(cols), {}
-
-
-def _read_hdf5(path: Path, wanted: set[str]) -> tuple[dict[str, Any], list[str], dict[str, str]]:
-    h5py = require("h5py", "hdf5")
-    datasets: dict[str, Any] = {}
-    cols: dict[str, Any] = {}
-    found_units: dict[str, str] = {}
-    try:
-        f = h5py.File(path, "r")
-    except OSError as exc:
-        raise DataError(
-            f"{path}: not a readable HDF5 file ({exc}); give an HDF5 file (h5py, MATLAB v7.3), or the file's "
-            "real format (format = 'csv' | 'npz' | 'mat')"
-        ) from None
-    with f:
-
-        def visit(name: str, obj: Any) -> None:
-            if isinstance(obj, h5py.Dataset):
-                datasets[name] = obj
-
-        try:
-            f.visititems(visit)
-            for name in sorted(wanted & set(datasets)):
-                obj = datasets[name]
-                cols[name] = obj[()]
-                u = obj.attrs.get("units", obj.attrs.get("unit", ""))
-                found_units[name] = u.decode() if isinstance(u, bytes) else str(u)
-        except (OSError, RuntimeError, KeyError) as exc:
-            raise DataError(f"{path}: the HDF5 file cannot be read ({exc}); it is damaged: write it again") from None
-    return cols, sorted(datasets), found_units

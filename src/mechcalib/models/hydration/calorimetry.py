@@ -6,8 +6,9 @@ against time [h], with the isothermal temperature in ``conditions["T"]`` [°C].
 
 * :func:`load_cost_tu1404`: the COST TU1404 table (two header rows ``<T>_grad`` and ``X,Y``; cumulative
   heat digitised from figures, so each curve is sorted by time; blank cells end the shorter columns).
-* :func:`load_tam_air`: a TAM Air export (``;``-separated, one ``#`` header line, time in s, heat flow in
-  W/g, heat in J/g; early rows hold ``nan`` and small negative baseline values).
+* :func:`load_tam_air`: a TAM Air export (six columns by position: time in s, heat flow in W/g, heat in J/g;
+  early rows hold ``nan`` and small negative baseline values), read by the general measured-table reader
+  (``;``-separated with a ``#`` header line, or whitespace-delimited with metadata lines and quoted headers).
 * :func:`load_gruyaert`: the Gruyaert workbook (.xlsx; three header rows: temperature, paste, ``Age``/``Q``;
   heat rate in J/(g h)); read with the standard library, so no spreadsheet package is needed. The heat
   channel is the trapezoidal integral of the rate from the first age on.
@@ -26,6 +27,7 @@ from xml.etree import ElementTree
 import numpy as np
 
 from ...core.data import Curve, Experiment
+from ...core.tables import read_measured
 from ...errors import DataError
 
 SECONDS_PER_HOUR = 3600.0
@@ -108,31 +110,20 @@ def load_cost_tu1404(path: str | Path) -> dict[float, Experiment]:
 def load_tam_air(path: str | Path, *, name: str | None = None) -> Experiment:
     """A TAM Air export -> Experiment with ``heat`` [J/g] and ``heat_rate`` [J/(g h)] against time [h].
 
-    Columns: time [s]; temperature [°C]; heat flow [W]; heat [J]; normalised heat flow [W/g]; normalised heat
-    [J/g]. Rows whose value is ``nan`` are left out of that channel; negative baseline values are kept (they
-    are measurement, not errors). ``conditions["T"]`` is the median temperature; ``meta`` of a JSON file of
-    the same stem, when present, is not needed. Sample mass is not used: the normalised columns are per gram.
+    Columns, by position: time [s]; temperature [°C]; heat flow [W]; heat [J]; normalised heat flow [W/g];
+    normalised heat [J/g]. The file is read by :func:`~mechcalib.core.tables.read_measured` (the reader of
+    every measured table), so any delimiter, metadata lines above the data and decimal commas are accepted.
+    Rows whose value is ``nan`` are left out of that channel; negative baseline values are kept (they are
+    measurement, not errors). ``conditions["T"]`` is the median temperature; the ``mix_name`` of a JSON file
+    of the same stem names the experiment. Sample mass is not used: the normalised columns are per gram.
     """
-    path = Path(path)
-    if not path.exists():
-        raise DataError(f"data file {str(path)!r} does not exist")
-    lines = path.read_text().splitlines()
-    data_lines = [(i + 1, ln) for i, ln in enumerate(lines) if ln.strip() and not ln.lstrip().startswith("#")]
-    if not data_lines:
-        raise DataError(f"{path}: no data rows")
-    rows = []
-    for r, ln in data_lines:
-        cells = ln.split(";")
-        if len(cells) != 6:
-            raise DataError(
-                f"{path}: row {r} has {len(cells)} ';'-separated cells, expected 6 "
-                "(time; temperature; heat flow; heat; normalised heat flow; normalised heat)"
-            )
-        try:
-            rows.append([_number(c) for c in cells])
-        except ValueError:
-            raise DataError(f"{path}: row {r}: a cell is not a number: {cells}") from None
-    A = np.asarray(rows)
+    table = read_measured(path, what="TAM Air export")
+    if len(table.names) != 6:
+        raise DataError(
+            f"{path}: {len(table.names)} columns, expected 6 (time; temperature; heat flow; heat; normalised heat "
+            "flow; normalised heat)"
+        )
+    A = np.column_stack([table.column(j) for j in range(6)])
     t = A[:, 0] / SECONDS_PER_HOUR
     if np.any(np.diff(t[np.isfinite(t)]) < 0):
         raise DataError(f"{path}: the time column must be non-decreasing")
@@ -144,8 +135,8 @@ def load_tam_air(path: str | Path, *, name: str | None = None) -> Experiment:
     channels = {"heat": _heat_curve(t[ok_q], A[ok_q, 5])}
     if ok_r.sum() >= 2:
         channels["heat_rate"] = _rate_curve(t[ok_r], A[ok_r, 4] * SECONDS_PER_HOUR)
-    meta = path.with_suffix(".json")
-    exp_name = name or path.stem
+    meta = Path(path).with_suffix(".json")
+    exp_name = name or Path(path).stem
     if meta.exists() and name is None:
         with contextlib.suppress(json.JSONDecodeError):
             exp_name = json.loads(meta.read_text()).get("mix_name", exp_name) or exp_name
