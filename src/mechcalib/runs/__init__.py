@@ -44,7 +44,7 @@ from .folder import (
 )
 from .repair import repair_run
 from .report import write_report, write_uncertainty_plots
-from .summary import result_summary, run_summary
+from .summary import bounds_note, result_summary, run_summary
 from .uncertainty import folder_uncertainty
 
 __all__ = [
@@ -59,6 +59,7 @@ __all__ = [
     "RunRecord",
     "apply_overrides",
     "archive_run",
+    "bounds_note",
     "build_evaluator",
     "cli_overrides",
     "export_run",
