@@ -214,13 +214,28 @@ def write_response_csv(
 
 
 def simulate(
-    model: str = typer.Argument(..., help="Built-in model (see `mechcalib models`)."),
+    model: str = typer.Argument(
+        ..., help='Model: a registered name (see `mechcalib models`; plug-ins included) or a "package.module:Class".'
+    ),
     preset: str = typer.Option("default", "--preset", help="Parameter preset the --set values override."),
     set_: list[str] = typer.Option([], "--set", help="Parameter value NAME=VALUE (repeatable)."),
-    condition: list[str] = typer.Option([], "--condition", help="Model condition NAME=VALUE (repeatable)."),
+    condition: list[str] = typer.Option(
+        [],
+        "--condition",
+        help="Model condition NAME=VALUE (repeatable): a number, true/false, or text; a file condition (a measured "
+        "force...) takes a record's path, read against the current folder.",
+    ),
+    conditions_file: Path = typer.Option(
+        None,
+        "--conditions",
+        help="TOML file of conditions, written as a configuration's experiment writes them "
+        '(force = { path = "rec.csv", column = "F", units = { F = "kN" } }); its paths read against its folder; '
+        "--condition overrides it.",
+    ),
     out: Path = typer.Option(..., "--out", "-o", help="CSV file to write."),
 ) -> None:
-    """Run one simulation of a built-in model and write its channels as CSV.
+    """Run one simulation of a model and write its channels as CSV; conditions, measured records included,
+    are built as a configuration builds its experiments' conditions.
 
     Columns per channel: <channel>.x and <channel>.y, each with its unit in brackets, and <channel>.t when the
     channel has a progress coordinate. Experiment.from_csv(FILE, {channel: ("<channel>.x", "<channel>.y",
@@ -239,9 +254,10 @@ def simulate(
             f"model {model!r} has no preset {preset!r}; presets are {sorted(m.presets)}", param_hint="--preset"
         )
     values = parse_assignments(set_, "--set", dict.fromkeys(m.space.names, "float"), what="parameter")
-    conds = parse_assignments(
-        condition, "--condition", dict.fromkeys(sorted(m.default_conditions), "number"), what="condition"
+    given = parse_assignments(
+        condition, "--condition", dict.fromkeys(sorted(m.default_conditions), "auto"), what="condition"
     )
+    conds = _simulate_conditions(m, given, conditions_file)
     try:
         theta = m.full_vector(values, preset)
         (resp,) = m.simulate(theta[None, :], conds)
@@ -257,6 +273,28 @@ def simulate(
         )
     for path, mapping in files:
         typer.echo(f"wrote {path} (channels {', '.join(f'{k}={list(v)}' for k, v in mapping.items())})")
+
+
+def _simulate_conditions(model: Any, given: dict[str, Any], path: Path | None) -> dict[str, Any]:
+    """The conditions of ``simulate``: the ``--conditions`` file's (paths against its folder) overridden by
+    ``--condition`` (paths against the current folder), built and checked as a configuration's experiments'
+    (:func:`mechcalib.config.model_conditions`)."""
+    import tomllib
+
+    from ..config import model_conditions, resolve_file_conditions
+
+    conds: dict[str, Any] = {}
+    if path is not None:
+        try:
+            table = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            fail(f"--conditions {str(path)!r} is not a readable TOML file of conditions: {exc}")
+        table = table.get("conditions", table)  # a bare table, or one under [conditions]
+        conds = resolve_file_conditions(table, model.file_conditions, path.resolve().parent)
+    conds.update(given)
+    source = "--conditions and --condition" if path is not None and given else ("--condition" if given else str(path))
+    with errors():
+        return model_conditions(model, conds, None, source=source)  # paths of --condition: the current folder
 
 
 # a model whose default simulation is itself a study (it pours its specimen first)

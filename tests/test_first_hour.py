@@ -1,0 +1,65 @@
+"""The first hour of a new user (issue 30, item 4): `simulate` with measured conditions from files, the demo's
+run folder, no stale design line, the output folder recorded as given, the inverse help text, and the step
+check at the points a run visits."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+import mechcalib as mc
+from mechcalib.cli import app
+from mechcalib.models import get_model
+
+runner = CliRunner()
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+DAMPER = EXAMPLES / "friction_damper" / "data" / "sine_1Hz_30lb_1in.csv"
+
+
+def _ok(*args: str, **kw):
+    r = runner.invoke(app, [str(a) for a in args], **kw)
+    assert r.exit_code == 0, r.output
+    return r
+
+
+def _force(path: Path) -> np.ndarray:
+    return mc.Experiment.from_csv(path, {"force": ("force.x", "force.y")})["force"].y
+
+
+# -- simulate takes conditions from files, as a configuration does -----------------------------------------
+def test_simulate_reads_a_measured_record_from_a_conditions_file_and_from_the_command_line(tmp_path, monkeypatch):
+    (tmp_path / "data").mkdir()
+    shutil.copy(DAMPER, tmp_path / "data" / "rec.csv")
+    (tmp_path / "conds.toml").write_text(
+        '# paths read against this file\'s folder, as in a configuration\ndisplacement = "data/rec.csv"\n'
+        'column = "displacement"\ntime_column = "time"\n'
+    )
+    m = get_model("hysteresis_protocol")
+    cond = {"displacement": str(tmp_path / "data" / "rec.csv"), "column": "displacement", "time_column": "time"}
+    (ref,) = m.simulate(m.full_vector()[None, :], cond)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # the file's paths do not depend on where the command starts
+    _ok("simulate", "hysteresis_protocol", "--conditions", tmp_path / "conds.toml", "--out", "a.csv")
+    np.testing.assert_array_equal(_force(elsewhere / "a.force.csv"), ref["force"].y)
+    monkeypatch.chdir(tmp_path)  # --condition paths read against the current folder
+    args = ["--condition", "displacement=data/rec.csv", "--condition", "column=displacement"]
+    _ok("simulate", "hysteresis_protocol", *args, "--condition", "time_column=time", "--out", "b.csv")
+    np.testing.assert_array_equal(_force(tmp_path / "b.force.csv"), ref["force"].y)
+
+
+def test_simulate_refuses_a_missing_record_and_an_unknown_condition_in_one_line(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    r = runner.invoke(app, ["simulate", "hysteresis_protocol", "--condition", "displacement=gone.csv", "-o", "x.csv"])
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert str(tmp_path / "gone.csv") in r.output and "does not exist" in r.output
+    (tmp_path / "c.toml").write_text("bogus = 1\n")
+    r = runner.invoke(app, ["simulate", "hysteresis_protocol", "--conditions", "c.toml", "-o", "x.csv"])
+    assert r.exit_code == 2 and "conditions.bogus" in r.output and "unknown condition 'bogus'" in r.output
+    assert not list(tmp_path.glob("x*.csv"))
