@@ -30,6 +30,7 @@ def write_report(
     run: str | None = None,
     problem: Any = None,
     folder: str | os.PathLike[str] | None = None,
+    warn_bounds: bool = True,
 ) -> list[Path]:
     """Write ``convergence.png`` (every evaluation's loss and the best so far against the evaluation
     count, log scale) and ``fit_<experiment>.png`` per experiment (measured curves against the best
@@ -42,7 +43,8 @@ def write_report(
     rebuilt (a run stored from Python without one), only the convergence plot is written, with a warning.
     A compacted run shows its kept evaluations (failures and improvements) at their place; its best-so-far
     line is exact. A parameter that ends at a bound (:func:`~mechcalib.core.parameters.bounds_report`) is named
-    in the fit plots' title and warned of in the log, with the advice to widen the box.
+    in the fit plots' title and, unless not ``warn_bounds`` (a run that says so itself), warned of in the log,
+    with the advice to widen the box.
     """
     out = Path(out_dir)
     spath = store_path(out)
@@ -80,7 +82,7 @@ def write_report(
     at = [f"{n} at its {r['at_bound']} bound" for n, r in bounds.items() if r["at_bound"]]
     if at:  # said on the plot and in the log: the fit may be the box's, not the data's
         label += "; " + ", ".join(at) + ": widen the box"
-        for line in bound_warnings(bounds, best.params):
+        for line in bound_warnings(bounds, best.params) if warn_bounds else ():
             log.warning("%s", line)
     written += plot_fits(problem, x, folder, responses=responses, title=label)
     # corner plot and bands after `mechcalib uncertainty`
