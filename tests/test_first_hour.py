@@ -63,3 +63,24 @@ def test_simulate_refuses_a_missing_record_and_an_unknown_condition_in_one_line(
     r = runner.invoke(app, ["simulate", "hysteresis_protocol", "--conditions", "c.toml", "-o", "x.csv"])
     assert r.exit_code == 2 and "conditions.bogus" in r.output and "unknown condition 'bogus'" in r.output
     assert not list(tmp_path.glob("x*.csv"))
+
+
+# -- the demo writes a run folder that the next commands open ------------------------------------------------
+def test_demo_writes_a_run_folder_that_show_report_and_uncertainty_open(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    r = _ok("demo", "--evals", "40", "--quiet")
+    folder = Path("runs") / "demo"  # the default
+    for cmd in ("show", "report", "uncertainty"):
+        assert f"mechcalib {cmd} {folder}" in r.stdout  # the next commands, told
+    res = json.loads((folder / "result.json").read_text())
+    assert res["model"] == "duffing" and res["n_evaluations"] == 40 and res["best"]["k"] > 0
+    shown = _ok("show", folder, "--json")
+    assert json.loads(shown.stdout)["best"] == res["best"]
+    written = _ok("report", folder).stdout
+    assert "convergence.png" in written and (folder / "fit_synthetic_duffing.png").is_file()
+    _ok("uncertainty", folder, "--force")
+    assert (folder / "uncertainty.json").is_file()
+    again = _ok("demo", "--evals", "20", "--quiet")  # the default folder holds a run: the next free one
+    assert "mechcalib show runs/demo-2" in again.stdout and (tmp_path / "runs/demo-2/result.json").is_file()
+    taken = runner.invoke(app, ["demo", "--evals", "20", "--out", str(folder)])  # given: refused, not replaced
+    assert taken.exit_code != 0 and "already holds run" in taken.output

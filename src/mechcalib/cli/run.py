@@ -112,12 +112,14 @@ def _warn_bounds(summary: dict[str, Any]) -> None:
 def _print_best(best: dict[str, float], bounds: dict[str, Any] | None = None) -> None:
     from rich.table import Table
 
+    notes = {k: _bound_note(b.get("at_bound")) for k, b in (bounds or {}).items()}
     t = Table()
     t.add_column("parameter")
     t.add_column("best")
-    t.add_column("note")
+    if any(notes.values()):
+        t.add_column("note")
     for k, v in best.items():
-        t.add_row(k, f"{v:.6g}", _bound_note((bounds or {}).get(k, {}).get("at_bound")))
+        t.add_row(k, f"{v:.6g}", *([notes.get(k, "")] if any(notes.values()) else []))
     console.print(t)
 
 

@@ -16,7 +16,7 @@ A run folder holds::
 The modules, each above the ones it imports: :mod:`.folder` (file names, the store's path, the run named in
 ``run.json``, JSON written atomically, the lock), :mod:`.configuration` (command-line overrides, the evaluator,
 a stored run's configuration), :mod:`.summary` (``result.json``, ``show``), :mod:`.report` (plots),
-:mod:`.loss` (evaluations a folder lost), :mod:`.execute` (run, resume), :mod:`.repair`, :mod:`.archive` (a safe copy), :mod:`.export`, :mod:`.uncertainty` (the uncertainty library on
+:mod:`.loss` (evaluations a folder lost), :mod:`.execute` (run, resume), :mod:`.demo` (``mechcalib demo``), :mod:`.repair`, :mod:`.archive` (a safe copy), :mod:`.export`, :mod:`.uncertainty` (the uncertainty library on
 a run folder). Example::
 
     from mechcalib.runs import run_config, resume_run, run_summary
@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from .archive import ArchiveReport, archive_run
 from .configuration import apply_overrides, build_evaluator, cli_overrides, load_run_config
+from .demo import DEMO_FOLDER, demo_config, run_demo
 from .execute import ProgressHook, RunRecord, resume_run, run_config
 from .export import export_run
 from .folder import (
@@ -49,6 +50,7 @@ from .uncertainty import folder_uncertainty
 
 __all__ = [
     "ArchiveReport",
+    "DEMO_FOLDER",
     "LOCK_FILE",
     "MANIFEST_FILE",
     "RESULT_FILE",
@@ -62,6 +64,7 @@ __all__ = [
     "bounds_note",
     "build_evaluator",
     "cli_overrides",
+    "demo_config",
     "export_run",
     "folder_lock",
     "folder_uncertainty",
@@ -70,6 +73,7 @@ __all__ = [
     "repair_run",
     "result_summary",
     "resume_run",
+    "run_demo",
     "run_config",
     "run_summary",
     "write_report",
