@@ -84,3 +84,122 @@ def test_demo_writes_a_run_folder_that_show_report_and_uncertainty_open(tmp_path
     assert "mechcalib show runs/demo-2" in again.stdout and (tmp_path / "runs/demo-2/result.json").is_file()
     taken = runner.invoke(app, ["demo", "--evals", "20", "--out", str(folder)])  # given: refused, not replaced
     assert taken.exit_code != 0 and "already holds run" in taken.output
+
+
+# -- the step check judges the points the run visits ----------------------------------------------------------
+TOY = '''
+import warnings
+
+import numpy as np
+
+from mechcalib.models.analytic import Linear
+
+
+class StepToy(Linear):
+    """y = a x + b whose integration "converges" only for a <= 0.5; its preset a = 0.9 lies outside the box."""
+
+    name = "step_toy"
+
+    def __init__(self):
+        super().__init__()
+        self.presets = {"default": {"a": 0.9, "b": 5.0}}
+
+    def check_steps(self, theta, conditions=None):
+        a = float(np.atleast_2d(theta)[0, 0])
+        if a > 0.5:
+            msg = f"step_toy: at a={a:.4g} the steps are too coarse; set the model option substeps = 36"
+            warnings.warn(msg)
+            return msg
+        return f"step_toy: at a={a:.4g}: converged"
+'''
+
+
+def _toy_config(tmp_path, monkeypatch, upper: float) -> Path:
+    (tmp_path / "steptoy_mod.py").write_text(TOY)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    cfg = tmp_path / f"toy{upper:g}.toml"
+    cfg.write_text(
+        f"""seed = 0
+[model]
+name = "steptoy_mod:StepToy"
+preset = "default"
+[parameters.a]
+bounds = [0.1, {upper}]
+[[experiments]]
+kind = "synthetic"
+name = "synthetic"
+[objective]
+name = "f1"
+[optimizer]
+name = "auto"
+[budget]
+max_evals = 40
+[output]
+plots = false
+"""
+    )
+    return cfg
+
+
+def test_check_judges_the_steps_at_the_first_design_points_not_at_a_preset_outside_the_box(tmp_path, monkeypatch):
+    r = _ok("check", _toy_config(tmp_path, monkeypatch, 0.4))
+    assert "substeps = 36" not in r.stdout  # the preset a = 0.9 is never simulated by this run
+    assert "converged" in r.stdout and "first design points" in r.stdout
+    at = [float(v) for v in __import__("re").findall(r"this one at a=([0-9.]+)", r.stdout)]
+    assert at and all(0.1 <= a <= 0.4 for a in at)
+
+
+def test_a_run_warns_when_the_steps_at_its_best_point_are_not_converged(tmp_path, monkeypatch, caplog):
+    import logging
+
+    from mechcalib.runs import run_config
+
+    with caplog.at_level(logging.WARNING, logger="mechcalib"):
+        rec = run_config(_toy_config(tmp_path, monkeypatch, 1.0), tmp_path / "run")
+    assert rec.summary["best"]["a"] > 0.5
+    (msg,) = [m for m in caplog.messages if "best point" in m]
+    assert "substeps = 36" in msg and f"a={rec.summary['best']['a']:.4g}" in msg
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="mechcalib"):
+        run_config(_toy_config(tmp_path, monkeypatch, 0.4), tmp_path / "run2")  # converged at its best
+    assert not [m for m in caplog.messages if "best point" in m]
+
+
+# -- no stale design line; the output folder as given; the inverse help --------------------------------------
+def test_the_design_line_is_logged_by_a_run_with_its_budget_not_by_check_or_show(tmp_path, monkeypatch, caplog):
+    import logging
+
+    cfg = _toy_config(tmp_path, monkeypatch, 0.4)
+    with caplog.at_level(logging.INFO, logger="mechcalib"):
+        _ok("check", cfg)
+        assert not [m for m in caplog.messages if "Sobol points" in m]
+        _ok("run", cfg, "--out", tmp_path / "run")
+        _ok("show", tmp_path / "run")
+    assert [m for m in caplog.messages if "Sobol points" in m] == [
+        "auto: design: 6 Sobol points (budget 40) (after 0 evaluations)"
+    ]
+
+
+def test_the_stored_configuration_keeps_out_as_given(tmp_path, monkeypatch):
+    cfg = _toy_config(tmp_path, monkeypatch, 0.4)
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    _ok("run", cfg, "--out", "runs/toy", "--quiet")
+    folder = work / "runs" / "toy"
+    assert json.loads((folder / "run.json").read_text())["out"] == "runs/toy"
+    from mechcalib.storage import RunStore
+
+    with RunStore(folder / "store.sqlite", readonly=True) as st:
+        stored = st.config(st.runs()[-1].name)
+    assert stored["output"]["directory"] == "runs"  # not <the config's folder>/runs, where the run is not
+    _ok("resume", "runs/toy", "--budget", "44", "--quiet")
+    with RunStore(folder / "store.sqlite", readonly=True) as st:
+        assert st.config(st.runs()[0].name)["output"]["directory"] == "runs"
+
+
+def test_inverse_dataset_help_names_plug_ins_not_only_built_in_models():
+    r = _ok("inverse", "dataset", "--help", env={"COLUMNS": "200"})
+    text = " ".join(r.output.split())
+    assert "built-in model" not in text.lower() and "plug-ins included" in text
+    assert "built-in model" not in " ".join(_ok("simulate", "--help", env={"COLUMNS": "200"}).output.split()).lower()

@@ -46,30 +46,31 @@ def check(config: Path = typer.Argument(..., help="Run configuration (TOML).")) 
         fixed = "" if p.fixed is None else f"{p.fixed:g}"
         t.add_row(p.name, p.unit, f"{p.lower:g}", f"{p.upper:g}", p.scale, fixed)
     console.print(t)
+    steps = _step_reports(problem, opt, term)
     for e in problem.experiments:
         chans = ", ".join(f"{k} ({len(c)} points)" for k, c in e.channels.items())
         echo_plain(f"experiment {e.name!r} (weight {e.weight:g}): {chans}")
-        _report_steps(problem.model, cfg.model.preset, e)
+        for r in steps.get(e.name, ()):
+            at = ", ".join(f"{k}={v:.4g}" for k, v in r.at.items())
+            where = "judged at the run's first design points, inside the box; this one at"
+            typer.echo(f"  {'' if r.ok else 'warning: '}{r.message} ({where} {at})")  # unwrapped
     echo_plain(f"objective {problem.objective.name}; optimizer {opt.name} {opt.settings()}")
     rules = {k: v for k, v in vars(term).items() if v is not None and not (k == "min_delta" and v == 0)}
     echo_plain(f"budget {rules}; evaluator {cfg.evaluator.kind}; seed {cfg.seed}")
 
 
-def _report_steps(model: Any, preset: str, exp: Any) -> None:
-    """The model's convergence report of its time integration under the experiment's conditions, at the
-    configuration's preset (a model without one, or a preset it lacks, reports nothing)."""
-    import warnings
+def _step_reports(problem: Any, opt: Any, term: Any) -> dict[str, list[Any]]:
+    """The model's time-integration step check at the first points the run will simulate (inside the box),
+    by experiment (:mod:`mechcalib.runs.steps`)."""
+    from ..runs.steps import design_points, step_reports
 
-    try:
-        theta = model.full_vector(preset=preset)[None, :]
-    except Exception:
-        return
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # printed here once instead
-        with errors():
-            msg = model.check_steps(theta, exp.conditions)
-    if msg:
-        echo_plain(f"  {'' if 'converged' in msg else 'warning: '}{msg}")
+    with errors():
+        thetas = design_points(opt, term, problem.space)
+        reports = step_reports(problem.model, problem.experiments, thetas, problem.space.names)
+    out: dict[str, list[Any]] = {}
+    for r in reports:
+        out.setdefault(r.experiment, []).append(r)
+    return out
 
 
 def _print_result(rec: Any, quiet: bool) -> None:

@@ -15,8 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..calibrate import Result, calibrate
 from ..config import RunConfig, load_config
+from ..core.problem import Problem
 from ..errors import ConfigurationError
 from ..execution import Evaluator
 from ..storage import RunStore
@@ -38,6 +41,7 @@ from .folder import (
 )
 from .loss import check_loss
 from .report import write_report
+from .steps import step_reports
 from .summary import folder_uncertainty_brief, result_summary
 
 log = logging.getLogger(__name__)
@@ -120,6 +124,7 @@ def _calibrate_in(
             best_record = store.best(run_name)
     finally:
         evaluator.close()
+    _check_steps_at_best(problem, summary.get("best"))
     best_index = None if best_record is None else best_record.idx
     summary["uncertainty"] = folder_uncertainty_brief(out_dir, best_index)  # kept by a resume
     write_json(out_dir / RESULT_FILE, summary)
@@ -130,6 +135,22 @@ def _calibrate_in(
         except Exception as exc:  # noqa: BLE001 - a plot must not cost a finished calibration
             log.warning("plots of run %r could not be written: %s", run_name, exc)
     return RunRecord(result, summary, out_dir, written)
+
+
+def _check_steps_at_best(problem: Any, best: dict[str, float] | None) -> None:
+    """The model's time-integration step check at the run's best point, warned of when it did not converge
+    (:mod:`.steps`): the run's first simulation was checked at a design point, the answer is here."""
+    if best is None or not isinstance(problem, Problem):
+        return
+    try:
+        theta = np.array([[best[n] for n in problem.space.names]], dtype=float)
+        reports = step_reports(problem.model, problem.experiments, theta, problem.space.names)
+    except Exception as exc:  # noqa: BLE001 - a check must not cost a finished calibration
+        log.warning("the step check at the best point could not run: %s", exc)
+        return
+    for r in reports:
+        if not r.ok:
+            log.warning("at the run's best point, experiment %r: %s", r.experiment, r.message)
 
 
 def run_config(
