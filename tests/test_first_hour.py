@@ -9,7 +9,6 @@ import shutil
 from pathlib import Path
 
 import numpy as np
-import pytest
 from typer.testing import CliRunner
 
 import mechcalib as mc

@@ -22,7 +22,7 @@ model = get_model("linear")
 experiment = mc.experiment_from_model(model, {"a": 0.3, "b": 2.0}, conditions={"n_points": 20})
 problem = mc.Problem(model, experiment, mc.F1())
 """
-CALL = 'result = mc.calibrate(problem, max_evals=4, evaluator=PoolEvaluator(n_workers=1))\n'
+CALL = "result = mc.calibrate(problem, max_evals=4, evaluator=PoolEvaluator(n_workers=1))\n"
 CALL += 'print("BEST", result.n_evals)\n'
 
 
