@@ -422,16 +422,16 @@ def bounds_report(
     form of a run's space (mappings with ``name``, ``lower``, ``upper``, ``scale``, ``fixed``)."""
     out: dict[str, dict[str, Any]] = {}
     for p in parameters:
-        d = (
+        d: Mapping[str, Any] = (
             p
             if isinstance(p, Mapping)
             else {"name": p.name, "lower": p.lower, "upper": p.upper, "scale": p.scale, "fixed": p.fixed}
         )
-        name = d["name"]
+        name = str(d["name"])
         if d.get("fixed") is not None or name not in values or values[name] is None:
             continue
         lo, hi = float(d["lower"]), float(d["upper"])
-        side = bound_side(values[name], lo, hi, d.get("scale") or "linear", tol=tol)
+        side = bound_side(values[name], lo, hi, str(d.get("scale") or "linear"), tol=tol)
         out[name] = {"lower": lo, "upper": hi, "at_bound": side}
     return out
 

@@ -33,6 +33,7 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
+from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -73,7 +74,7 @@ def unguarded_script() -> str | None:
     path = getattr(sys.modules.get("__main__"), "__file__", None)
     if not path or not os.path.isfile(path):
         return None
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         if frame.f_code.co_name == "<module>" and frame.f_globals.get("__name__") == "__main__":
             break
