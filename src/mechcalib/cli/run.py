@@ -64,8 +64,11 @@ def _step_reports(problem: Any, opt: Any, term: Any) -> dict[str, list[Any]]:
     by experiment (:mod:`mechcalib.runs.steps`)."""
     from ..runs.steps import design_points, step_reports
 
-    with errors():
+    try:
         thetas = design_points(opt, term, problem.space)
+    except Exception:  # noqa: BLE001 - a method that cannot look ahead: nothing to judge here, the run checks
+        return {}
+    with errors():  # a record the model cannot read is the configuration's error
         reports = step_reports(problem.model, problem.experiments, thetas, problem.space.names)
     out: dict[str, list[Any]] = {}
     for r in reports:
