@@ -15,9 +15,10 @@ def test_models_and_optimizers_listing():
 
 
 def test_demo_recovers_parameters(tmp_path):
-    r = runner.invoke(app, ["demo", "--optimizer", "lhs", "--evals", "60", "--out", str(tmp_path)])
+    r = runner.invoke(app, ["demo", "--optimizer", "lhs", "--evals", "60", "--out", str(tmp_path), "--plots"])
     assert r.exit_code == 0, r.output
-    assert "best loss" in r.output and (tmp_path / "demo_fit.png").stat().st_size > 10_000
+    assert "best loss" in r.output and (tmp_path / "fit_synthetic_duffing.png").stat().st_size > 10_000
+    assert (tmp_path / "result.json").is_file() and (tmp_path / "store.sqlite").is_file()
 
 
 def test_warmup_compiles_the_named_models_and_refuses_an_unknown_one():

@@ -1,7 +1,7 @@
 """``mechcalib inverse ...``: deep inverse calibration from the command line (Hu et al. (2024), PartsNet).
 
 * ``dataset MODEL --n 200 --out data.npz [--store S.sqlite --workers 2]``: simulate a Latin hypercube of a
-  built-in model and write its sequences in the layout of a run's dataset export; with ``--store`` through the
+  model (registered, a plug-in's, or a ``package.module:Class`` target) and write its sequences in the layout of a run's dataset export; with ``--store`` through the
   run engine (durable, parallel, resumed by the same command);
 * ``train DATA.npz --out net.pt``: train one of Table 4's networks on a dataset export (``mechcalib export DIR
   --dataset FILE.npz`` of a run that kept its responses, or ``inverse dataset``), Table 1's settings by default;
@@ -28,7 +28,10 @@ app = typer.Typer(
 
 @app.command("dataset")
 def dataset_cmd(
-    model: str = typer.Argument(..., help="Built-in model (see `mechcalib models`)."),
+    model: str = typer.Argument(
+        ...,
+        help='Model: a registered name (see `mechcalib models`; plug-ins included) or a "package.module:Class" target.',
+    ),
     out: Path = typer.Option(..., "--out", "-o", help="Dataset file (.npz) to write."),
     n: int = typer.Option(200, "--n", min=2, help="Number of Latin-hypercube samples."),
     feature: list[str] = typer.Option(

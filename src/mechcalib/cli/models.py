@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from .common import EXIT_FAILED, console, errors, fail, parse_assignments
+from .common import EXIT_FAILED, ProgressBar, console, echo_plain, errors, fail, is_quiet, parse_assignments
 
 
 def models(
@@ -134,46 +134,48 @@ def methods() -> None:
 
 
 def demo(
+    ctx: typer.Context,
     optimizer: str = typer.Option("auto", help="Optimiser registry name (see `mechcalib optimizers`)."),
-    evals: int = typer.Option(400, help="Evaluation budget."),
+    evals: int = typer.Option(400, min=1, help="Evaluation budget."),
     noise: float = typer.Option(
-        0.02, help="Measurement noise level of Ding et al. (2021) eq. 36 added to the synthetic data."
+        0.02, min=0.0, help="Measurement noise level of Ding et al. (2021) eq. 36 added to the synthetic data."
     ),
-    seed: int = typer.Option(0, help="Seed of the noise and of the optimiser."),
-    out: Path = typer.Option(None, help="Folder for a plot of the fit (PNG)."),
+    seed: int = typer.Option(0, min=0, help="Seed of the noise and of the optimiser."),
+    out: Path = typer.Option(
+        None, "--out", "-o", help="Run folder (created; default runs/demo, or runs/demo-2... when it holds a run)."
+    ),
+    plots: bool = typer.Option(False, "--plots/--no-plots", help="Write the fit and convergence plots too."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
-    """Calibrate the built-in Duffing oscillator against noisy synthetic data with known parameters."""
-    import numpy as np
+    """Calibrate the built-in Duffing oscillator against noisy synthetic data with known parameters, into a run
+    folder that `mechcalib show`, `report`, `uncertainty` and `resume` then open."""
     from rich.table import Table
 
-    from .. import OverlapRSS, Problem, calibrate, experiment_from_model
     from ..models import get_model
     from ..optimizers import make_optimizer
+    from ..runs import run_demo
 
-    model = get_model("duffing")
-    truth = model.preset("default")
-    exp = experiment_from_model(model, truth, noise=noise, seed=seed, name="synthetic Duffing")
-    problem = Problem(model, exp, OverlapRSS())
     with errors():
-        opt = make_optimizer(optimizer, seed=seed)
-    console.print(
-        f"calibrating [bold]{model.name}[/] {list(model.space.free_names)} with [bold]{opt.name}[/], "
-        f"{evals} evaluations"
-    )
-    res = calibrate(problem, opt, max_evals=evals)
-    console.print(f"best loss {res.best_loss:.4g} after {res.n_evals} evaluations ({res.seconds:.1f} s)")
+        make_optimizer(optimizer, seed=seed)  # an unknown name fails before anything is written
+    truth = get_model("duffing").preset("default")
+    console.print(f"calibrating [bold]duffing[/] {list(truth)} with [bold]{optimizer}[/], {evals} evaluations")
+    with errors(), ProgressBar("demo", is_quiet(ctx, quiet)) as bar:
+        rec = run_demo(out, optimizer=optimizer, evals=evals, noise=noise, seed=seed, plots=plots, progress=bar)
+    s = rec.summary
+    loss = "-" if s["best_loss"] is None else f"{s['best_loss']:.4g}"
+    console.print(f"best loss {loss} after {s['n_evaluations']} evaluations ({rec.result.seconds:.1f} s)")
     t = Table()
     for col in ("parameter", "true", "identified", "error %"):
         t.add_column(col)
-    for k, v in res.best_params.items():
+    for k, v in (s["best"] or {}).items():
         t.add_row(k, f"{truth[k]:.4g}", f"{v:.4g}", f"{100 * abs(v - truth[k]) / abs(truth[k]):.2f}")
     console.print(t)
-    if out is not None:
-        from ..reporting import plot_fit
-
-        out.mkdir(parents=True, exist_ok=True)
-        path = plot_fit(problem, np.asarray(res.best_x), out / "demo_fit.png")
-        console.print(f"plot written to {path}")
+    for p in rec.plots:
+        echo_plain(f"wrote {p}")
+    d = rec.out_dir
+    typer.echo(f"the run is in {d}; next:")  # unwrapped, to copy
+    for cmd, what in (("show", "state, best parameters"), ("report", "plots"), ("uncertainty", "95 % intervals")):
+        typer.echo(f"  mechcalib {cmd} {d}".ljust(30 + len(str(d))) + f"# {what}")
 
 
 def write_response_csv(
@@ -214,13 +216,28 @@ def write_response_csv(
 
 
 def simulate(
-    model: str = typer.Argument(..., help="Built-in model (see `mechcalib models`)."),
+    model: str = typer.Argument(
+        ..., help='Model: a registered name (see `mechcalib models`; plug-ins included) or a "package.module:Class".'
+    ),
     preset: str = typer.Option("default", "--preset", help="Parameter preset the --set values override."),
     set_: list[str] = typer.Option([], "--set", help="Parameter value NAME=VALUE (repeatable)."),
-    condition: list[str] = typer.Option([], "--condition", help="Model condition NAME=VALUE (repeatable)."),
+    condition: list[str] = typer.Option(
+        [],
+        "--condition",
+        help="Model condition NAME=VALUE (repeatable): a number, true/false, or text; a file condition (a measured "
+        "force...) takes a record's path, read against the current folder.",
+    ),
+    conditions_file: Path = typer.Option(
+        None,
+        "--conditions",
+        help="TOML file of conditions, written as a configuration's experiment writes them "
+        '(force = { path = "rec.csv", column = "F", units = { F = "kN" } }); its paths read against its folder; '
+        "--condition overrides it.",
+    ),
     out: Path = typer.Option(..., "--out", "-o", help="CSV file to write."),
 ) -> None:
-    """Run one simulation of a built-in model and write its channels as CSV.
+    """Run one simulation of a model and write its channels as CSV; conditions, measured records included,
+    are built as a configuration builds its experiments' conditions.
 
     Columns per channel: <channel>.x and <channel>.y, each with its unit in brackets, and <channel>.t when the
     channel has a progress coordinate. Experiment.from_csv(FILE, {channel: ("<channel>.x", "<channel>.y",
@@ -239,9 +256,10 @@ def simulate(
             f"model {model!r} has no preset {preset!r}; presets are {sorted(m.presets)}", param_hint="--preset"
         )
     values = parse_assignments(set_, "--set", dict.fromkeys(m.space.names, "float"), what="parameter")
-    conds = parse_assignments(
-        condition, "--condition", dict.fromkeys(sorted(m.default_conditions), "number"), what="condition"
+    given = parse_assignments(
+        condition, "--condition", dict.fromkeys(sorted(m.default_conditions), "auto"), what="condition"
     )
+    conds = _simulate_conditions(m, given, conditions_file)
     try:
         theta = m.full_vector(values, preset)
         (resp,) = m.simulate(theta[None, :], conds)
@@ -257,6 +275,28 @@ def simulate(
         )
     for path, mapping in files:
         typer.echo(f"wrote {path} (channels {', '.join(f'{k}={list(v)}' for k, v in mapping.items())})")
+
+
+def _simulate_conditions(model: Any, given: dict[str, Any], path: Path | None) -> dict[str, Any]:
+    """The conditions of ``simulate``: the ``--conditions`` file's (paths against its folder) overridden by
+    ``--condition`` (paths against the current folder), built and checked as a configuration's experiments'
+    (:func:`mechcalib.config.model_conditions`)."""
+    import tomllib
+
+    from ..config import model_conditions, resolve_file_conditions
+
+    conds: dict[str, Any] = {}
+    if path is not None:
+        try:
+            table = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            fail(f"--conditions {str(path)!r} is not a readable TOML file of conditions: {exc}")
+        table = table.get("conditions", table)  # a bare table, or one under [conditions]
+        conds = resolve_file_conditions(table, model.file_conditions, path.resolve().parent)
+    conds.update(given)
+    source = "--conditions and --condition" if path is not None and given else ("--condition" if given else str(path))
+    with errors():
+        return model_conditions(model, conds, None, source=source)  # paths of --condition: the current folder
 
 
 # a model whose default simulation is itself a study (it pours its specimen first)

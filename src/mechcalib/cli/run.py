@@ -46,30 +46,34 @@ def check(config: Path = typer.Argument(..., help="Run configuration (TOML).")) 
         fixed = "" if p.fixed is None else f"{p.fixed:g}"
         t.add_row(p.name, p.unit, f"{p.lower:g}", f"{p.upper:g}", p.scale, fixed)
     console.print(t)
+    steps = _step_reports(problem, opt, term)
     for e in problem.experiments:
         chans = ", ".join(f"{k} ({len(c)} points)" for k, c in e.channels.items())
         echo_plain(f"experiment {e.name!r} (weight {e.weight:g}): {chans}")
-        _report_steps(problem.model, cfg.model.preset, e)
+        for r in steps.get(e.name, ()):
+            at = ", ".join(f"{k}={v:.4g}" for k, v in r.at.items())
+            where = "judged at the run's first design points, inside the box; this one at"
+            typer.echo(f"  {'' if r.ok else 'warning: '}{r.message} ({where} {at})")  # unwrapped
     echo_plain(f"objective {problem.objective.name}; optimizer {opt.name} {opt.settings()}")
     rules = {k: v for k, v in vars(term).items() if v is not None and not (k == "min_delta" and v == 0)}
     echo_plain(f"budget {rules}; evaluator {cfg.evaluator.kind}; seed {cfg.seed}")
 
 
-def _report_steps(model: Any, preset: str, exp: Any) -> None:
-    """The model's convergence report of its time integration under the experiment's conditions, at the
-    configuration's preset (a model without one, or a preset it lacks, reports nothing)."""
-    import warnings
+def _step_reports(problem: Any, opt: Any, term: Any) -> dict[str, list[Any]]:
+    """The model's time-integration step check at the first points the run will simulate (inside the box),
+    by experiment (:mod:`mechcalib.runs.steps`)."""
+    from ..runs.steps import design_points, step_reports
 
     try:
-        theta = model.full_vector(preset=preset)[None, :]
-    except Exception:
-        return
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # printed here once instead
-        with errors():
-            msg = model.check_steps(theta, exp.conditions)
-    if msg:
-        echo_plain(f"  {'' if 'converged' in msg else 'warning: '}{msg}")
+        thetas = design_points(opt, term, problem.space)
+    except Exception:  # noqa: BLE001 - a method that cannot look ahead: nothing to judge here, the run checks
+        return {}
+    with errors():  # a record the model cannot read is the configuration's error
+        reports = step_reports(problem.model, problem.experiments, thetas, problem.space.names)
+    out: dict[str, list[Any]] = {}
+    for r in reports:
+        out.setdefault(r.experiment, []).append(r)
+    return out
 
 
 def _print_result(rec: Any, quiet: bool) -> None:
@@ -86,10 +90,11 @@ def _print_result(rec: Any, quiet: bool) -> None:
     else:
         echo_plain(line)
         if s["best"]:
-            _print_best(s["best"])
+            _print_best(s["best"], s.get("bounds"))
         echo_plain(f"wrote {rec.result_path} and {rec.out_dir / 'store.sqlite'}")
         for p in rec.plots:
             echo_plain(f"wrote {p}")
+    _warn_bounds(s)
     if s["best_loss"] is None:
         counts = ", ".join(f"{n} {k}" for k, n in (s.get("failures") or {}).items()) or f"{s['n_failed']} failed"
         why = f"; the last error: {s['last_error']}" if s.get("last_error") else ""
@@ -100,15 +105,41 @@ def _print_result(rec: Any, quiet: bool) -> None:
         )
 
 
-def _print_best(best: dict[str, float]) -> None:
+def _warn_bounds(summary: dict[str, Any]) -> None:
+    """A warning on stderr per parameter that ends at a bound (``result.json``'s or ``show``'s ``bounds``)."""
+    from ..runs import bounds_note
+
+    for line in bounds_note(summary):
+        typer.echo(f"warning: {line}", err=True)
+
+
+def _print_best(best: dict[str, float], bounds: dict[str, Any] | None = None) -> None:
     from rich.table import Table
 
+    notes = {k: _bound_note(b.get("at_bound")) for k, b in (bounds or {}).items()}
     t = Table()
     t.add_column("parameter")
     t.add_column("best")
+    if any(notes.values()):
+        t.add_column("note")
     for k, v in best.items():
-        t.add_row(k, f"{v:.6g}")
+        t.add_row(k, f"{v:.6g}", *([notes.get(k, "")] if any(notes.values()) else []))
     console.print(t)
+
+
+def _bound_note(side: str | None, cut: str | None = None) -> str:
+    """The table note of a parameter at a bound, and of an interval the box cuts."""
+    if side is None:
+        return "" if cut is None else f"cut at {cut}"
+    return f"at {side} bound" + ("" if cut is None else (", cut" if cut == side else f", cut at {cut}"))
+
+
+_CUT_LEGEND = "cut: the 95 % interval ends at a bound of the search box, which cuts it; widen the box to see it whole"
+
+
+def _legend(rows: list[str]) -> None:
+    if any("cut" in r for r in rows):
+        echo_plain(_CUT_LEGEND)
 
 
 def _print_intervals(unc: dict[str, Any]) -> None:
@@ -116,12 +147,15 @@ def _print_intervals(unc: dict[str, Any]) -> None:
     from rich.table import Table
 
     t = Table(title=f"95 % intervals ({unc['method']}, {unc['file']})", title_justify="left")
-    for col in ("parameter", "best", "lower", "upper", "std"):
+    for col in ("parameter", "best", "lower", "upper", "std", "note"):
         t.add_column(col)
+    notes: list[str] = []
     for k, p in unc["parameters"].items():
         std = "inf" if p["std"] is None else f"{p['std']:.4g}"
-        t.add_row(k, f"{p['best']:.6g}", f"{p['lower']:.6g}", f"{p['upper']:.6g}", std)
+        notes.append(_bound_note(p.get("at_bound"), p.get("cut")))
+        t.add_row(k, f"{p['best']:.6g}", f"{p['lower']:.6g}", f"{p['upper']:.6g}", std, notes[-1])
     console.print(t)
+    _legend(notes)
     if unc.get("least_identifiable"):
         echo_plain(f"least identifiable: {unc['least_identifiable']}")
     if unc.get("stale"):
@@ -263,7 +297,8 @@ def show(
     if s.get("uncertainty"):
         _print_intervals(s["uncertainty"])
     elif s["best"]:
-        _print_best(s["best"])
+        _print_best(s["best"], s.get("bounds"))
+    _warn_bounds(s)
     for f in s["recent_failures"]:
         echo_plain(f"failed evaluation {f['idx']} ({f['status']}): {f['error']}")
     if s.get("lost"):
@@ -533,15 +568,19 @@ def uncertainty(
     t = Table(title=f"run {res.run_name!r}: {'posterior (emcee)' if res.posterior else 'Laplace'} 95 % intervals")
     for col in ("parameter", "best", "lower", "upper", "std", "note"):
         t.add_column(col)
+    all_notes: list[str] = []
     for n, p in res.parameters().items():
-        note = (
-            "prior box"
-            if p.get("posterior", {}).get("prior_box")
-            else ("unidentifiable" if p["unidentifiable"] else "")
-        )
+        notes = [_bound_note(p.get("at_bound"), p.get("cut"))]
+        if p.get("posterior", {}).get("prior_box"):
+            notes.append("prior box")
+        elif p["unidentifiable"]:
+            notes.append("unidentifiable")
+        note = "; ".join(n for n in notes if n)
         std = "inf" if p["std"] is None else f"{p['std']:.4g}"
         t.add_row(n, f"{p['best']:.6g}", f"{p['lower']:.6g}", f"{p['upper']:.6g}", std, note)
+        all_notes.append(note)
     console.print(t)
+    _legend(all_notes)
     loc = res.local
     echo_plain(f"least identifiable: {loc.weakest}")
     echo_plain(f"condition number (relative coordinates): {loc.condition:.3g}")

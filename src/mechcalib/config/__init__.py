@@ -107,8 +107,16 @@ are errors. :meth:`RunConfig.to_dict` gives a JSON-serialisable form with absolu
 
 from __future__ import annotations
 
-from .build import RunConfig, load_config
+from .build import RunConfig, load_config, model_conditions
 from .errors import ConfigFileError, ConfigIssue
-from .schema import SCHEMA_VERSION
+from .schema import SCHEMA_VERSION, resolve_file_conditions
 
-__all__ = ["ConfigFileError", "ConfigIssue", "RunConfig", "SCHEMA_VERSION", "load_config"]
+__all__ = [
+    "ConfigFileError",
+    "ConfigIssue",
+    "RunConfig",
+    "SCHEMA_VERSION",
+    "load_config",
+    "model_conditions",
+    "resolve_file_conditions",
+]

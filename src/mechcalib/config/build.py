@@ -38,9 +38,10 @@ from .schema import (
     SyntheticExperiment,
     _default,
     _validate_settings,
+    resolve_file_conditions,
 )
 
-__all__ = ["RunConfig", "load_config"]
+__all__ = ["RunConfig", "load_config", "model_conditions"]
 
 
 class RunConfig(RunSchema):
@@ -585,6 +586,20 @@ def load_config(path: str | Path, *, check: bool = True) -> RunConfig:
         raise ConfigFileError([ConfigIssue("(file)", "a UTF-8 text file", str(exc))], path) from None
     data.setdefault("name", path.stem)
     return RunConfig.from_dict(data, base_dir=path.resolve().parent, source=path, check=check)
+
+
+def model_conditions(
+    model: Model, conditions: Mapping[str, Any], base_dir: str | Path | None = None, *, source: str | None = None
+) -> dict[str, Any]:
+    """A model's conditions built as a configuration's experiment builds them (``mechcalib simulate``): the
+    file conditions' paths resolved against ``base_dir`` (default: the current folder), then checked (known
+    names, types, the model's own rules); a :class:`ConfigFileError` naming each bad condition otherwise."""
+    cond = resolve_file_conditions(conditions, model.file_conditions, base_dir)
+    issues: list[ConfigIssue] = []
+    _check_conditions(model, cond, (), issues)
+    if issues:
+        raise ConfigFileError(issues, source)
+    return cond
 
 
 def _check_conditions(model: Model, cond: dict[str, Any], base: tuple, issues: list[ConfigIssue]) -> None:

@@ -10,7 +10,7 @@ import math
 import types
 import typing
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self, Union
 
@@ -49,23 +49,37 @@ SCHEMA_VERSION = 1
 # Schema
 # ------------------------------------------------------------------------------------------------------
 def _resolve_path(value: str, info: ValidationInfo) -> str:
-    base = (info.context or {}).get("base_dir")
+    return _resolve_in(value, (info.context or {}).get("base_dir"))
+
+
+def _resolve_in(value: str, base: str | Path | None) -> str:
     p = Path(value).expanduser()
     if not p.is_absolute():
         p = (Path(base) if base is not None else Path.cwd()) / p
     return str(p.resolve())
 
 
-def _condition_path(value: Any, info: ValidationInfo) -> Any:
+def _condition_path(value: Any, base: str | Path | None) -> Any:
     """A file condition with its path resolved: a string, or the ``path`` of a table; a table also gets the
     interpolation its default rule picks, so that the run's stored configuration states the one used."""
     if isinstance(value, str):
-        return _resolve_path(value, info)
+        return _resolve_in(value, base)
     if isinstance(value, Mapping) and isinstance(value.get("path"), str):
-        value = {**value, "path": _resolve_path(value["path"], info)}
+        value = {**value, "path": _resolve_in(value["path"], base)}
         if value.get("interpolation") is None:
             value["interpolation"] = default_interpolation(value.get("period"))
     return value
+
+
+def resolve_file_conditions(
+    conditions: Mapping[str, Any], keys: Iterable[str], base_dir: str | Path | None = None
+) -> dict[str, Any]:
+    """``conditions`` with the model's file conditions (``keys``: its ``file_conditions``, a measured force's
+    record) resolved as a configuration's experiments have them: a path, or a table's ``path``, against
+    ``base_dir`` (a configuration file's folder; default the current folder), a table given its default
+    interpolation. ``mechcalib simulate`` builds its conditions with it."""
+    keys = tuple(keys)
+    return {k: _condition_path(v, base_dir) if k in keys else v for k, v in conditions.items()}
 
 
 Number = Annotated[float, Strict()]
@@ -358,11 +372,11 @@ class RunSchema(_Section):
         if not keys:
             return data
         exps = []
+        base = (info.context or {}).get("base_dir")
         for e in data["experiments"]:
             cond = e.get("conditions") if isinstance(e, Mapping) else None
             if isinstance(cond, Mapping):
-                cond = {k: _condition_path(v, info) if k in keys else v for k, v in cond.items()}
-                e = {**e, "conditions": cond}
+                e = {**e, "conditions": resolve_file_conditions(cond, keys, base)}
             exps.append(e)
         return {**data, "experiments": exps}
 

@@ -387,3 +387,67 @@ class ParameterSpace:
         if a.ndim != 2 or a.shape[1] != d:
             raise ConfigurationError(f"{what} must have shape (n, {d}), got {a.shape}")
         return a
+
+
+# -- results at the edge of the box ---------------------------------------------------------------------
+#: how near a bound a result is flagged as at that bound: a share of the parameter's searched range (in its
+#: own scale: the logarithm's range for a log-scaled parameter)
+BOUND_TOLERANCE = 0.01
+
+
+def bound_side(
+    value: float, lower: float, upper: float, scale: str = "linear", *, tol: float = BOUND_TOLERANCE
+) -> str | None:
+    """``"lower"`` or ``"upper"`` when ``value`` lies within ``tol`` of the range ``[lower, upper]`` of that
+    bound (measured in the parameter's scale, as the optimisers' unit cube is), else ``None``. A value at a bound
+    means the optimum may lie outside the box: its interval, too, is cut there (lmfit flags the same)."""
+    v, lo, hi = float(value), float(lower), float(upper)
+    if not (math.isfinite(v) and math.isfinite(lo) and math.isfinite(hi)) or not lo < hi:
+        return None
+    if scale == "log" and (lo > 0 or hi < 0) and v != 0 and (v > 0) == (lo > 0):
+        v, lo, hi = math.log(abs(v)), math.log(abs(lo)), math.log(abs(hi))
+    u = (v - lo) / (hi - lo)
+    if u <= tol:
+        return "lower"
+    if u >= 1.0 - tol:
+        return "upper"
+    return None
+
+
+def bounds_report(
+    parameters: Iterable[Parameter | Mapping[str, Any]], values: Mapping[str, float], *, tol: float = BOUND_TOLERANCE
+) -> dict[str, dict[str, Any]]:
+    """Per free parameter named in ``values``: ``{"lower", "upper", "at_bound"}`` (``at_bound``: ``"lower"``,
+    ``"upper"`` or ``None``, :func:`bound_side`). ``parameters``: :class:`Parameter` objects, or the stored
+    form of a run's space (mappings with ``name``, ``lower``, ``upper``, ``scale``, ``fixed``)."""
+    out: dict[str, dict[str, Any]] = {}
+    for p in parameters:
+        d: Mapping[str, Any] = (
+            p
+            if isinstance(p, Mapping)
+            else {"name": p.name, "lower": p.lower, "upper": p.upper, "scale": p.scale, "fixed": p.fixed}
+        )
+        name = str(d["name"])
+        if d.get("fixed") is not None or name not in values or values[name] is None:
+            continue
+        lo, hi = float(d["lower"]), float(d["upper"])
+        side = bound_side(values[name], lo, hi, str(d.get("scale") or "linear"), tol=tol)
+        out[name] = {"lower": lo, "upper": hi, "at_bound": side}
+    return out
+
+
+def bound_warnings(report: Mapping[str, Mapping[str, Any]], values: Mapping[str, float] | None = None) -> list[str]:
+    """One line per parameter of a :func:`bounds_report` that ends at a bound, with the advice to widen the box."""
+    lines = []
+    for name, r in report.items():
+        side = r.get("at_bound")
+        if side is None:
+            continue
+        got = "" if values is None or values.get(name) is None else f" ({float(values[name]):.6g})"
+        lines.append(
+            f"parameter {name!r} ends at its {side} bound {r[side]:g}{got}, within {100 * BOUND_TOLERANCE:g} % of "
+            f"its range [{r['lower']:g}, {r['upper']:g}]: the optimum may lie outside the box and its interval is "
+            f"cut by the bound; widen the box (`[parameters.{name}] bounds = [...]`) and run again, unless the "
+            "bound is physical"
+        )
+    return lines

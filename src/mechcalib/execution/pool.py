@@ -10,17 +10,21 @@ times out or crashes is retried one set per task, so only the culprit fails.
 Workers are started with the ``spawn`` method by default (safe with threads, numba and on every OS): the
 problem is pickled once per worker (with cloudpickle when installed, so lambdas and classes defined in a
 script travel too). Scripts that use the pool must guard their entry point with
-``if __name__ == "__main__":``, as for any spawn-based multiprocessing.
+``if __name__ == "__main__":``, as for any spawn-based multiprocessing: every worker imports the script again.
+A script that starts the pool from its top level outside that block is refused before any worker starts, with
+the fix (:func:`unguarded_script`), instead of its workers dying while they start.
 """
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import itertools
 import logging
 import multiprocessing as mp
 import os
 import pickle
+import sys
 import threading
 import time
 import traceback
@@ -29,6 +33,7 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
+from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -59,6 +64,58 @@ def dumps_problem(problem: Any) -> bytes:
             f"the problem cannot be pickled for worker processes ({type(exc).__name__}: {exc}); define its "
             "functions at module level (not lambdas), install cloudpickle, or use the serial evaluator"
         ) from exc
+
+
+def unguarded_script() -> str | None:
+    """The script run as ``__main__`` when the current call comes from its top level outside an
+    ``if __name__ == "__main__":`` block, else ``None`` (an interactive session, ``python -c``, a guarded
+    script, a call from elsewhere). Workers started with ``spawn`` or ``forkserver`` import that script again,
+    run its top level, and would start workers of their own while starting: Python stops them with an error."""
+    path = getattr(sys.modules.get("__main__"), "__file__", None)
+    if not path or not os.path.isfile(path):
+        return None
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "<module>" and frame.f_globals.get("__name__") == "__main__":
+            break
+        frame = frame.f_back
+    if frame is None or not os.path.isfile(frame.f_code.co_filename):
+        return None
+    try:
+        if not os.path.samefile(frame.f_code.co_filename, path):
+            return None
+        with open(path, encoding="utf-8") as fh:
+            tree = ast.parse(fh.read())
+    except (OSError, SyntaxError, ValueError):
+        return None
+    line = frame.f_lineno
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and _is_main_test(node.test) and node.lineno <= line <= (node.end_lineno or 0):
+            return None
+    return path
+
+
+def _is_main_test(test: ast.expr) -> bool:
+    """``__name__ == "__main__"`` (either way round)."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = [test.left, test.comparators[0]]
+    names = [s.id for s in sides if isinstance(s, ast.Name)]
+    consts = [s.value for s in sides if isinstance(s, ast.Constant)]
+    return names == ["__name__"] and consts == ["__main__"]
+
+
+def _refuse_unguarded(start_method: str) -> None:
+    if start_method == "fork":
+        return
+    path = unguarded_script()
+    if path is not None:
+        raise ConfigurationError(
+            f"the script {path} starts the process pool from its top level, outside an "
+            f'`if __name__ == "__main__":` block: with the {start_method!r} start method every worker imports the '
+            "script again and would start a pool of its own, so the workers die while starting; put the script's "
+            'calls under `if __name__ == "__main__":` (indent them below that line), or use evaluator="serial"'
+        )
 
 
 # -- worker side ------------------------------------------------------------------------------------
@@ -202,6 +259,7 @@ class PoolEvaluator(Evaluator):
 
     # -- workers ----------------------------------------------------------------------------------
     def _start(self, problem: Any) -> None:
+        _refuse_unguarded(self.start_method)
         self._blob = dumps_problem(problem)
         if not self._finalizer.alive:  # restarted after close()
             self._finalizer = weakref.finalize(self, _shutdown, self._workers)
@@ -236,7 +294,8 @@ class PoolEvaluator(Evaluator):
                 except _WorkerDied:
                     raise EvaluatorError(
                         f"pool worker {w.slot} died while starting (exit code {w.proc.exitcode}); run the problem "
-                        "with the serial evaluator to see the error"
+                        "with the serial evaluator to see the error (a script that starts the pool needs its calls "
+                        'under `if __name__ == "__main__":`)'
                     ) from None
 
     def _replace(self, w: _Worker) -> None:

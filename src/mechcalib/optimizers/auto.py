@@ -150,12 +150,17 @@ class Auto(ResidualOptimizer):
         self._batch: np.ndarray | None = None  # the sub-optimiser's full batch, while only its unknown points are asked
         self._next: np.ndarray | None = None  # the unknown points of that batch, planned when the last one was told
         self._check: np.ndarray | None = None  # the best design point under the smoothness check
-        self._log_choice("design", f"{n0} Sobol points (budget {self._budget})", n=n0, budget=self._budget)
+        # recorded now, logged when the design is asked: a setup that only checks the settings says nothing
+        self._log_choice("design", f"{n0} Sobol points (budget {self._budget})", quiet=True, n=n0, budget=self._budget)
 
-    def _log_choice(self, choice: str, reason: str, **values: Any) -> None:
+    def _log_choice(self, choice: str, reason: str, *, quiet: bool = False, **values: Any) -> None:
         rec = {"choice": choice, "reason": reason, "at_eval": int(self.n_evals), **values}
         self._choices.append(rec)
-        log.info("%s: %s: %s (after %d evaluations)", self.name, choice, reason, rec["at_eval"])
+        if not quiet:
+            self._log(rec)
+
+    def _log(self, rec: dict[str, Any]) -> None:
+        log.info("%s: %s: %s (after %d evaluations)", self.name, rec["choice"], rec["reason"], rec["at_eval"])
 
     def _remaining(self) -> float:
         return math.inf if self._budget is None else self._budget - self.n_evals
@@ -188,6 +193,7 @@ class Auto(ResidualOptimizer):
 
     def _ask(self) -> np.ndarray:
         if self._phase == "design":
+            self._log(self._choices[0])  # the design line, once a run asks for it
             return self._design.copy()
         if self._phase == "check":
             assert self._check is not None

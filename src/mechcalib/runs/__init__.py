@@ -16,7 +16,7 @@ A run folder holds::
 The modules, each above the ones it imports: :mod:`.folder` (file names, the store's path, the run named in
 ``run.json``, JSON written atomically, the lock), :mod:`.configuration` (command-line overrides, the evaluator,
 a stored run's configuration), :mod:`.summary` (``result.json``, ``show``), :mod:`.report` (plots),
-:mod:`.loss` (evaluations a folder lost), :mod:`.execute` (run, resume), :mod:`.repair`, :mod:`.archive` (a safe copy), :mod:`.export`, :mod:`.uncertainty` (the uncertainty library on
+:mod:`.loss` (evaluations a folder lost), :mod:`.execute` (run, resume), :mod:`.demo` (``mechcalib demo``), :mod:`.repair`, :mod:`.archive` (a safe copy), :mod:`.export`, :mod:`.uncertainty` (the uncertainty library on
 a run folder). Example::
 
     from mechcalib.runs import run_config, resume_run, run_summary
@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from .archive import ArchiveReport, archive_run
 from .configuration import apply_overrides, build_evaluator, cli_overrides, load_run_config
+from .demo import DEMO_FOLDER, demo_config, run_demo
 from .execute import ProgressHook, RunRecord, resume_run, run_config
 from .export import export_run
 from .folder import (
@@ -44,11 +45,12 @@ from .folder import (
 )
 from .repair import repair_run
 from .report import write_report, write_uncertainty_plots
-from .summary import result_summary, run_summary
+from .summary import bounds_note, result_summary, run_summary
 from .uncertainty import folder_uncertainty
 
 __all__ = [
     "ArchiveReport",
+    "DEMO_FOLDER",
     "LOCK_FILE",
     "MANIFEST_FILE",
     "RESULT_FILE",
@@ -59,8 +61,10 @@ __all__ = [
     "RunRecord",
     "apply_overrides",
     "archive_run",
+    "bounds_note",
     "build_evaluator",
     "cli_overrides",
+    "demo_config",
     "export_run",
     "folder_lock",
     "folder_uncertainty",
@@ -69,6 +73,7 @@ __all__ = [
     "repair_run",
     "result_summary",
     "resume_run",
+    "run_demo",
     "run_config",
     "run_summary",
     "write_report",

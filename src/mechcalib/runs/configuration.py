@@ -12,7 +12,7 @@ import copy
 import logging
 import os
 from collections.abc import Mapping
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 from ..config import ConfigFileError, RunConfig, load_config
@@ -23,7 +23,17 @@ from .folder import MANIFEST_FILE, RunDirError, read_manifest, run_name_in, stor
 
 log = logging.getLogger(__name__)
 
-__all__ = ["apply_overrides", "build_evaluator", "cli_overrides", "load_run_config"]
+__all__ = ["apply_overrides", "build_evaluator", "cli_overrides", "load_run_config", "output_as_given"]
+
+
+def output_as_given(cfg: RunConfig, out: str | os.PathLike[str] | None) -> RunConfig:
+    """``cfg`` as stored with a run started with ``--out OUT``: ``output.directory`` is the folder holding the
+    run folder, as the user gave it (a relative ``--out`` stays relative, to the folder the command ran in),
+    not the default resolved against the configuration's folder, where the run is not. ``None``: unchanged."""
+    if out is None:
+        return cfg
+    parent = str(PurePath(os.fspath(out)).parent)
+    return cfg.model_copy(update={"output": cfg.output.model_copy(update={"directory": parent})})
 
 
 def cli_overrides(

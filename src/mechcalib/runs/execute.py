@@ -15,14 +15,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..calibrate import Result, calibrate
 from ..config import RunConfig, load_config
+from ..core.problem import Problem
 from ..errors import ConfigurationError
 from ..execution import Evaluator
 from ..storage import RunStore
 from ..storage.codec import earlier_fingerprints, problem_fingerprint
 from ..storage.integrity import StoreDamagedError, repair_hint
-from .configuration import apply_overrides, build_evaluator, cli_overrides, load_run_config
+from .configuration import apply_overrides, build_evaluator, cli_overrides, load_run_config, output_as_given
 from .folder import (
     MANIFEST_FILE,
     RESULT_FILE,
@@ -38,6 +41,7 @@ from .folder import (
 )
 from .loss import check_loss
 from .report import write_report
+from .steps import step_reports
 from .summary import folder_uncertainty_brief, result_summary
 
 log = logging.getLogger(__name__)
@@ -120,16 +124,33 @@ def _calibrate_in(
             best_record = store.best(run_name)
     finally:
         evaluator.close()
+    _check_steps_at_best(problem, summary.get("best"))
     best_index = None if best_record is None else best_record.idx
     summary["uncertainty"] = folder_uncertainty_brief(out_dir, best_index)  # kept by a resume
     write_json(out_dir / RESULT_FILE, summary)
     written: list[Path] = []
     if cfg.output.plots if plots is None else plots:
         try:
-            written = write_report(out_dir, run=run_name, problem=problem)
+            written = write_report(out_dir, run=run_name, problem=problem, warn_bounds=False)  # said by the run
         except Exception as exc:  # noqa: BLE001 - a plot must not cost a finished calibration
             log.warning("plots of run %r could not be written: %s", run_name, exc)
     return RunRecord(result, summary, out_dir, written)
+
+
+def _check_steps_at_best(problem: Any, best: dict[str, float] | None) -> None:
+    """The model's time-integration step check at the run's best point, warned of when it did not converge
+    (:mod:`.steps`): the run's first simulation was checked at a design point, the answer is here."""
+    if best is None or not isinstance(problem, Problem):
+        return
+    try:
+        theta = np.array([[best[n] for n in problem.space.names]], dtype=float)
+        reports = step_reports(problem.model, problem.experiments, theta, problem.space.names)
+    except Exception as exc:  # noqa: BLE001 - a check must not cost a finished calibration
+        log.warning("the step check at the best point could not run: %s", exc)
+        return
+    for r in reports:
+        if not r.ok:
+            log.warning("at the run's best point, experiment %r: %s", r.experiment, r.message)
 
 
 def run_config(
@@ -156,14 +177,16 @@ def run_config(
         progress: a :data:`ProgressHook`.
         plots: write the report plots at the end (default: the configuration's ``output.plots``).
 
-    The configuration stored with the run has the overrides applied; ``run.json`` records them with the
-    file's path. Returns a :class:`RunRecord`; ``result.json`` holds its ``summary``.
+    The configuration stored with the run has the overrides applied, and with ``out_dir`` its
+    ``output.directory`` is the folder holding ``out_dir`` as given (:func:`output_as_given`); ``run.json``
+    records the overrides, the file's path and ``out`` (``out_dir`` as given, ``null`` without). Returns a :class:`RunRecord`; ``result.json`` holds its ``summary``.
     """
     t0 = time.perf_counter()
     cfg = config if isinstance(config, RunConfig) else load_config(Path(config))
     ov = cli_overrides(budget=budget, seed=seed, workers=workers, scheduler=scheduler, timeout=cfg.evaluator.timeout)
     cfg = apply_overrides(cfg, ov)
     out = Path(out_dir) if out_dir is not None else Path(cfg.output.directory) / cfg.name
+    cfg = output_as_given(cfg, out_dir)  # the stored configuration records --out's folder as given
     if out.exists() and not out.is_dir():
         raise RunDirError(f"--out {str(out)!r} is a file, not a folder")
     if not locked_by_another(out):
@@ -178,6 +201,7 @@ def run_config(
                 {
                     "run_name": cfg.name,
                     "config_path": cfg.source,
+                    "out": None if out_dir is None else os.fspath(out_dir),
                     "overrides": ov,
                     "store": STORE_FILE,
                     "created": now(),
@@ -264,7 +288,7 @@ def _resume_locked(
         ov = cli_overrides(
             budget=budget, seed=None, workers=workers, scheduler=scheduler, timeout=cfg.evaluator.timeout
         )
-        cfg = apply_overrides(cfg, ov)
+        cfg = output_as_given(apply_overrides(cfg, ov), man.get("out"))
         return _calibrate_in(
             out, cfg, _build(cfg), run_name=cfg.name, resume=False, progress=progress, plots=plots, t0=t0
         )
@@ -288,7 +312,7 @@ def _resume_locked(
             f"budget {budget} is below the {n_done} evaluations run {name!r} already holds; give a budget >= {n_done}"
         )
     ov = cli_overrides(budget=budget, seed=None, workers=workers, scheduler=scheduler, timeout=cfg.evaluator.timeout)
-    cfg = apply_overrides(cfg, ov)
+    cfg = output_as_given(apply_overrides(cfg, ov), man.get("out"))
     built = _build(cfg)
     if config is None:
         cfg, built = _as_fingerprinted(out, info.fingerprint, cfg, built, ov)
@@ -322,7 +346,9 @@ def _as_fingerprinted(
     if not isinstance(path, str) or not Path(path).is_file():
         return cfg, built
     try:
-        alt = apply_overrides(apply_overrides(load_config(path), man.get("overrides") or {}), ov)
+        alt = output_as_given(
+            apply_overrides(apply_overrides(load_config(path), man.get("overrides") or {}), ov), man.get("out")
+        )
         alt_problem = alt.build_problem()
     except ConfigurationError:
         return cfg, built

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..config import ConfigFileError
+from ..core.parameters import bound_warnings, bounds_report
 from ..reporting import plot_convergence, plot_fits
 from ..storage import RunStore
 from .configuration import load_run_config
@@ -29,6 +30,7 @@ def write_report(
     run: str | None = None,
     problem: Any = None,
     folder: str | os.PathLike[str] | None = None,
+    warn_bounds: bool = True,
 ) -> list[Path]:
     """Write ``convergence.png`` (every evaluation's loss and the best so far against the evaluation
     count, log scale) and ``fit_<experiment>.png`` per experiment (measured curves against the best
@@ -40,7 +42,9 @@ def write_report(
     (or ``problem`` when given). Without a successful evaluation, or when the configuration cannot be
     rebuilt (a run stored from Python without one), only the convergence plot is written, with a warning.
     A compacted run shows its kept evaluations (failures and improvements) at their place; its best-so-far
-    line is exact.
+    line is exact. A parameter that ends at a bound (:func:`~mechcalib.core.parameters.bounds_report`) is named
+    in the fit plots' title and, unless not ``warn_bounds`` (a run that says so itself), warned of in the log,
+    with the advice to widen the box.
     """
     out = Path(out_dir)
     spath = store_path(out)
@@ -74,6 +78,12 @@ def write_report(
     x = np.array([best.params[n] for n in problem.space.free_names], dtype=float)
     responses = best.response if isinstance(best.response, Mapping) else None
     label = f"best of run {info.name} (evaluation {best.idx}, loss {best.loss:.4g})"
+    bounds = bounds_report(info.space, best.params)
+    at = [f"{n} at its {r['at_bound']} bound" for n, r in bounds.items() if r["at_bound"]]
+    if at:  # said on the plot and in the log: the fit may be the box's, not the data's
+        label += "; " + ", ".join(at) + ": widen the box"
+        for line in bound_warnings(bounds, best.params) if warn_bounds else ():
+            log.warning("%s", line)
     written += plot_fits(problem, x, folder, responses=responses, title=label)
     # corner plot and bands after `mechcalib uncertainty`
     written += write_uncertainty_plots(folder, problem, source=out)

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..calibrate import Result
 from ..config import RunConfig
+from ..core.parameters import bound_warnings, bounds_report
 from ..errors import ConfigurationError
 from ..execution import Evaluator
 from ..storage import RunStore, Store
@@ -28,7 +29,13 @@ from .folder import (
 )
 from .loss import folder_loss
 
-__all__ = ["folder_uncertainty_brief", "result_summary", "run_summary", "uncertainty_brief"]
+__all__ = ["bounds_note", "folder_uncertainty_brief", "result_summary", "run_summary", "uncertainty_brief"]
+
+
+def bounds_note(summary: dict[str, Any]) -> list[str]:
+    """The warnings of a ``result.json`` or ``show`` summary about parameters that end at a bound (one line each,
+    with the advice to widen the box); ``[]`` when none does."""
+    return bound_warnings(summary.get("bounds") or {}, summary.get("best"))
 
 
 def result_summary(
@@ -38,7 +45,9 @@ def result_summary(
 
     Keys: ``run_name``, ``status``, ``name`` (the configuration's), ``model``, ``optimizer``, ``settings``,
     ``seed`` (the seed the run used, drawn and recorded when the configuration gives none), ``best``
-    (every parameter by name, fixed ones included; ``null`` when every evaluation failed), ``best_loss``
+    (every parameter by name, fixed ones included; ``null`` when every evaluation failed), ``bounds`` (per
+    free parameter its ``lower`` and ``upper`` bound and ``at_bound``: ``"lower"``/``"upper"`` when the best ends
+    within 1 % of the range of that bound, else ``null``; :func:`bounds_note`), ``best_loss``
     (``null`` when every evaluation failed), ``last_error`` (the last failure's message, ``null`` without),
     ``n_evaluations``, ``n_failed``, ``failures`` (count by status), ``n_batches``, ``stop_reason``,
     ``alternatives`` (``[{"params", "loss"}]``, best first), ``choices`` (the method's recorded decisions,
@@ -71,6 +80,7 @@ def result_summary(
         "settings": result.settings,
         "seed": info.seed,
         "best": None if none_ok else result.best_params,
+        "bounds": {} if none_ok else bounds_report(info.space, result.best_params),
         "best_loss": None if none_ok or not math.isfinite(result.best_loss) else result.best_loss,
         "last_error": fails[-1].error if fails else None,
         "n_evaluations": result.n_evals,
@@ -106,7 +116,8 @@ def run_summary(out_dir: str | os.PathLike[str], *, run: str | None = None, n_fa
     Keys: ``run_name``, ``status`` (``running``, ``finished``, ``interrupted``, ``failed``), ``stop_reason``,
     ``error``, ``optimizer``, ``seed``, ``n_evaluations``, ``n_failed``, ``failures`` (count by status),
     ``recent_failures`` (the last ``n_failures``: ``idx``, ``status``, ``error``), ``best`` (every parameter
-    of the best ok evaluation by name, ``null`` when none succeeded), ``best_loss``, ``best_index``,
+    of the best ok evaluation by name, ``null`` when none succeeded), ``bounds`` (as in ``result.json``:
+    :func:`result_summary`), ``best_loss``, ``best_index``,
     ``budget`` (the termination rules), ``n_batches``, ``created``, ``updated``, ``store``, ``result``
     (the ``result.json`` path when written), ``damage`` (the integrity check's complaints: ``[]`` when the
     store is sound, ``null`` when it was too large to check quickly), ``lost`` (``null``, or the evaluations
@@ -146,6 +157,7 @@ def run_summary(out_dir: str | os.PathLike[str], *, run: str | None = None, n_fa
             if n_failures
             else [],
             "best": params,
+            "bounds": {} if params is None else bounds_report(info.space, params),
             "best_loss": best.loss if best is not None else None,
             "best_index": best.idx if best is not None else None,
             "budget": info.termination,
@@ -165,9 +177,9 @@ def run_summary(out_dir: str | os.PathLike[str], *, run: str | None = None, n_fa
 
 def uncertainty_brief(data: dict[str, Any], *, best_index: int | None = None) -> dict[str, Any]:
     """The ``result.json`` / ``show`` form of an ``uncertainty.json``: the method and per parameter ``best``,
-    ``lower``, ``upper``, ``std``, ``method``. Given the run's present ``best_index``, ``stale`` says whether the
+    ``lower``, ``upper``, ``std``, ``method``, ``at_bound`` and ``cut`` (the interval's ends cut by the box). Given the run's present ``best_index``, ``stale`` says whether the
     run has found a better point since the intervals were computed (``None`` when the file does not say)."""
-    keys = ("best", "lower", "upper", "std", "method")
+    keys = ("best", "lower", "upper", "std", "method", "at_bound", "cut")
     source = data.get("source") or {}
     stale = None
     if best_index is not None and source.get("best_index") is not None:

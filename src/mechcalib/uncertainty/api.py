@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.parameters import BOUND_TOLERANCE, bound_side, bound_warnings, bounds_report
 from ..errors import ConfigurationError
 from .engine import ChainSettings, finite, jacobian, polish, run_chain
 from .likelihood import NoiseLike, channel_blocks, check_counts, estimate_noise, noise_levels, per_residual
@@ -40,7 +41,10 @@ class UncertaintyResult:
     tolerances; ``local``: the :class:`~.local.LocalUncertainty`; ``posterior``: the
     :class:`~.posterior.PosteriorSummary` (``None`` without one); ``warnings``: every warning raised, as text.
     :meth:`parameters` gives per parameter ``best``, ``lower``, ``upper`` (95 %), ``std`` and ``method``
-    (the posterior's when there is one, else the Laplace approximation's)."""
+    (the posterior's when there is one, else the Laplace approximation's), ``at_bound`` (``"lower"``/``"upper"``
+    when the best lies within 1 % of the range of that bound, else ``None``) and ``cut`` (``"lower"``,
+    ``"upper"`` or ``"both"``: the ends of the interval that the search box cuts, ``None`` when neither);
+    ``bounds``: the free parameters' ``(lower, upper)``."""
 
     run_name: str
     names: tuple[str, ...]
@@ -55,6 +59,7 @@ class UncertaintyResult:
     n_simulated: int = 0
     warnings: list[str] = field(default_factory=list)
     profiles: dict[str, Any] = field(default_factory=dict)
+    bounds: tuple[tuple[float, float], ...] = ()
 
     def parameters(self) -> dict[str, dict[str, Any]]:
         out: dict[str, dict[str, Any]] = {}
@@ -88,8 +93,31 @@ class UncertaintyResult:
                 "std": main["std"],
                 "method": "posterior" if self.posterior is not None else "laplace",
             }
+            if self.bounds:
+                row |= self._at_bounds(i, main["lower"], main["upper"])
             out[n] = row
         return out
+
+    def _at_bounds(self, i: int, lower: float, upper: float) -> dict[str, Any]:
+        """``at_bound`` of the best and ``cut``: the interval's ends that the box cuts (the Laplace interval is
+        clipped at a bound; a posterior's, drawn inside the box, ends within 1 % of the range of it)."""
+        lo, hi = self.bounds[i]
+        scale = self.scales[i]
+        tol = BOUND_TOLERANCE if self.posterior is not None else 1e-9
+        ends = (("lower", lower), ("upper", upper))
+        cut = [side for side, end in ends if bound_side(end, lo, hi, scale, tol=tol) == side]
+        return {
+            "at_bound": bound_side(self.best[self.names[i]], lo, hi, scale),
+            "cut": None if not cut else ("both" if len(cut) == 2 else cut[0]),
+        }
+
+    def bound_warnings(self) -> list[str]:
+        """A line per parameter whose best ends at a bound, with the advice to widen the box."""
+        params = [
+            {"name": n, "lower": b[0], "upper": b[1], "scale": s, "fixed": None}
+            for n, b, s in zip(self.names, self.bounds, self.scales, strict=True)
+        ]
+        return bound_warnings(bounds_report(params, self.best), self.best)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -267,7 +295,7 @@ def analyse(
     for w in caught:
         if issubclass(w.category, UserWarning) and str(w.message) not in seen:
             seen.append(str(w.message))
-    out.warnings = seen
+    out.warnings = seen + [w for w in out.bound_warnings() if w not in seen]
     return out
 
 
@@ -310,6 +338,7 @@ def _analyse(
         run_name=name,
         names=tuple(space.free_names),
         scales=tuple(p.scale for p in space.free),
+        bounds=tuple((p.lower, p.upper) for p in space.free),
         best=best,
         best_u=pol.u,
         best_loss=pol.loss,
