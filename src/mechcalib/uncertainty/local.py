@@ -45,7 +45,9 @@ class LocalUncertainty:
     log-scaled ones); ``lower``/``upper``: the 95 % interval cut to the bounds; ``correlation`` ``(d, d)``;
     ``eigenvalues``/``eigenvectors`` of the relative covariance (largest first: the least identifiable
     direction); ``condition``: their ratio; ``weakest``/``strongest``: those directions in words;
-    ``unidentifiable``: the parameters whose interval spans more than half their search range.
+    ``unidentifiable``: the parameters whose interval spans more than half their search range;
+    ``effective_samples``: per channel, the effective sample size the likelihood was scaled by
+    (``effective_samples=True``; ``None`` when the residuals were taken as independent).
     """
 
     names: tuple[str, ...]
@@ -65,6 +67,7 @@ class LocalUncertainty:
     noise: dict[str, float]
     noise_estimated: bool
     unidentifiable: list[str] = field(default_factory=list)
+    effective_samples: dict[str, float] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -79,6 +82,7 @@ class LocalUncertainty:
             "noise": self.noise,
             "noise_estimated": self.noise_estimated,
             "unidentifiable": list(self.unidentifiable),
+            "effective_samples": self.effective_samples,
         }
 
 
