@@ -1,4 +1,4 @@
-"""Calibration of hysteretic laws on a measured friction damper, and validation on an earthquake record.
+"""Calibration of hysteretic laws on a measured friction damper, checked on an earthquake record.
 
 Data: the banded rotary friction device of Coble et al. (2022) (CC BY-SA 4.0), decimated to 128 Hz in
 ``examples/friction_damper/data`` (``examples/friction_damper/prepare_data.py`` makes them from the raw
