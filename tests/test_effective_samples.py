@@ -100,3 +100,15 @@ def test_the_command_takes_effective_samples(tmp_path):
     assert "effective sample size per channel" in r.output
     sizes = json.loads((out / "uncertainty.json").read_text())["local"]["effective_samples"]
     assert set(sizes) == {"y"} and 0 < sizes["y"] <= 100
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # a 150-step chain is short; its spread is what is checked
+def test_the_posterior_uses_the_scaled_likelihood_in_runs_of_its_own():
+    prob, store, res = _correlated_linear()
+    kw = {"posterior": True, "walkers": 8, "steps": 150, "seed": 1}
+    plain = uncertainty(res, problem=prob, store=store, **kw)
+    eff = uncertainty(res, problem=prob, store=store, effective_samples=True, **kw)  # same store: no clash
+    widen = np.sqrt(600 / eff.local.effective_samples["y"])
+    assert plain.posterior is not None and eff.posterior is not None
+    np.testing.assert_allclose(eff.posterior.std / plain.posterior.std, widen, rtol=0.35)
+    assert {"fit.posterior", "fit.neff.posterior"} <= {r.name for r in store.runs()}

@@ -42,7 +42,8 @@ def export_run(
     """Write a run's evaluations as a table, and optionally its dataset for surrogate training.
 
     A run folder's store holds, beside the folder's run, the runs made from it: ``<run>.polish``,
-    ``<run>.jacobian``, ``<run>.posterior`` and ``<run>.profile.<name>`` of ``mechcalib uncertainty``. ``run``
+    ``<run>.jacobian``, ``<run>.posterior`` and ``<run>.profile.<name>`` of ``mechcalib uncertainty`` (and
+    ``<run>.neff.*`` with ``--effective-samples``). ``run``
     exports one of them, ``all_runs`` every run in the store.
 
     Args:

@@ -13,6 +13,7 @@ best point) and an :class:`UncertaintyOptions`; :func:`uncertainty` builds both 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import time
@@ -159,7 +160,8 @@ class UncertaintyOptions:
 class CalibratedRun:
     """The calibration an analysis starts from: its ``problem`` (the objective must have residuals), the
     ``store`` its analysis runs are recorded in (``<run_name>.polish``, ``.jacobian``, ``.posterior``,
-    ``.profile.<name>``), and its best point ``best_u`` in the unit cube."""
+    ``.profile.<name>``; with ``effective_samples`` the chain and profiles as ``<run_name>.neff.posterior``
+    and ``.neff.profile.<name>``), and its best point ``best_u`` in the unit cube."""
 
     problem: Any
     store: Any
@@ -321,10 +323,12 @@ def _analyse(
     best = dict(zip(space.free_names, space.from_unit(pol.u[None, :])[0].tolist(), strict=True))
     post = None
     n_sim = pol.n_simulated + n_jac
+    # the chain and the profiles depend on the likelihood: the scaled one's runs are kept apart, <run>.neff.*
+    scaled = dataclasses.replace(target, run_name=f"{name}.neff") if options.effective_samples else target
     if options.posterior:
-        post = _posterior(target, options, sig_res, pol.u, loc.cov_u, evaluator, progress)
+        post = _posterior(scaled, options, sig_res, pol.u, loc.cov_u, evaluator, progress)
         n_sim += post.n_simulated
-    profiles = _profiles(target, options.profile, best, sig_res, loc, evaluator)
+    profiles = _profiles(scaled, options.profile, best, sig_res, loc, evaluator)
     return UncertaintyResult(
         profiles=profiles,
         run_name=name,
