@@ -47,7 +47,8 @@ class LocalUncertainty:
     direction); ``condition``: their ratio; ``weakest``/``strongest``: those directions in words;
     ``unidentifiable``: the parameters whose interval spans more than half their search range;
     ``effective_samples``: per channel, the effective sample size the likelihood was scaled by
-    (``effective_samples=True``; ``None`` when the residuals were taken as independent).
+    (``effective_samples=True``; ``None``, and absent from :meth:`to_json`, when the residuals were taken as
+    independent).
     """
 
     names: tuple[str, ...]
@@ -70,6 +71,7 @@ class LocalUncertainty:
     effective_samples: dict[str, float] | None = None
 
     def to_json(self) -> dict[str, Any]:
+        extra = {} if self.effective_samples is None else {"effective_samples": self.effective_samples}
         return {
             "names": list(self.names),
             "covariance_unit": self.cov_u.tolist(),
@@ -82,8 +84,7 @@ class LocalUncertainty:
             "noise": self.noise,
             "noise_estimated": self.noise_estimated,
             "unidentifiable": list(self.unidentifiable),
-            "effective_samples": self.effective_samples,
-        }
+        } | extra
 
 
 def gauss_newton_cov(J: np.ndarray, sigma: np.ndarray, names: tuple[str, ...], *, force: bool = False) -> np.ndarray:
