@@ -83,3 +83,18 @@ def test_run_and_all_together_are_refused(analysed):
         export_run(out, run=name, all_runs=True)
     r = CliRunner().invoke(app, ["export", str(out), "--run", "nope"])
     assert r.exit_code != 0 and "nope" in r.output and "Traceback" not in r.output
+
+
+def test_the_command_exports_every_run(analysed, tmp_path):
+    out, name, counts = analysed
+    dest = tmp_path / "all"
+    r = CliRunner().invoke(app, ["export", str(out), "--all", "--out", str(dest)])
+    assert r.exit_code == 0, r.output
+    for run, n in counts.items():
+        assert f"(run {run!r}: {n} evaluations)" in r.output
+    assert "other runs" not in r.output
+    assert sorted(p.name for p in dest.iterdir()) == sorted(
+        ["evaluations.csv", f"evaluations.{name}.polish.csv", f"evaluations.{name}.jacobian.csv"]
+    )
+    both = CliRunner().invoke(app, ["export", str(out), "--all", "--run", name])
+    assert both.exit_code != 0 and "not both" in both.output and "Traceback" not in both.output
