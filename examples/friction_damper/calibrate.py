@@ -1,4 +1,4 @@
-"""Bouc-Wen calibrated on the five 30 lb sinusoidal tests of a rotary friction damper, validated without refitting
+"""Bouc-Wen calibrated on the five 30 lb sinusoidal tests of a rotary friction damper, checked without refitting
 on the Kocaeli earthquake profile. Data: Coble et al. (2022), CC BY-SA 4.0 (see README.md).
 
     PYTHONPATH=src python examples/friction_damper/calibrate.py [--budget 500]

@@ -319,29 +319,48 @@ def export(
         ..., metavar="DIR", help="Run folder, or a run store file (SQLite) written from Python."
     ),
     fmt: str = typer.Option("csv", "--format", help="Table format: csv or parquet (needs pandas and pyarrow)."),
-    out: Path = typer.Option(None, "--out", "-o", help="Table file (default DIR/evaluations.csv or .parquet)."),
+    out: Path = typer.Option(
+        None,
+        "--out",
+        "-o",
+        help="Table file (default DIR/evaluations.csv or .parquet; evaluations.RUN.csv for another run); with "
+        "--all a folder.",
+    ),
     dataset: Path = typer.Option(None, "--dataset", help="Also write parameters, losses and responses as .npz."),
     include_failed: bool = typer.Option(False, "--include-failed", help="Keep failed evaluations in the dataset."),
-    run_name: str = typer.Option(None, "--run", help="Run name in the store (default: the folder's run)."),
+    run_name: str = typer.Option(
+        None, "--run", help="Run name in the store (default: the folder's run; e.g. RUN.polish, RUN.posterior)."
+    ),
+    all_runs: bool = typer.Option(False, "--all", help="Export every run in the store, one table each."),
 ) -> None:
-    """Write a run's evaluations as a table, and a dataset for surrogate training."""
+    """Write a run's evaluations as a table, and a dataset for surrogate training. The store also holds the
+    runs made from the folder's run (the polish, Jacobian and posterior of `mechcalib uncertainty`): they are
+    listed, and exported with --run NAME or --all."""
     from ..runs import export_run
 
     if fmt not in ("csv", "parquet"):
         raise typer.BadParameter(f"expected csv or parquet, got {fmt!r}", param_hint="--format")
     with errors():
-        res = export_run(directory, path=out, fmt=fmt, dataset=dataset, include_failed=include_failed, run=run_name)
-    typer.echo(f"wrote {res['table']} ({res['rows']} evaluations)")
-    if res["dataset"] is not None:
-        typer.echo(
-            f"wrote {res['dataset']} ({res['dataset_rows']} parameter sets, {len(res['responses'])} response arrays)"
-        )
-        if not res["responses"]:
+        res = export_run(
+            directory, path=out, fmt=fmt, dataset=dataset, include_failed=include_failed, run=run_name,
+            all_runs=all_runs,
+        )  # fmt: skip
+    for e in res["exports"]:
+        typer.echo(f"wrote {e['table']} (run {e['run']!r}: {e['rows']} evaluations)")
+        if e["dataset"] is not None:
             typer.echo(
-                "note: the run kept no responses; set output.keep_responses = true in the configuration to "
-                "include them",
-                err=True,
+                f"wrote {e['dataset']} ({e['dataset_rows']} parameter sets, {len(e['responses'])} response arrays)"
             )
+    if dataset is not None and not any(e["responses"] for e in res["exports"]):
+        typer.echo(
+            "note: the run kept no responses; set output.keep_responses = true in the configuration to include them",
+            err=True,
+        )
+    if res["other_runs"]:
+        typer.echo(f"other runs in this store ({len(res['other_runs'])}):")
+        for o in res["other_runs"]:
+            typer.echo(f"  {o['name']}  {o['status']}, {o['evaluations']} evaluations")
+        typer.echo("export one with --run NAME, or every run with --all")
 
 
 def report(
@@ -528,6 +547,12 @@ def uncertainty(
     profile: list[str] = typer.Option(
         None, "--profile", help="Profile likelihood of this parameter (repeat once for a second)."
     ),
+    effective_samples: bool = typer.Option(
+        False,
+        "--effective-samples",
+        help="Scale each channel's likelihood by its effective sample size from the residuals' autocorrelation "
+        "(densely sampled records with correlated residuals).",
+    ),
     run_name: str = typer.Option(None, "--run", help="Run name in the store (default: the folder's run)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object (for scripts)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
@@ -556,6 +581,7 @@ def uncertainty(
                 move=move,
                 force=force,
                 profile=tuple(profile or ()),
+                effective_samples=effective_samples,
             )
         finally:
             bar.close()
@@ -584,6 +610,9 @@ def uncertainty(
     loc = res.local
     echo_plain(f"least identifiable: {loc.weakest}")
     echo_plain(f"condition number (relative coordinates): {loc.condition:.3g}")
+    if loc.effective_samples:
+        sizes = ", ".join(f"{k} {v:.0f}" for k, v in loc.effective_samples.items())
+        echo_plain(f"effective sample size per channel (the likelihood scaled by n_eff / n): {sizes}")
     if res.posterior is not None:
         p = res.posterior
         echo_plain(

@@ -13,6 +13,7 @@ best point) and an :class:`UncertaintyOptions`; :func:`uncertainty` builds both 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import time
@@ -26,7 +27,15 @@ import numpy as np
 from ..core.parameters import BOUND_TOLERANCE, bound_side, bound_warnings, bounds_report
 from ..errors import ConfigurationError
 from .engine import ChainSettings, finite, jacobian, polish, run_chain
-from .likelihood import NoiseLike, channel_blocks, check_counts, estimate_noise, noise_levels, per_residual
+from .likelihood import (
+    NoiseLike,
+    channel_blocks,
+    check_counts,
+    correlation_inflation,
+    estimate_noise,
+    noise_levels,
+    per_residual,
+)
 from .local import LocalUncertainty, UncertaintyWarning, local_uncertainty
 from .posterior import PosteriorSummary, summarize
 from .profile import Profile, ProfileGrid
@@ -144,7 +153,10 @@ class UncertaintyOptions:
     deviation, one number or ``{channel: sigma}`` (``None``: estimated per channel at the optimum); ``seed``: the
     chain's seed; ``move``: emcee's move; ``force``: go on past a polish that did not converge or a singular
     direction; ``polish_budget``: the polish's evaluation budget; ``difference``: the Jacobian's finite
-    differences; ``profile``: one or two parameter names whose profile likelihood to compute."""
+    differences; ``profile``: one or two parameter names whose profile likelihood to compute;
+    ``effective_samples``: scale each channel's likelihood by its effective sample size from the residuals'
+    autocorrelation (:func:`~.likelihood.effective_sample_size`), for densely sampled records whose residuals
+    are correlated (the intervals widen by ``sqrt(n / n_eff)``; the chain and profiles use the same scaling)."""
 
     posterior: bool = False
     walkers: int | None = None
@@ -156,6 +168,7 @@ class UncertaintyOptions:
     polish_budget: int | None = None
     difference: str = "central"
     profile: tuple[str, ...] = ()
+    effective_samples: bool = False
 
     def __post_init__(self) -> None:
         profile = self.profile
@@ -175,7 +188,8 @@ class UncertaintyOptions:
 class CalibratedRun:
     """The calibration an analysis starts from: its ``problem`` (the objective must have residuals), the
     ``store`` its analysis runs are recorded in (``<run_name>.polish``, ``.jacobian``, ``.posterior``,
-    ``.profile.<name>``), and its best point ``best_u`` in the unit cube."""
+    ``.profile.<name>``; with ``effective_samples`` the chain and profiles as ``<run_name>.neff.posterior``
+    and ``.neff.profile.<name>``), and its best point ``best_u`` in the unit cube."""
 
     problem: Any
     store: Any
@@ -236,6 +250,7 @@ def uncertainty(
     difference: str = "central",
     progress: Callable[[int, int], Any] | None = None,
     profile: tuple[str, ...] | list[str] = (),
+    effective_samples: bool = False,
 ) -> UncertaintyResult:
     """Parameter uncertainty of a calibration (module docstring).
 
@@ -260,10 +275,14 @@ def uncertainty(
         progress: ``progress(steps done, steps)`` during the chain.
         profile: one or two parameter names whose profile likelihood to compute (:mod:`.profile`; 9 values
             over the local interval widened to +-3 sd, each a least-squares re-fit of the others).
+        effective_samples: the independent-residual likelihood scaled channel by channel by ``n_eff / n``, the
+            effective sample size read from the residuals' autocorrelation at the optimum (densely sampled
+            records with correlated residuals; docs/uncertainty.md).
     """
     options = UncertaintyOptions(
         posterior=posterior, walkers=walkers, steps=steps, noise=noise, seed=seed, move=move, force=force,
         polish_budget=polish_budget, difference=difference, profile=tuple(profile),
+        effective_samples=effective_samples,
     )  # fmt: skip
     target, own = _from_result(source, problem, store, run)
     try:
@@ -315,7 +334,8 @@ def _analyse(
         prob, pol.u, store=st, run_name=f"{name}.jacobian", difference=options.difference, evaluator=evaluator
     )
     sigma = given if given is not None else estimate_noise(r, blocks, space.dim)
-    sig_res = per_residual(sigma, blocks)
+    inflation = correlation_inflation(r, blocks) if options.effective_samples else np.ones(len(blocks))
+    sig_res = per_residual(sigma * np.sqrt(inflation), blocks)
     loc = local_uncertainty(
         space,
         pol.u,
@@ -326,13 +346,17 @@ def _analyse(
         noise_estimated=given is None,
         force=options.force,
     )
+    if options.effective_samples:
+        loc.effective_samples = {b.name: b.size / float(f) for b, f in zip(blocks, inflation, strict=True)}
     best = dict(zip(space.free_names, space.from_unit(pol.u[None, :])[0].tolist(), strict=True))
     post = None
     n_sim = pol.n_simulated + n_jac
+    # the chain and the profiles depend on the likelihood: the scaled one's runs are kept apart, <run>.neff.*
+    scaled = dataclasses.replace(target, run_name=f"{name}.neff") if options.effective_samples else target
     if options.posterior:
-        post = _posterior(target, options, sig_res, pol.u, loc.cov_u, evaluator, progress)
+        post = _posterior(scaled, options, sig_res, pol.u, loc.cov_u, evaluator, progress)
         n_sim += post.n_simulated
-    profiles = _profiles(target, options.profile, best, sig_res, loc, evaluator)
+    profiles = _profiles(scaled, options.profile, best, sig_res, loc, evaluator)
     return UncertaintyResult(
         profiles=profiles,
         run_name=name,

@@ -45,7 +45,10 @@ class LocalUncertainty:
     log-scaled ones); ``lower``/``upper``: the 95 % interval cut to the bounds; ``correlation`` ``(d, d)``;
     ``eigenvalues``/``eigenvectors`` of the relative covariance (largest first: the least identifiable
     direction); ``condition``: their ratio; ``weakest``/``strongest``: those directions in words;
-    ``unidentifiable``: the parameters whose interval spans more than half their search range.
+    ``unidentifiable``: the parameters whose interval spans more than half their search range;
+    ``effective_samples``: per channel, the effective sample size the likelihood was scaled by
+    (``effective_samples=True``; ``None``, and absent from :meth:`to_json`, when the residuals were taken as
+    independent).
     """
 
     names: tuple[str, ...]
@@ -65,8 +68,10 @@ class LocalUncertainty:
     noise: dict[str, float]
     noise_estimated: bool
     unidentifiable: list[str] = field(default_factory=list)
+    effective_samples: dict[str, float] | None = None
 
     def to_json(self) -> dict[str, Any]:
+        extra = {} if self.effective_samples is None else {"effective_samples": self.effective_samples}
         return {
             "names": list(self.names),
             "covariance_unit": self.cov_u.tolist(),
@@ -79,7 +84,7 @@ class LocalUncertainty:
             "noise": self.noise,
             "noise_estimated": self.noise_estimated,
             "unidentifiable": list(self.unidentifiable),
-        }
+        } | extra
 
 
 def gauss_newton_cov(J: np.ndarray, sigma: np.ndarray, names: tuple[str, ...], *, force: bool = False) -> np.ndarray:
