@@ -116,7 +116,10 @@ DESCRIPTIONS: dict[str, str] = {
     "FileExperiment.path": "the data file (relative to the configuration's folder)",
     "FileExperiment.name": "the experiment's name (default: from the file name)",
     "FileExperiment.format": "the file's format (default: from its suffix)",
-    "FileExperiment.delimiter": "the CSV column separator (default: detected)",
+    "FileExperiment.delimiter": "the column separator of a text table (default: detected)",
+    "FileExperiment.decimal": '`","` for decimal commas (default: detected)',
+    "FileExperiment.names": "the columns' names (with units, `\"time [s]\"`), replacing the file's header or naming a table without one",
+    "FileExperiment.units": '`{column: unit}` for columns whose header gives none, or `"suffix"`: units from the names\' suffixes (`force_kN`)',
     "FileExperiment.channels": "`{model channel: columns}` (default: columns named as the model's channels)",
     "FileExperiment.conditions": "the model's conditions for this experiment (loading protocol, records...)",
     "FileExperiment.weight": "the experiment's weight in the objective",
@@ -245,6 +248,10 @@ def default_text(field: Any, key: str = "") -> str:
     return f"`{_value(v)}`"
 
 
+#: this module, as `python -m` runs it (``__name__`` is "__main__" then)
+_MODULE = "mechcalib.config.reference"
+
+
 def description(model: type[BaseModel], key: str) -> str:
     """The key's description: the schema field's own, else :data:`DESCRIPTIONS`; refused when neither."""
     own = model.model_fields[key].description
@@ -252,8 +259,8 @@ def description(model: type[BaseModel], key: str) -> str:
     if not text:
         raise KeyError(
             f"configuration key {model.__name__}.{key} has no description; give its schema field a "
-            f"description= or add {model.__name__ + '.' + key!r} to DESCRIPTIONS in {__name__}, then run "
-            f"`python -m {__name__}`"
+            f"description= or add {model.__name__ + '.' + key!r} to DESCRIPTIONS in {_MODULE}, then run "
+            f"`python -m {_MODULE}`"
         )
     return text
 
@@ -292,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         current = args.out.is_file() and args.out.read_text(encoding="utf-8") == text
         if not current:
-            print(f"{args.out} is not current; run `python -m {__name__}`", file=sys.stderr)
+            print(f"{args.out} is not current; run `python -m {_MODULE}`", file=sys.stderr)
         return 0 if current else 1
     args.out.write_text(text, encoding="utf-8")
     print(f"wrote {args.out}")
