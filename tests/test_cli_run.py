@@ -75,7 +75,7 @@ def test_run_writes_result_and_store_then_show(config, tmp_path):
     r = _ok("run", config, "--out", out, "--quiet")
     assert "best loss" in r.stdout and str(out / RESULT_FILE) in r.stdout
     res = _result(out)
-    assert res["run_name"] == "lin" and res["status"] == "finished" and res["stop_reason"] == "max_evals"
+    assert res["run_name"] == "lin" and res["status"] == "finished" and res["stop_reason"] == "budget"
     assert (
         res["n_evaluations"] == 30
         and res["n_simulated"] + res["n_cached"] == 30

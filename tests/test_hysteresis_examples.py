@@ -62,7 +62,7 @@ def test_example_is_the_papers_identification_problem(name):
 def test_boucwen_example_runs_with_a_tiny_budget(tmp_path):
     rec = run_config(EXAMPLES / "hysteresis_boucwen.toml", tmp_path / "bw", budget=30, plots=False)
     res = json.loads(rec.result_path.read_text())
-    assert res["status"] == "finished" and res["stop_reason"] == "max_evals"
+    assert res["status"] == "finished" and res["stop_reason"] == "budget"
     assert res["n_evaluations"] == 30 and res["n_failed"] == 0 and res["seed"] == 1
     best = np.array([res["best"][k] for k in ("a1", "a2", "a3", "a4")])
     assert np.all(best >= [1.0, 0.5, 0.25, 1.0]) and np.all(best <= [4.0, 2.0, 1.0, 4.0])
@@ -82,7 +82,7 @@ def test_frame_example_runs_through_the_cli(tmp_path):
     )
     assert r.exit_code == 0, r.output
     res = json.loads((out / RESULT_FILE).read_text())
-    assert res["n_evaluations"] == 26 and res["n_failed"] == 0 and res["stop_reason"] == "max_evals"
+    assert res["n_evaluations"] == 26 and res["n_failed"] == 0 and res["stop_reason"] == "budget"
     assert set(res["best"]) >= {"a11", "a12", "a13", "a21", "a22", "a23"}
     with RunStore(out / STORE_FILE, readonly=True) as st:
         recs = st.evaluations(st.runs()[0].name)

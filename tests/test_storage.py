@@ -40,7 +40,7 @@ def test_every_evaluation_is_recorded_exactly(tmp_path):
     r0 = recs[0]
     curve = r0.response["synthetic"]["y"]
     assert isinstance(curve, Curve) and np.allclose(curve.y, r0.params["a"] * np.arange(30) + r0.params["b"])
-    assert info.status == "finished" and info.stop_reason == "max_evals" and info.n_evals == 20
+    assert info.status == "finished" and info.stop_reason == "budget" and info.n_evals == 20
     assert info.optimizer == "lhs" and info.settings["batch_size"] == 8 and info.seed == 4
     assert info.config == {"note": "t"} and info.termination["max_evals"] == 20
     assert info.free_names == ["a", "b"] and info.n_batches == 3

@@ -341,6 +341,8 @@ class CalibrationLoop:
         self.evaluator.start(self.problem)
         self.optimizer.setup(self.space.dim)
         self.restore()
+        if self.batches:  # a checkpoint holds the budget it was taken under: a resume may have raised it
+            self.optimizer.set_budget(self.termination.max_evals)
         reason = _after_batch(self.termination, self.best, self.stale) if self.batches else None
         while reason is None:
             reason = self._stop_before_batch() or self.step()
@@ -394,9 +396,9 @@ class CalibrationLoop:
         if t.max_iters is not None and self.batches >= t.max_iters:
             return "max_iters"
         if t.max_evals is not None and self.hist.n_evals >= t.max_evals:
-            return "max_evals"
+            return "budget"
         if self.optimizer.converged:
-            return "converged"
+            return self.optimizer.stop_reason
         return None
 
     def step(self) -> str | None:

@@ -85,10 +85,13 @@ def _print_result(rec: Any, quiet: bool) -> None:
         f"run {s['run_name']!r} {s['status']} ({s['stop_reason']}): best loss {loss} after {s['n_evaluations']} "
         f"evaluations ({s['n_failed']} failed; {s['n_simulated']} simulated now)"
     )
+    stop = (s.get("stop") or "").replace("RUN", str(rec.out_dir))
     if quiet:
         typer.echo(f"{line}; {rec.result_path}")
     else:
         echo_plain(line)
+        if stop:
+            echo_plain(f"  {stop}")
         if s["best"]:
             _print_best(s["best"], s.get("bounds"))
         echo_plain(f"wrote {rec.result_path} and {rec.out_dir / 'store.sqlite'}")
@@ -290,6 +293,8 @@ def show(
         f"best loss: {'-' if s['best_loss'] is None else format(s['best_loss'], '.6g')}"
         + (f" (evaluation {s['best_index']})" if s["best_index"] is not None else ""),
     ]
+    if s.get("stop"):
+        lines.append(f"  {s['stop'].replace('RUN', str(directory))}")
     if s["error"]:
         lines.append(f"error: {s['error']}")
     for ln in lines:

@@ -144,6 +144,13 @@ class Optimizer(ABC):
         """The algorithm's own stopping signal (a collapsed population...); default never."""
         return False
 
+    @property
+    def stop_reason(self) -> str:
+        """Why :attr:`converged` turned true, as a run's stop reason: ``"converged"`` (a rule of the method
+        fired), or ``"budget"`` where the method stopped because its next batch does not fit the budget
+        (``auto``); a resume with a larger budget continues the latter (:meth:`set_budget`)."""
+        return "converged"
+
     # -- subclass hooks -------------------------------------------------------------------------
     @abstractmethod
     def _init_state(self) -> None: ...

@@ -47,9 +47,12 @@ class Auto(ResidualOptimizer):
        Levenberg-Marquardt through the cosine transform, by default; ``"trf"``) started (``x0=``) from
        the best design points that are more than ``distinct`` apart (max-norm), best first, then random
        restarts while the budget lasts. Every point already evaluated is answered from memory, not asked
-       again. The next batch is planned as soon as the last one is told, so a batch that does not fit in the
-       remaining budget (a Jacobian cut in half) is never asked: the optimiser turns ``converged`` and the run
-       ends at its best rather than spend the rest on a Jacobian it cannot use.
+       again. **Convergence**: once ``confirm`` starts have ended on scipy's tolerances at the best loss
+       found (within a relative ``1e-6``), the run stops with stop reason ``converged`` instead of restarting
+       where it has already been. The next batch is planned as soon as the last one is told, so a batch that
+       does not fit in the remaining budget (a Jacobian cut in half) is never asked: the run ends at its best
+       with stop reason ``budget`` rather than spend the rest on a Jacobian it cannot use, and a resume with a
+       larger budget (:meth:`set_budget`) continues it, keeping its design.
     4. **Derivative-free search** (when the rule chose CMA-ES): :class:`~mechcalib.optimizers.cmaes.CMAES` with
        its IPOP restarts, its first run started at the best point told so far (the design's, or a check point)
        with step size ``cmaes_sigma0`` (0.1 of each range): the design has already located the best basin it
@@ -65,7 +68,9 @@ class Auto(ResidualOptimizer):
     (``point``: the best design point, unit cube; ``loss``), ``lsq`` or ``cmaes`` (the rule: ``mismatch``,
     ``smooth_tol``, or ``left`` when the budget decided; for ``cmaes`` also ``start``, ``start_loss`` and
     ``sigma0``, its first mean and step size), ``polish`` (``starts``: unit-cube points,
-    ``start_losses``), ``stop`` (``batch``: the batch that did not fit, ``left``).
+    ``start_losses``), ``converged`` (``starts``: the starts that confirmed the best loss, ``loss``), ``stop``
+    (``batch``: the batch that did not fit, ``left``), ``budget`` (a resume raised the budget: ``budget``,
+    ``before``).
 
     Args:
         design_fraction: share of the budget for the design (before the caps).
@@ -77,6 +82,8 @@ class Auto(ResidualOptimizer):
             in a median of 24 simulations, TRF starts in 36; after the 14 of design and check, ``max_evals =
             50`` leaves room for LM's, and auto ends within 1 % in 9 of 10 runs.
         cmaes_sigma0: the first CMA-ES run's step size (fraction of each range) around the best point so far.
+        confirm: how many least-squares starts must end at the best loss found before the run stops as
+            converged (1: the first start that converges; more: further distinct starts confirm the basin).
         seed: seed of the design and of the methods it runs.
     """
 
@@ -91,6 +98,7 @@ class Auto(ResidualOptimizer):
         max_starts: int = 5,
         polish: str = "lm",
         cmaes_sigma0: float = 0.1,
+        confirm: int = 2,
         seed: SeedLike = None,
     ) -> None:
         super().__init__(seed=seed)
@@ -100,13 +108,28 @@ class Auto(ResidualOptimizer):
         self.max_starts = check_positive_int(self.name, "max_starts", max_starts)
         self.polish = check_choice(self.name, "polish", polish, ("trf", "lm"))
         self.cmaes_sigma0 = check_range(self.name, "cmaes_sigma0", cmaes_sigma0, 0.0, 1.0, lo_open=True)
+        self.confirm = check_positive_int(self.name, "confirm", confirm)
         self._budget: int | None = None
         self._has_residuals: bool | None = None
         self._choices: list[dict[str, Any]] = []
 
     # -- what calibrate asks of it -----------------------------------------------------------------------
     def set_budget(self, max_evals: int | None) -> None:
+        """Keep the run's budget. Told again after a resume restored a checkpoint: a larger budget reopens a
+        run that stopped because its next batch did not fit (its design is kept, as planned for the old one)."""
+        before = self._budget
         self._budget = None if max_evals is None else int(max_evals)
+        if self.dim is None or not hasattr(self, "_phase") or self._budget == before:
+            return
+        self._log_choice(
+            "budget",
+            f"the budget changed from {before} to {self._budget}; the design of {len(self._design)} points is kept",
+            budget=self._budget,
+            before=before,
+        )
+        if self._phase == "done" and self._stop == "budget" and isinstance(self._sub, LeastSquares):
+            self._phase = "lsq"
+            self._plan_lsq()
 
     def prepare_problem(self, problem: ProblemLike, *, max_evals: int | None) -> ProblemLike:
         """Note whether the problem has residuals; a problem with them is made to keep the measured channels of
@@ -127,6 +150,12 @@ class Auto(ResidualOptimizer):
     @property
     def converged(self) -> bool:
         return self.dim is not None and self._phase == "done"
+
+    @property
+    def stop_reason(self) -> str:
+        """``"converged"`` (``confirm`` starts ended at the best loss) or ``"budget"`` (the next batch did not
+        fit the budget)."""
+        return "budget" if getattr(self, "_stop", None) == "budget" else "converged"
 
     # -- ask/tell --------------------------------------------------------------------------------------
     def design_size(self, dim: int) -> int:
@@ -150,16 +179,17 @@ class Auto(ResidualOptimizer):
         self._batch: np.ndarray | None = None  # the sub-optimiser's full batch, while only its unknown points are asked
         self._next: np.ndarray | None = None  # the unknown points of that batch, planned when the last one was told
         self._check: np.ndarray | None = None  # the best design point under the smoothness check
-        # recorded now, logged when the design is asked: a setup that only checks the settings says nothing
-        self._log_choice("design", f"{n0} Sobol points (budget {self._budget})", quiet=True, n=n0, budget=self._budget)
+        self._stop: str | None = None  # why the phase is "done": "converged" or "budget"
+        # recorded now, said when the design is first asked: a resume replaces this state by a checkpoint's
+        self._log_choice("design", f"{n0} Sobol points (budget {self._budget})", say=False, n=n0, budget=self._budget)
 
-    def _log_choice(self, choice: str, reason: str, *, quiet: bool = False, **values: Any) -> None:
+    def _log_choice(self, choice: str, reason: str, *, say: bool = True, **values: Any) -> None:
         rec = {"choice": choice, "reason": reason, "at_eval": int(self.n_evals), **values}
         self._choices.append(rec)
-        if not quiet:
-            self._log(rec)
+        if say:
+            self._say(rec)
 
-    def _log(self, rec: dict[str, Any]) -> None:
+    def _say(self, rec: dict[str, Any]) -> None:
         log.info("%s: %s: %s (after %d evaluations)", self.name, rec["choice"], rec["reason"], rec["at_eval"])
 
     def _remaining(self) -> float:
@@ -176,6 +206,8 @@ class Auto(ResidualOptimizer):
         if self._phase == "cmaes":
             assert self._sub is not None
             return self._sub.next_batch_size
+        if self._phase == "done":
+            return 0
         return int(self._ask_lsq().shape[0])
 
     def checkpoint_state(self) -> dict[str, Any]:
@@ -193,7 +225,7 @@ class Auto(ResidualOptimizer):
 
     def _ask(self) -> np.ndarray:
         if self._phase == "design":
-            self._log(self._choices[0])  # the design line, once a run asks for it
+            self._say(self._choices[0])
             return self._design.copy()
         if self._phase == "check":
             assert self._check is not None
@@ -219,6 +251,18 @@ class Auto(ResidualOptimizer):
         assert isinstance(sub, LeastSquares)
         while True:
             U = sub.ask()
+            confirmed = self._confirmed(sub)
+            if confirmed is not None:
+                sub.withdraw()
+                self._phase, self._next, self._stop = "done", None, "converged"
+                n, loss = confirmed
+                self._log_choice(
+                    "converged",
+                    f"{n} least-squares starts ended at the best loss {loss:.6g} (confirm={self.confirm})",
+                    starts=n,
+                    loss=loss,
+                )
+                return
             known = np.array([u.tobytes() in self._memo for u in U])
             if known.all():  # everything answered from memory: tell it and go on
                 f = np.array([self._memo[u.tobytes()][0] for u in U])
@@ -228,7 +272,7 @@ class Auto(ResidualOptimizer):
             if new.shape[0] > self._remaining():
                 # a batch cut by the budget (half a Jacobian) would be wasted: end at the best point
                 sub.withdraw()
-                self._phase, self._next = "done", None
+                self._phase, self._next, self._stop = "done", None, "budget"
                 left = self._remaining()
                 self._log_choice(
                     "stop",
@@ -239,6 +283,18 @@ class Auto(ResidualOptimizer):
                 return
             self._batch, self._next = U, new
             return
+
+    def _confirmed(self, sub: LeastSquares) -> tuple[int, float] | None:
+        """``(starts, loss)`` once ``confirm`` finished starts met scipy's tolerances at the best loss told
+        (relative ``1e-6``); ``None`` before."""
+        ends = [f for f, met in sub.finished_starts if met and math.isfinite(f)]
+        if not ends:
+            return None
+        best = min(ends)
+        if best > self.best_f + 1e-6 * abs(self.best_f) + 1e-300:
+            return None  # a point told outside the starts is better: they have not found its basin
+        n = sum(f <= best + 1e-6 * abs(best) + 1e-300 for f in ends)
+        return (n, best) if n >= self.confirm else None
 
     def _rows(self, U: np.ndarray) -> np.ndarray:
         m = next(r.shape[0] for _, r in self._memo.values() if r is not None)

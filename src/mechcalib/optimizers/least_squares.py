@@ -198,6 +198,7 @@ class LeastSquares(ResidualOptimizer):
         self.max_nfev = None if max_nfev is None else check_positive_int(self.name, "max_nfev", max_nfev)
         self._names: tuple[str, ...] | None = None
         self._end_status: list[bool] = []
+        self._end_losses: list[float] = []
 
     # -- what calibrate asks of a residual optimiser ------------------------------------------------
     def evals_per_jacobian(self, dim: int) -> int:
@@ -234,6 +235,11 @@ class LeastSquares(ResidualOptimizer):
         return sorted(((u.copy(), f) for u, f in self._ends), key=lambda e: e[1])
 
     @property
+    def finished_starts(self) -> list[tuple[float, bool]]:
+        """Per finished start, in order: the loss it ended at and whether scipy met a tolerance."""
+        return list(zip(self._end_losses, self._end_status, strict=True))
+
+    @property
     def tolerances_met(self) -> list[bool]:
         """Per finished start, whether scipy stopped on ``ftol``/``xtol``/``gtol`` (``False``: on its
         evaluation cap ``max_nfev``)."""
@@ -266,6 +272,7 @@ class LeastSquares(ResidualOptimizer):
         self._mode: str | None = None  # "residuals" or "loss", fixed by the first tell
         self._r0_scale = 1.0
         self._end_status = []  # per finished start: scipy met a tolerance (not its evaluation cap)
+        self._end_losses = []  # per finished start: the loss it ended at
         self._planned: np.ndarray | None = None  # the next batch, when next_batch_size planned it
         self._start_at_plan = 0
 
@@ -468,6 +475,7 @@ class LeastSquares(ResidualOptimizer):
             met = res.status > 0
         self._end_status.append(bool(met))
         f_end = self._loss.get(u_end.tobytes(), math.inf)
+        self._end_losses.append(float(f_end))
         log.info("%s: start %d ended (%s) at loss %.6g", self.name, self._start, msg, f_end)
         near = [j for j, (u, _) in enumerate(self._ends) if np.max(np.abs(u_end - u)) <= _DISTINCT]
         if not near:

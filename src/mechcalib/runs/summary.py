@@ -49,8 +49,8 @@ def result_summary(
     free parameter its ``lower`` and ``upper`` bound and ``at_bound``: ``"lower"``/``"upper"`` when the best ends
     within 1 % of the range of that bound, else ``null``; :func:`bounds_note`), ``best_loss``
     (``null`` when every evaluation failed), ``last_error`` (the last failure's message, ``null`` without),
-    ``n_evaluations``, ``n_failed``, ``failures`` (count by status), ``n_batches``, ``stop_reason``,
-    ``alternatives`` (``[{"params", "loss"}]``, best first), ``choices`` (the method's recorded decisions,
+    ``n_evaluations``, ``n_failed``, ``failures`` (count by status), ``n_batches``, ``stop_reason``
+    (``converged``, ``budget``, ``target``, ``patience``, ...), ``stop`` (:func:`stop_note`), ``alternatives`` (``[{"params", "loss"}]``, best first), ``choices`` (the method's recorded decisions,
     e.g. ``auto``'s design, starts, fallback rule and phase boundaries; ``[]`` for methods that record none),
     ``n_simulated``/``n_cached``/``n_replayed``
     (of the last invocation: a resume that recomputes nothing has ``n_simulated == 0``), ``budget``,
@@ -88,6 +88,7 @@ def result_summary(
         "failures": dict(Counter(r.status for r in fails)),
         "n_batches": result.n_batches,
         "stop_reason": result.stop_reason,
+        "stop": stop_note(result.stop_reason, result.choices, result.n_evals, cfg.budget.max_evals),
         "alternatives": [{"params": p, "loss": f} for p, f in result.alternatives],
         "choices": result.choices,
         "n_simulated": result.n_simulated,
@@ -110,11 +111,35 @@ def result_summary(
     }
 
 
+def stop_note(reason: str | None, choices: list[dict[str, Any]], n_evals: int, max_evals: int | None) -> str | None:
+    """Why a finished run stopped, in words, with what to do next: ``converged`` at which evaluation by which
+    rule, or stopped by the ``budget`` before converging (continue it with ``resume --budget``)."""
+    if reason is None:
+        return None
+    if reason == "converged":
+        rule = next((c for c in reversed(choices) if c.get("choice") == "converged"), None)
+        if rule is None:
+            return "converged: the method's own stopping rule fired"
+        return (
+            f"converged at evaluation {rule['at_eval']}: {rule['reason']}; to search further, run again with a "
+            "larger `confirm` (auto) or another method"
+        )
+    if reason in ("budget", "max_evals"):  # max_evals: the name runs recorded before
+        cut = next((c for c in reversed(choices) if c.get("choice") == "stop"), None)
+        why = f" ({cut['reason']})" if cut is not None else ""
+        more = 2 * max_evals if max_evals else 2 * n_evals
+        return (
+            f"stopped by the budget of {max_evals if max_evals else n_evals} evaluations before converging{why}; "
+            f"continue with `mechcalib resume RUN --budget {more}`"
+        )
+    return None
+
+
 def run_summary(out_dir: str | os.PathLike[str], *, run: str | None = None, n_failures: int = 5) -> dict[str, Any]:
     """A stored run's state, read while it may still be running (the store is opened read-only).
 
     Keys: ``run_name``, ``status`` (``running``, ``finished``, ``interrupted``, ``failed``), ``stop_reason``,
-    ``error``, ``optimizer``, ``seed``, ``n_evaluations``, ``n_failed``, ``failures`` (count by status),
+    ``stop`` (:func:`stop_note`, for a finished run), ``error``, ``optimizer``, ``seed``, ``n_evaluations``, ``n_failed``, ``failures`` (count by status),
     ``recent_failures`` (the last ``n_failures``: ``idx``, ``status``, ``error``), ``best`` (every parameter
     of the best ok evaluation by name, ``null`` when none succeeded), ``bounds`` (as in ``result.json``:
     :func:`result_summary`), ``best_loss``, ``best_index``,
@@ -147,6 +172,12 @@ def run_summary(out_dir: str | os.PathLike[str], *, run: str | None = None, n_fa
             "run_name": info.name,
             "status": info.status,
             "stop_reason": info.stop_reason,
+            "stop": stop_note(
+                info.stop_reason if info.status == "finished" else None,
+                info.choices,
+                info.n_evals,
+                (info.termination or {}).get("max_evals"),
+            ),
             "error": info.error,
             "optimizer": info.optimizer,
             "seed": info.seed,
