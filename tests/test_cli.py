@@ -24,8 +24,12 @@ def test_demo_recovers_parameters(tmp_path):
 def test_warmup_compiles_the_named_models_and_refuses_an_unknown_one():
     from typer.testing import CliRunner
 
-    r = CliRunner().invoke(app, ["warmup", "duffing", "linear"])
+    r = CliRunner().invoke(app, ["warmup", "duffing", "linear", "--jobs", "1"])
     assert r.exit_code == 0, r.output
     assert "duffing:" in r.output and "linear:" in r.output and "CPU s" in r.output
+    assert "compiled 2 models" in r.output and "(1 at once)" in r.output
+    r = CliRunner().invoke(app, ["warmup", "duffing", "linear", "--jobs", "2"])  # in two spawned processes
+    assert r.exit_code == 0, r.output
+    assert "duffing:" in r.output and "linear:" in r.output and "(2 at once)" in r.output
     r = CliRunner().invoke(app, ["warmup", "no_such_model"])
     assert r.exit_code == 2 and "no_such_model" in r.output

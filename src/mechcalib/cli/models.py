@@ -309,16 +309,21 @@ def warmup(
         metavar="[MODEL]...",
         help="Models to compile (default: every built-in one but eepa_triaxial, which pours a specimen first).",
     ),
+    jobs: int = typer.Option(
+        None, "--jobs", "-j", min=1, help="Models compiled at once, each in a process of its own (default: the CPUs)."
+    ),
 ) -> None:
     """Compile the models' numba kernels into numba's cache on disk once, after installing, so that a run's
     first simulation starts at once instead of compiling (minutes for the hysteretic family on a small
-    machine). Simulates each model's default preset as a batch of two, under its default conditions."""
+    machine). Simulates each model's default preset as a batch of two, under its default conditions; models
+    compile in parallel processes (numba compiles on one core), and each one's wall and CPU time is said."""
+    import multiprocessing
+    import os
     import time
-
-    import numpy as np
+    from concurrent.futures import ProcessPoolExecutor
 
     from ..errors import ConfigurationError
-    from ..models import MODELS, SimulationFailure, get_model
+    from ..models import MODELS
 
     chosen = list(names or [n for n in MODELS.names() if n not in _NO_WARMUP])
     for name in chosen:
@@ -326,25 +331,48 @@ def warmup(
             MODELS.resolve(name)
         except ConfigurationError as exc:
             raise typer.BadParameter(str(exc), param_hint="MODEL") from None
+    n_jobs = min(jobs or os.cpu_count() or 1, len(chosen))
     failed = []
+    t0 = time.perf_counter()
     with errors():
-        for name in chosen:
-            t0, c0 = time.perf_counter(), time.process_time()
-            model = get_model(name)
-            theta = model.full_vector()
-            out = model.simulate(np.stack([theta, theta]))
-            bad = [r for r in out if isinstance(r, SimulationFailure)]
-            if bad:
-                failed.append(name)
-            note = f"; failed: {bad[0].message}" if bad else ""
-            typer.echo(
-                f"{name}: {time.perf_counter() - t0:.1f} s ({time.process_time() - c0:.1f} CPU s){note}", err=True
-            )
+        if n_jobs > 1:
+            # spawned, not forked: a fork would copy numba's threading layer if a kernel had already run
+            with ProcessPoolExecutor(n_jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+                done = pool.map(_warm_one, chosen)
+                for name, line, ok in done:
+                    typer.echo(line, err=True)
+                    if not ok:
+                        failed.append(name)
+        else:
+            for name in chosen:
+                name, line, ok = _warm_one(name)
+                typer.echo(line, err=True)
+                if not ok:
+                    failed.append(name)
+    typer.echo(f"compiled {len(chosen)} models in {time.perf_counter() - t0:.1f} s ({n_jobs} at once)", err=True)
     if failed:
         fail(
             f"the default simulation of {', '.join(failed)} failed; its kernels may be compiled all the same",
             EXIT_FAILED,
         )
+
+
+def _warm_one(name: str) -> tuple[str, str, bool]:
+    """Simulate model ``name``'s default preset as a batch of two (compiling its kernels into the cache);
+    returns the name, the line to print (wall and CPU seconds) and whether it succeeded."""
+    import time
+
+    import numpy as np
+
+    from ..models import SimulationFailure, get_model
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    model = get_model(name)
+    theta = model.full_vector()
+    out = model.simulate(np.stack([theta, theta]))
+    bad = [r for r in out if isinstance(r, SimulationFailure)]
+    note = f"; failed: {bad[0].message}" if bad else ""
+    return name, f"{name}: {time.perf_counter() - t0:.1f} s ({time.process_time() - c0:.1f} CPU s){note}", not bad
 
 
 def register(app: typer.Typer) -> None:
