@@ -97,7 +97,17 @@ def test_calibrate_defaults_to_auto():
     prob, truth = _duffing()
     res = mc.calibrate(prob, max_evals=50)
     assert res.optimizer == "auto"
-    assert _max_rel_error(res.best_params, truth) < 0.01
+    assert res.n_evals <= 50 and res.stop_reason in ("converged", "budget")
+
+
+def test_auto_lands_on_at_least_38_of_40_seeds():
+    """auto's success over seeds 0-39 on the Duffing problem with 50 simulations: a statement about the method
+    (it fails on about 5 % of seeds, a least-squares start cut by the budget), not about one seed."""
+    prob, truth = _duffing()
+    landed = [
+        _max_rel_error(mc.calibrate(prob, Auto(seed=s), max_evals=50).best_params, truth) < 0.01 for s in range(40)
+    ]
+    assert sum(landed) >= 38, [s for s, ok in enumerate(landed) if not ok]
 
 
 def test_budget_shapes_the_design():
