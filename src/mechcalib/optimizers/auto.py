@@ -88,6 +88,7 @@ class Auto(ResidualOptimizer):
     """
 
     name: ClassVar[str] = "auto"
+    _phase: str  # "design", "check", "lsq", "cmaes" or "done" (set by _init_state)
 
     def __init__(
         self,
@@ -171,7 +172,7 @@ class Auto(ResidualOptimizer):
         m = 2 ** math.ceil(math.log2(max(n0, 1)))  # Sobol's balance holds for powers of two; take the first n0
         sobol = qmc.Sobol(d=self.dim, scramble=True, rng=self.rng)
         self._design = snap(sobol.random(m)[:n0])
-        self._phase: str = "design"
+        self._phase = "design"
         self._choices = []
         self._memo: dict[bytes, tuple[float, np.ndarray | None]] = {}
         self._mode: str | None = None
