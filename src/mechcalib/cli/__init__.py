@@ -10,6 +10,7 @@ can form. Heavy imports (numpy models, torch) happen inside the commands, when t
 from __future__ import annotations
 
 import logging
+import sys
 
 import typer
 
@@ -27,8 +28,35 @@ app = typer.Typer(
 def main(
     ctx: typer.Context, quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only results and errors.")
 ) -> None:
-    logging.basicConfig(level=logging.WARNING if quiet else logging.INFO, format="%(message)s")
+    _configure_logging(logging.WARNING if quiet else logging.INFO)
     ctx.obj = {"quiet": quiet}
+
+
+class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to the ``sys.stderr`` of the moment: a command run in-process after another (a test's
+    ``CliRunner``, a notebook) must not write to the stream an earlier command was given and closed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setFormatter(logging.Formatter("%(message)s"))
+
+    @property  # type: ignore[override]
+    def stream(self):  # noqa: D102
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value) -> None:
+        pass
+
+
+def _configure_logging(level: int) -> None:
+    """The library's log lines on stderr as plain messages (as ``logging.basicConfig`` would, once: a root
+    logger that already has handlers, e.g. under pytest, is left alone), at ``level`` for this command."""
+    root = logging.getLogger()
+    if not root.handlers:
+        root.addHandler(_Stderr())
+    if any(isinstance(h, _Stderr) for h in root.handlers):
+        root.setLevel(level)
 
 
 models.register(app)
