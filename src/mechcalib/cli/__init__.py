@@ -13,7 +13,7 @@ import logging
 
 import typer
 
-from . import inverse, models, run
+from . import dashboard, inverse, models, run
 from .models import write_response_csv
 
 __all__ = ["app", "write_response_csv"]
@@ -33,4 +33,5 @@ def main(
 
 models.register(app)
 run.register(app)
+dashboard.register(app)
 app.add_typer(inverse.app, name="inverse")

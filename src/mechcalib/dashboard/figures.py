@@ -1,0 +1,261 @@
+"""The figures of a run that need its problem: the fit of every experiment with its residuals, the
+force-displacement loop, the corner samples and the predictive band.
+
+The problem is rebuilt once per run from the configuration stored with it (:func:`~mechcalib.runs.load_run_config`)
+and the best point simulated once per best evaluation (:class:`FigureCache` keys each result by the run, its best
+index and the uncertainty files' times), never inside the store's read.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..config import ConfigFileError
+from ..core.model import SimulationFailure
+from ..errors import MechcalibError
+from ..runs.configuration import load_run_config
+from ..runs.folder import SAMPLES_NPZ
+from .data import RunRead
+
+log = logging.getLogger(__name__)
+
+#: points a curve is drawn with at most (a long record is thinned evenly)
+CURVE_POINTS = 5000
+#: samples a corner plot draws at most
+CORNER_POINTS = 2000
+#: parameter sets drawn from the samples for the predictive band
+BAND_DRAWS = 40
+
+__all__ = ["FigureCache", "axis_label"]
+
+
+def axis_label(name: str, unit: str | None) -> str:
+    """``name [unit]``; ``[-]`` for a dimensionless quantity."""
+    return f"{name} [{unit or '-'}]"
+
+
+def _thin(*arrays: np.ndarray, n: int = CURVE_POINTS) -> list[list[float]]:
+    step = max(1, int(np.ceil(arrays[0].size / n)))
+    return [np.asarray(a, dtype=float)[::step].tolist() for a in arrays]
+
+
+def _on(x: np.ndarray, sim: Any) -> np.ndarray | None:
+    """A simulated curve at the measured abscissae (as is when as long), or ``None`` when no pairing holds."""
+    sx, sy = np.asarray(sim.x, float), np.asarray(sim.y, float)
+    if sy.size == x.size:
+        return sy
+    if sx.size > 1 and np.all(np.diff(sx) > 0):
+        return np.interp(x, sx, sy)
+    return None
+
+
+class FigureCache:
+    """The problem of each run folder and the figures of its best point, computed once per best index."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._problems: dict[tuple[str, str], Any] = {}
+        self._fits: dict[tuple[str, str], tuple[Any, dict[str, Any]]] = {}
+        self._bands: dict[tuple[str, str], tuple[Any, dict[str, Any]]] = {}
+
+    def add_figures(self, read: RunRead) -> None:
+        """Add ``fit``, ``loops``, ``corner``, ``bands`` (each ``None`` with a ``*_note`` saying why) to the
+        read's view."""
+        view = read.view
+        if not view.get("ok"):
+            return
+        with self._lock:
+            problem, note = self._problem(read)
+            view["fit_note"] = note
+            fit = self._fit(read, problem) if problem is not None and read.best_x is not None else None
+            if fit is None and note is None:
+                view["fit_note"] = "no successful evaluation yet: nothing to fit"
+            view["fit"] = None if fit is None else fit["experiments"]
+            view["loops"] = None if fit is None else fit["loops"]
+            unc = self._uncertainty(read, problem) if read.uncertainty is not None else None
+            view["corner"] = None if unc is None else unc["corner"]
+            view["bands"] = None if unc is None else unc["bands"]
+            if unc is None:
+                view["uncertainty_note"] = view.get("uncertainty_note") or "no uncertainty panels"
+
+    # -- the problem -----------------------------------------------------------------------------------
+    def _problem(self, read: RunRead) -> tuple[Any, str | None]:
+        key = (str(read.folder), str(read.run_name))
+        if key in self._problems:
+            return self._problems[key]
+        if not read.config_ok and not (Path(read.folder) / "run.json").is_file():
+            out: tuple[Any, str | None] = (None, "the run stores no configuration (a run from Python): no fit")
+        else:
+            try:
+                out = (load_run_config(read.folder, run=read.run_name).build_problem(), None)
+            except (ConfigFileError, MechcalibError, OSError) as exc:
+                out = (None, f"the run's problem cannot be rebuilt ({exc}): no fit")
+        self._problems[key] = out
+        return out
+
+    # -- the fit -----------------------------------------------------------------------------------------
+    def _fit(self, read: RunRead, problem: Any) -> dict[str, Any] | None:
+        key = (str(read.folder), str(read.run_name))
+        best = read.view.get("best_index")
+        cached = self._fits.get(key)
+        if cached is not None and cached[0] == best:
+            return cached[1]
+        x = np.asarray(read.best_x, dtype=float)
+        experiments, loops = [], []
+        for exp in problem.experiments:
+            (sim,) = problem.simulate(x[None, :], exp)
+            experiments.append(_experiment_fit(exp, sim))
+            loops += _loops(exp, sim)
+        fit = {"experiments": experiments, "loops": loops}
+        self._fits[key] = (best, fit)
+        return fit
+
+    # -- corner and band ---------------------------------------------------------------------------------
+    def _uncertainty(self, read: RunRead, problem: Any) -> dict[str, Any] | None:
+        key = (str(read.folder), str(read.run_name))
+        cached = self._bands.get(key)
+        if cached is not None and cached[0] == read.samples_key:
+            return cached[1]
+        data = read.uncertainty or {}
+        names = [p["name"] for p in read.view["parameters"]]
+        units = {p["name"]: p.get("unit") for p in read.view["parameters"]}
+        samples, how = _samples(read.folder, data, problem, names)
+        if samples is None:
+            read.view["uncertainty_note"] = how
+            return None
+        best = np.array([data["parameters"][n]["best"] for n in names], dtype=float)
+        pick = np.random.default_rng(0).permutation(len(samples))[:CORNER_POINTS]
+        corner = {
+            "how": how,
+            "names": names,
+            "labels": [axis_label(n, units[n]) for n in names],
+            "samples": samples[pick].T.tolist(),
+            "best": best.tolist(),
+        }
+        bands = _bands(problem, samples, best, data) if problem is not None else []
+        out = {"corner": corner, "bands": bands}
+        self._bands[key] = (read.samples_key, out)
+        return out
+
+
+def _samples(folder: Path, data: dict[str, Any], problem: Any, names: list[str]) -> tuple[np.ndarray | None, str]:
+    """The posterior samples (``samples.npz``), else draws of the Laplace Gaussian; ``(None, why)`` without."""
+    from ..uncertainty.local import laplace_samples
+
+    npz = Path(folder) / SAMPLES_NPZ
+    if data.get("posterior") and npz.is_file():
+        try:
+            with np.load(npz) as z:
+                s = np.asarray(z["samples"], dtype=float)
+        except (OSError, ValueError, KeyError) as exc:
+            return None, f"{npz} cannot be read ({exc}): no corner plot"
+        if s.ndim == 2 and s.shape[1] == len(names) and len(s):
+            return s, "posterior (emcee)"
+        return None, f"{npz} holds samples of another shape {s.shape}: no corner plot"
+    if problem is None or data.get("covariance_unit") is None or data.get("best_unit") is None:
+        return None, "no posterior samples and no Laplace covariance to draw from: no corner plot"
+    cov = np.asarray(data["covariance_unit"], dtype=float)
+    s = laplace_samples(problem.space, np.asarray(data["best_unit"], float), cov, 4000, seed=0)
+    return s, "Laplace (Gauss-Newton) Gaussian"
+
+
+def _experiment_fit(exp: Any, sim: Any) -> dict[str, Any]:
+    """Measured and simulated curves of every channel of an experiment, with the residuals (measured minus
+    simulated at the measured points)."""
+    failed = isinstance(sim, SimulationFailure)
+    channels = []
+    for ch in exp.channel_names:
+        c = exp[ch]
+        mx, my = np.asarray(c.x, float), np.asarray(c.y, float)
+        entry: dict[str, Any] = {
+            "name": ch,
+            "x_label": axis_label(c.x_name, c.x_unit),
+            "y_label": axis_label(c.y_name, c.y_unit),
+            "measured": _thin(mx, my),
+            "simulated": None,
+            "residual": None,
+            "rms": None,
+        }
+        if not failed and ch in sim:
+            s = sim[ch]
+            entry["simulated"] = _thin(np.asarray(s.x, float), np.asarray(s.y, float))
+            on = _on(mx, s)
+            if on is not None:
+                r = my - on
+                entry["residual"] = _thin(mx, r)
+                entry["rms"] = float(np.sqrt(np.mean(r**2)))
+        channels.append(entry)
+    return {
+        "name": exp.name,
+        "channels": channels,
+        "failure": sim.message if failed else None,
+    }
+
+
+_DISP = re.compile(r"displacement|drift|deflection|elongation|\bu\b", re.I)
+_FORCE = re.compile(r"force|load|shear|moment", re.I)
+
+
+def _loops(exp: Any, sim: Any) -> list[dict[str, Any]]:
+    """The force-displacement loops of a response: every simulated channel whose abscissa is a displacement
+    and ordinate a force, with the measured one when the experiment has that channel."""
+    if isinstance(sim, SimulationFailure):
+        return []
+    out = []
+    for ch, s in sim.items():
+        if not (_DISP.search(s.x_name or "") and _FORCE.search(s.y_name or "")):
+            continue
+        measured = _thin(np.asarray(exp[ch].x, float), np.asarray(exp[ch].y, float)) if ch in exp.channels else None
+        out.append(
+            {
+                "experiment": exp.name,
+                "channel": ch,
+                "x_label": axis_label(s.x_name, s.x_unit),
+                "y_label": axis_label(s.y_name, s.y_unit),
+                "simulated": _thin(np.asarray(s.x, float), np.asarray(s.y, float)),
+                "measured": measured,
+            }
+        )
+    return out
+
+
+def _bands(problem: Any, samples: np.ndarray, best: np.ndarray, data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The 95 % band of the simulated response over :data:`BAND_DRAWS` sets drawn from the samples, per channel
+    of every experiment, on the measured abscissae, with the fit and the measured points."""
+    rng = np.random.default_rng(0)
+    pick = samples[rng.choice(len(samples), size=min(BAND_DRAWS, len(samples)), replace=False)]
+    out = []
+    for exp in problem.experiments:
+        sims = problem.simulate(np.vstack([best[None, :], pick]), exp)
+        for ch in exp.channel_names:
+            c = exp[ch]
+            mx, my = np.asarray(c.x, float), np.asarray(c.y, float)
+            ys = [_on(mx, s[ch]) for s in sims[1:] if not isinstance(s, SimulationFailure) and ch in s]
+            Y = np.array([y for y in ys if y is not None])
+            b = sims[0]
+            fit = _on(mx, b[ch]) if not isinstance(b, SimulationFailure) and ch in b else None
+            if not len(Y) or fit is None:
+                continue
+            lo, hi = np.percentile(Y, [2.5, 97.5], axis=0)
+            x, lo_, hi_, fy, my_ = _thin(mx, lo, hi, fit, my)
+            out.append(
+                {
+                    "experiment": exp.name,
+                    "channel": ch,
+                    "x_label": axis_label(c.x_name, c.x_unit),
+                    "y_label": axis_label(c.y_name, c.y_unit),
+                    "x": x,
+                    "lo": lo_,
+                    "hi": hi_,
+                    "fit": fy,
+                    "measured": my_,
+                    "draws": len(Y),
+                }
+            )
+    return out
