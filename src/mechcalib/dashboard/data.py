@@ -22,7 +22,7 @@ from ..runs.folder import SAMPLES_NPZ, UNCERTAINTY_FILE, json_clean, run_name_in
 from ..storage import RunStore
 
 #: about how many evaluations a history or trace figure draws (every improvement is drawn besides)
-MAX_POINTS = 4000
+MAX_POINTS = 1500
 
 __all__ = ["MAX_POINTS", "RunRead", "floats", "read_run", "read_uncertainty_files"]
 

@@ -19,7 +19,7 @@
     if (typeof v !== "number") return String(v);
     return Number(v.toPrecision(digits || 6)).toString();
   }
-  function scatterKind(n) { return n > 1000 ? "scattergl" : "scatter"; }
+  function scatterKind(n) { return n > 2500 ? "scattergl" : "scatter"; }
 
   // one block per key below the parent, kept between refreshes so that plotly redraws in place
   function slot(parent, id, tag, cls) {
@@ -79,18 +79,21 @@
   }
   function bestTable(sec, i, r) {
     const iv = r.intervals ? r.intervals.parameters : null;
-    const head = ["parameter", "unit", "best", "95 % lower", "95 % upper", "search bounds"];
+    const head = ["parameter", "unit", "best evaluation"].concat(iv ? ["best of the analysis", "95 % lower",
+      "95 % upper"] : [], ["search bounds"]);
     const rows = r.parameters.map((p) => {
       const q = iv && iv[p.name] ? iv[p.name] : {};
-      return [cell(p.name), cell(p.unit || "-"), cell(fmt(r.best ? r.best[p.name] : null), "best:" + p.name,
-        r.best ? r.best[p.name] : null), cell(fmt(q.lower)), cell(fmt(q.upper)),
-      cell(fmt(p.lower, 4) + " ... " + fmt(p.upper, 4) + (p.scale === "log" ? " (log)" : ""))];
+      const best = [cell(p.name), cell(p.unit || "-"), cell(fmt(r.best ? r.best[p.name] : null), "best:" + p.name,
+        r.best ? r.best[p.name] : null)];
+      const ivs = iv ? [cell(fmt(q.best), "analysis:" + p.name, q.best), cell(fmt(q.lower)), cell(fmt(q.upper))] : [];
+      return best.concat(ivs, [cell(fmt(p.lower, 4) + " ... " + fmt(p.upper, 4) + (p.scale === "log" ? " (log)" : ""))]);
     });
     table(sec, "best-" + i, head, rows);
     if (r.intervals) {
       const stale = r.intervals.stale ? "; stale: computed at evaluation " + r.intervals.computed_at +
         ", the best is now evaluation " + r.best_index + " (run `mechcalib uncertainty` again)" : "";
-      note(sec, "ivnote-" + i, "intervals: " + r.intervals.method + stale);
+      note(sec, "ivnote-" + i, "best of the analysis and its 95 % intervals: `mechcalib uncertainty` (" +
+        r.intervals.method + "; its least-squares polish may move the best)" + stale);
     }
   }
   function history(sec, i, r, pending) {
@@ -98,7 +101,7 @@
     const pos = h.loss.every((v) => v > 0);
     const traces = [
       { type: scatterKind(h.idx.length), mode: "markers", x: h.idx, y: h.loss, name: "evaluation" +
-        (h.every > 1 ? " (every " + h.every + "th and each improvement)" : ""), marker: { size: 4, color: "#1f77b4", opacity: 0.5 } },
+        (h.every > 1 ? " (one in " + h.every + ", and every improvement)" : ""), marker: { size: 4, color: "#1f77b4", opacity: 0.5 } },
       { type: "scatter", mode: "lines", line: { shape: "hv", color: "#d62728" }, x: h.best_idx, y: h.best_loss, name: "best so far" },
     ];
     if (h.failed_idx.length) {
@@ -243,19 +246,22 @@
     if (r.bands && r.bands.length) bands(sec, i, r, pending);
     if (!r.corner) note(sec, "uncnote-" + i, r.uncertainty_note || "no uncertainty panels");
   }
+  function label(r) {
+    return r.run_name + " (" + r.optimizer + ", " + r.folder.split(/[\\/]/).filter(Boolean).pop() + ")";
+  }
   function compare(root, runs, pending) {
     const ok = runs.filter((r) => r.ok);
     if (runs.length < 2 || !ok.length) return;
     const sec = slot(root, "compare", "section", "compare");
     slot(sec, "compare-title", "h2").textContent = "runs compared";
     const data = ok.map((r, k) => ({ type: "scatter", mode: "lines", line: { shape: "hv", color: palette[k % palette.length] },
-      x: r.history.best_idx, y: r.history.best_loss, name: r.run_name + " (" + r.optimizer + ")" }));
+      x: r.history.best_idx, y: r.history.best_loss, name: label(r) }));
     const pos = ok.every((r) => r.history.best_loss.every((v) => v > 0));
     figure(sec, "fig-compare", data, { title: { text: "best loss so far" }, xaxis: { title: { text: "evaluation [-]" } },
       yaxis: { title: { text: "best loss [-]" }, type: pos ? "log" : "linear" } }, pending);
     const names = [...new Set(ok.flatMap((r) => r.parameters.map((p) => p.name)))];
     table(sec, "compare-table", ["run", "status", "evaluations", "best loss"].concat(names), ok.map((r) => [
-      cell(r.run_name), cell(r.status), cell(r.n_evaluations), cell(fmt(r.best_loss))].concat(
+      cell(label(r)), cell(r.status), cell(r.n_evaluations), cell(fmt(r.best_loss))].concat(
       names.map((n) => cell(fmt(r.best ? r.best[n] : null))))));
   }
 
