@@ -34,6 +34,8 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from mechcalib.config import load_config  # noqa: E402
 from mechcalib.dashboard import Dashboard, make_server  # noqa: E402
+from mechcalib.dashboard.data import MAX_POINTS  # noqa: E402
+from mechcalib.dashboard.page import plotly_js  # noqa: E402
 from mechcalib.storage import RunStore  # noqa: E402
 from mechcalib.storage.rows import EvaluationRow, RunSpec  # noqa: E402
 
@@ -123,6 +125,23 @@ def _wait(page: Any) -> int:
     return len(figs)
 
 
+def bundle_alone(browser: Any, folder: Path, trials: int) -> list[float]:
+    """Seconds to load a page holding nothing but plotly's bundle (from a file, a new context each time): the
+    floor under any page drawn with plotly on this machine."""
+    (folder / "plotly.min.js").write_text(plotly_js())
+    page_file = folder / "bundle.html"
+    page_file.write_text('<html><body><script src="plotly.min.js"></script></body></html>')
+    out = []
+    for _ in range(trials):
+        context = browser.new_context()
+        page = context.new_page()
+        t0 = time.perf_counter()
+        page.goto(page_file.as_uri())
+        out.append(time.perf_counter() - t0)
+        context.close()
+    return out
+
+
 def measure(folder: Path, trials: int) -> dict[str, Any]:
     from playwright.sync_api import sync_playwright
 
@@ -156,6 +175,7 @@ def measure(folder: Path, trials: int) -> dict[str, Any]:
             if errors:
                 raise RuntimeError(f"console errors: {errors}")
             context.close()
+        bundle = bundle_alone(browser, folder.parent, trials)
         browser.close()
     server.shutdown()
     server.server_close()
@@ -164,6 +184,7 @@ def measure(folder: Path, trials: int) -> dict[str, Any]:
         "warm": warm,
         "parts": parts,
         "figures": n_figs,
+        "bundle": bundle,
         "load_before": load_before,
         "load_after": os.getloadavg(),
     }
@@ -182,7 +203,7 @@ def report(n: int, setup: float, res: dict[str, Any], trials: int) -> str:
         f"store API in {setup:.1f} s), served by `mechcalib.dashboard` and opened in headless Chromium "
         f"({CHROMIUM}, `--disable-gpu`: WebGL drawn in software) through Playwright. Time from navigation to the "
         f"render-complete marker on every figure ({res['figures']} figures: convergence, parameter traces, the fit "
-        "with its residuals, drawn from about 4 000 thinned evaluations plus every improvement; the run has no "
+        f"with its residuals, drawn from about {MAX_POINTS:,} thinned evaluations plus every improvement; the run has no "
         "`uncertainty.json`, so no corner or band). Each trial a new browser context (no cache: a first visit), the "
         "server's caches emptied (the store read and the fit simulated again).",
         "",
@@ -195,6 +216,8 @@ def report(n: int, setup: float, res: dict[str, Any], trials: int) -> str:
         f"| first visit (new context) | {med:.2f} | {', '.join(f'{t:.2f}' for t in res['cold'])} |",
         f"| reload (browser caches warm) | {statistics.median(res['warm']):.2f} | "
         f"{', '.join(f'{t:.2f}' for t in res['warm'])} |",
+        f"| plotly's bundle alone, nothing drawn (new context) | {statistics.median(res['bundle']):.2f} | "
+        f"{', '.join(f'{t:.2f}' for t in res['bundle'])} |",
         "",
         f"Target at most 2 s (first visit, median of {trials}): **{verdict}**.",
         "",

@@ -461,3 +461,28 @@ def test_wal_checkpointed_while_the_dashboard_reads(tmp_path: Path) -> None:
     held_wal, held_restarts = _watch_wal(held_store, proc, lambda: None)
     con.close()
     assert held_restarts == 0 and held_wal > 2 * dash_wal, (dash_wal, restarts, held_wal, held_restarts)
+
+
+def test_loops_from_a_loop_channel_or_paired_histories() -> None:
+    """A channel of force against displacement is a loop (with its measured points when measured); without
+    one, a force history is drawn against the displacement history of the same component."""
+    from mechcalib.core.data import Curve, Experiment
+    from mechcalib.dashboard.figures import _loops
+
+    t = np.linspace(0.0, 1.0, 50)
+    u, r = np.sin(6 * t), np.tanh(3 * np.sin(6 * t - 0.3))
+    loop = Curve(u, r, t=t, x_name="displacement", y_name="restoring force", x_unit="m", y_unit="N")
+    exp = Experiment({"restoring_force": loop}, name="cyclic")
+    (got,) = _loops(exp, {"restoring_force": loop, "x": Curve(t, u, x_name="time", y_name="displacement")})
+    assert got["x_label"] == "displacement [m]" and got["y_label"] == "restoring force [N]"
+    np.testing.assert_allclose(got["measured"][1], r)
+    frame = {
+        "restoring_force_1": Curve(t, r, x_name="time", y_name="restoring force", x_unit="s", y_unit="N"),
+        "hysteretic_displacement_1": Curve(t, u, x_name="time", y_name="hysteretic displacement", y_unit="m"),
+        "hysteretic_displacement_2": Curve(t, 2 * u, x_name="time", y_name="hysteretic displacement", y_unit="m"),
+    }
+    (pair,) = _loops(exp, frame)
+    assert pair["channel"] == "restoring_force_1 against hysteretic_displacement_1"
+    np.testing.assert_allclose(pair["simulated"], [u, r])
+    assert pair["x_label"] == "hysteretic displacement [m]"
+    assert _loops(exp, {"y": Curve(t, u, x_name="time", y_name="velocity")}) == []

@@ -35,7 +35,7 @@ class RunRead:
     view: dict[str, Any]
     run_name: str | None = None
     best_x: np.ndarray | None = None
-    config_ok: bool = False
+    config: dict[str, Any] | None = None
     uncertainty: dict[str, Any] | None = None
     samples_key: tuple[Any, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
@@ -115,7 +115,7 @@ def _read(folder: Path, check: bool) -> RunRead:
         view,
         run_name=info.name,
         best_x=best_x,
-        config_ok=info.config is not None,
+        config=info.config,
         uncertainty=unc["data"],
         samples_key=unc["key"],
     )

@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from ..config import ConfigFileError
+from ..config import ConfigFileError, RunConfig
 from ..core.model import SimulationFailure
 from ..errors import MechcalibError
 from ..runs.configuration import load_run_config
-from ..runs.folder import SAMPLES_NPZ
+from ..runs.folder import MANIFEST_FILE, SAMPLES_NPZ, read_manifest
 from .data import RunRead
 
 log = logging.getLogger(__name__)
@@ -89,11 +89,11 @@ class FigureCache:
         key = (str(read.folder), str(read.run_name))
         if key in self._problems:
             return self._problems[key]
-        if not read.config_ok and not (Path(read.folder) / "run.json").is_file():
+        if read.config is None and not (Path(read.folder) / MANIFEST_FILE).is_file():
             out: tuple[Any, str | None] = (None, "the run stores no configuration (a run from Python): no fit")
         else:
             try:
-                out = (load_run_config(read.folder, run=read.run_name).build_problem(), None)
+                out = (_config(read).build_problem(), None)
             except (ConfigFileError, MechcalibError, OSError) as exc:
                 out = (None, f"the run's problem cannot be rebuilt ({exc}): no fit")
         self._problems[key] = out
@@ -142,6 +142,17 @@ class FigureCache:
         out = {"corner": corner, "bands": bands}
         self._bands[key] = (read.samples_key, out)
         return out
+
+
+def _config(read: RunRead) -> Any:
+    """The run's configuration: the one stored with it (read already), else as the run folder's files say
+    (:func:`~mechcalib.runs.load_run_config`, which reads the store once more)."""
+    if read.config is not None:
+        try:
+            return RunConfig.from_dict(read.config, source=read_manifest(Path(read.folder)).get("config_path"))
+        except ConfigFileError:
+            pass  # no longer valid: the configuration file named in run.json, with the recorded overrides
+    return load_run_config(read.folder, run=read.run_name)
 
 
 def _samples(folder: Path, data: dict[str, Any], problem: Any, names: list[str]) -> tuple[np.ndarray | None, str]:
@@ -204,7 +215,9 @@ _FORCE = re.compile(r"force|load|shear|moment", re.I)
 
 def _loops(exp: Any, sim: Any) -> list[dict[str, Any]]:
     """The force-displacement loops of a response: every simulated channel whose abscissa is a displacement
-    and ordinate a force, with the measured one when the experiment has that channel."""
+    and ordinate a force, with the measured one when the experiment has that channel; without one, a force and
+    a displacement history of the same component (names ending alike, as ``restoring_force_1`` and
+    ``hysteretic_displacement_1``) drawn against each other."""
     if isinstance(sim, SimulationFailure):
         return []
     out = []
@@ -212,16 +225,33 @@ def _loops(exp: Any, sim: Any) -> list[dict[str, Any]]:
         if not (_DISP.search(s.x_name or "") and _FORCE.search(s.y_name or "")):
             continue
         measured = _thin(np.asarray(exp[ch].x, float), np.asarray(exp[ch].y, float)) if ch in exp.channels else None
-        out.append(
-            {
-                "experiment": exp.name,
-                "channel": ch,
-                "x_label": axis_label(s.x_name, s.x_unit),
-                "y_label": axis_label(s.y_name, s.y_unit),
-                "simulated": _thin(np.asarray(s.x, float), np.asarray(s.y, float)),
-                "measured": measured,
-            }
-        )
+        out.append(_loop(exp.name, ch, s.x_name, s.x_unit, s, measured))
+    return out or _paired_loops(exp.name, sim)
+
+
+def _loop(exp: str, ch: str, x_name: str, x_unit: str, s: Any, measured: Any, x: Any = None) -> dict[str, Any]:
+    xs = np.asarray(s.x if x is None else x, float)
+    return {
+        "experiment": exp,
+        "channel": ch,
+        "x_label": axis_label(x_name, x_unit),
+        "y_label": axis_label(s.y_name, s.y_unit),
+        "simulated": _thin(xs, np.asarray(s.y, float)),
+        "measured": measured,
+    }
+
+
+def _paired_loops(exp: str, sim: Any) -> list[dict[str, Any]]:
+    forces = {ch: s for ch, s in sim.items() if _FORCE.search(s.y_name or "") and not _DISP.search(s.x_name or "")}
+    disps = {ch: s for ch, s in sim.items() if _DISP.search(s.y_name or "") and not _FORCE.search(s.y_name or "")}
+    out = []
+    for fc, f in forces.items():
+        tail = fc.rsplit("_", 1)[-1] if "_" in fc else None
+        match = [d for d in disps if (d.rsplit("_", 1)[-1] == tail if tail else len(disps) == 1)]
+        for dc in match[:1]:
+            d = disps[dc]
+            if np.asarray(d.y).shape == np.asarray(f.y).shape and d.x_name == f.x_name:
+                out.append(_loop(exp, f"{fc} against {dc}", d.y_name, d.y_unit, f, None, x=d.y))
     return out
 
 
