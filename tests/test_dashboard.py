@@ -460,7 +460,7 @@ def test_wal_checkpointed_while_the_dashboard_reads(tmp_path: Path) -> None:
     con.execute("SELECT COUNT(*) FROM evaluations").fetchone()  # a snapshot held open
     held_wal, held_restarts = _watch_wal(held_store, proc, lambda: None)
     con.close()
-    assert held_restarts == 0 and held_wal > 2 * dash_wal, (dash_wal, restarts, held_wal, held_restarts)
+    assert held_wal > 2 * dash_wal and held_restarts < restarts, (dash_wal, restarts, held_wal, held_restarts)
 
 
 def test_loops_from_a_loop_channel_or_paired_histories() -> None:
@@ -486,3 +486,41 @@ def test_loops_from_a_loop_channel_or_paired_histories() -> None:
     np.testing.assert_allclose(pair["simulated"], [u, r])
     assert pair["x_label"] == "hysteretic displacement [m]"
     assert _loops(exp, {"y": Curve(t, u, x_name="time", y_name="velocity")}) == []
+
+
+def test_slow_figures_do_not_hold_the_page(runs: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model slow to simulate: the counts come at once with a note, the fit on a later refresh."""
+    from mechcalib.dashboard import Dashboard
+    from mechcalib.dashboard.figures import FigureCache
+
+    real = FigureCache._figures
+
+    def slow(self: FigureCache, read: Any) -> dict[str, Any]:
+        time.sleep(1.0)
+        return real(self, read)
+
+    monkeypatch.setattr(FigureCache, "_figures", slow)
+    dash = Dashboard([runs["plain"]])
+    dash.first_wait = 0.1
+    t0 = time.monotonic()
+    first = dash.payload()["runs"][0]
+    assert time.monotonic() - t0 < 0.9
+    assert first["n_evaluations"] == 60 and first["fit"] is None and "being computed" in first["fit_note"]
+    time.sleep(1.5)
+    later = dash.payload()["runs"][0]
+    assert later["fit"] and later["fit"][0]["name"] == "linear"
+
+
+def test_read_only_store_is_a_message(runs: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a store in a read-only folder with a write-ahead log raises (SQLite cannot read the log there)
+    becomes that run's message on the page."""
+    from mechcalib.dashboard import Dashboard
+    from mechcalib.dashboard import data as data_module
+    from mechcalib.storage.integrity import StoreReadOnlyError
+
+    def refuse(path: Any, **kw: Any) -> Any:
+        raise StoreReadOnlyError(f"the run store {path} ... lies in a read-only folder; copy the run folder")
+
+    monkeypatch.setattr(data_module, "RunStore", refuse)
+    (view,) = Dashboard([runs["plain"]]).payload()["runs"]
+    assert not view["ok"] and "read-only folder" in view["message"]

@@ -59,30 +59,77 @@ class FigureCache:
     """The problem of each run folder and the figures of its best point, computed once per best index."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # guards the dictionaries
+        self._work = threading.Lock()  # one computation at a time
         self._problems: dict[tuple[str, str], Any] = {}
         self._fits: dict[tuple[str, str], tuple[Any, dict[str, Any]]] = {}
         self._bands: dict[tuple[str, str], tuple[Any, dict[str, Any]]] = {}
+        self._latest: dict[tuple[str, str], tuple[Any, dict[str, Any]]] = {}
+        self._jobs: dict[tuple[str, str], threading.Thread] = {}
 
-    def add_figures(self, read: RunRead) -> None:
+    def add_figures(self, read: RunRead, *, wait: float | None = None) -> None:
         """Add ``fit``, ``loops``, ``corner``, ``bands`` (each ``None`` with a ``*_note`` saying why) to the
-        read's view."""
+        read's view. They are computed in a thread of their own (a model may take minutes to simulate): the
+        call waits ``wait`` seconds for them (``None``: until they are done), then shows the latest computed,
+        saying when they belong to an earlier best."""
         view = read.view
         if not view.get("ok"):
             return
+        fk = (str(read.folder), str(read.run_name))
+        jk = (view.get("best_index"), read.samples_key)
         with self._lock:
-            problem, note = self._problem(read)
-            view["fit_note"] = note
-            fit = self._fit(read, problem) if problem is not None and read.best_x is not None else None
-            if fit is None and note is None:
-                view["fit_note"] = "no successful evaluation yet: nothing to fit"
-            view["fit"] = None if fit is None else fit["experiments"]
-            view["loops"] = None if fit is None else fit["loops"]
-            unc = self._uncertainty(read, problem) if read.uncertainty is not None else None
-            view["corner"] = None if unc is None else unc["corner"]
-            view["bands"] = None if unc is None else unc["bands"]
-            if unc is None:
-                view["uncertainty_note"] = view.get("uncertainty_note") or "no uncertainty panels"
+            latest = self._latest.get(fk)
+            if (latest is None or latest[0] != jk) and fk not in self._jobs:
+                job = threading.Thread(target=self._compute, args=(read, fk, jk), daemon=True)
+                self._jobs[fk] = job
+                job.start()
+            running = self._jobs.get(fk)
+        if running is not None:
+            running.join(wait)
+        with self._lock:
+            latest = self._latest.get(fk)
+        if latest is None:
+            busy = "being computed (the run's problem rebuilt and its best point simulated)"
+            view.update(fit=None, loops=None, corner=None, bands=None, fit_note=f"the fit is {busy}")
+            view["uncertainty_note"] = view.get("uncertainty_note") or f"the uncertainty panels are {busy}"
+            return
+        view.update(latest[1])
+        if latest[0] != jk:
+            view["figures_note"] = (
+                f"the figures show evaluation {latest[0][0]}; those of the present best are being computed"
+            )
+
+    def _compute(self, read: RunRead, fk: tuple[str, str], jk: Any) -> None:
+        try:
+            with self._work:
+                out = self._figures(read)
+        except Exception as exc:  # a model that fails to simulate must not take the page down
+            log.warning("figures of %s: %s: %s", read.folder, type(exc).__name__, exc)
+            note = f"the figures could not be computed ({type(exc).__name__}: {exc})"
+            out = {"fit": None, "loops": None, "corner": None, "bands": None, "fit_note": note}
+        with self._lock:
+            self._latest[fk] = (jk, out)
+            self._jobs.pop(fk, None)
+
+    def _figures(self, read: RunRead) -> dict[str, Any]:
+        problem, note = self._problem(read)
+        fit = self._fit(read, problem) if problem is not None and read.best_x is not None else None
+        if fit is None and note is None:
+            note = "no successful evaluation yet: nothing to fit"
+        out: dict[str, Any] = {
+            "fit_note": note,
+            "fit": None if fit is None else fit["experiments"],
+            "loops": None if fit is None else fit["loops"],
+            "corner": None,
+            "bands": None,
+        }
+        if read.uncertainty is not None:
+            unc, why = self._uncertainty(read, problem)
+            out["corner"] = None if unc is None else unc["corner"]
+            out["bands"] = None if unc is None else unc["bands"]
+            if why:
+                out["uncertainty_note"] = why
+        return out
 
     # -- the problem -----------------------------------------------------------------------------------
     def _problem(self, read: RunRead) -> tuple[Any, str | None]:
@@ -117,18 +164,17 @@ class FigureCache:
         return fit
 
     # -- corner and band ---------------------------------------------------------------------------------
-    def _uncertainty(self, read: RunRead, problem: Any) -> dict[str, Any] | None:
+    def _uncertainty(self, read: RunRead, problem: Any) -> tuple[dict[str, Any] | None, str | None]:
         key = (str(read.folder), str(read.run_name))
         cached = self._bands.get(key)
         if cached is not None and cached[0] == read.samples_key:
-            return cached[1]
+            return cached[1], None
         data = read.uncertainty or {}
         names = [p["name"] for p in read.view["parameters"]]
         units = {p["name"]: p.get("unit") for p in read.view["parameters"]}
         samples, how = _samples(read.folder, data, problem, names)
         if samples is None:
-            read.view["uncertainty_note"] = how
-            return None
+            return None, how
         best = np.array([data["parameters"][n]["best"] for n in names], dtype=float)
         pick = np.random.default_rng(0).permutation(len(samples))[:CORNER_POINTS]
         corner = {
@@ -141,7 +187,7 @@ class FigureCache:
         bands = _bands(problem, samples, best, data) if problem is not None else []
         out = {"corner": corner, "bands": bands}
         self._bands[key] = (read.samples_key, out)
-        return out
+        return out, None
 
 
 def _config(read: RunRead) -> Any:

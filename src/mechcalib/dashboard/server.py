@@ -41,22 +41,21 @@ class Dashboard:
         self._lock = threading.Lock()
         self._last: tuple[float, bytes] | None = None
         self._reads: dict[Path, int] = {}
+        #: seconds the first read of a folder waits for its figures (a slow model's come on a later refresh)
+        self.first_wait = 10.0
 
-    def payload(self, *, check: bool = False) -> dict[str, Any]:
+    def payload(self, *, report: bool = False) -> dict[str, Any]:
         """``{"generated", "refresh", "runs": [view of each folder]}``: each folder read once, then its figures
         added from the cache or computed. The store's integrity check (up to a second on a large store) runs
-        on the second read of a folder, so that the first page comes at once, or on this one with ``check``."""
+        on the second read of a folder, so that the first page comes at once. The first read of a folder
+        waits up to :attr:`first_wait` seconds for its figures, a refresh 0.2 s (a slow model's fit comes on a
+        later refresh). ``report``: the static report's one read, checked and waiting for every figure."""
         runs = []
         for folder in self.folders:
             n = self._reads.get(folder, 0)
-            read = read_run(folder, check=check or n == 1)
+            read = read_run(folder, check=report or n == 1)
             self._reads[folder] = n + 1 if read.view.get("ok") else n
-            try:
-                self.figures.add_figures(read)
-            except Exception as exc:  # a model that fails to simulate must not take the page down
-                log.warning("figures of %s: %s: %s", folder, type(exc).__name__, exc)
-                read.view["fit"] = read.view["corner"] = read.view["bands"] = read.view["loops"] = None
-                read.view["fit_note"] = f"the figures could not be computed ({type(exc).__name__}: {exc})"
+            self.figures.add_figures(read, wait=None if report else (self.first_wait if n == 0 else 0.2))
             runs.append(read.view)
         generated = datetime.now(UTC).isoformat(timespec="seconds")
         return {"generated": generated, "refresh": self.refresh, "runs": runs}
@@ -126,7 +125,7 @@ def write_html(folders: Sequence[str | os.PathLike[str]], path: str | os.PathLik
     """The page of ``folders`` as one self-contained HTML file (plotly and the data inlined; opens with no
     network). Returns the file and the notes on what it lacks (no uncertainty panels, and why)."""
     dash = Dashboard(folders)
-    data = dash.payload(check=True)
+    data = dash.payload(report=True)
     notes = []
     for r in data["runs"]:
         if not r.get("ok"):

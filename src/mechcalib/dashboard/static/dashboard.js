@@ -136,6 +136,7 @@
     figure(sec, "fig-traces-" + i, data, layout, pending);
   }
   function fits(sec, i, r, pending) {
+    if (r.figures_note) note(sec, "fignote-" + i, r.figures_note);
     if (!r.fit) { note(sec, "fitnote-" + i, r.fit_note || "no fit"); return; }
     r.fit.forEach((e, j) => {
       const n = e.channels.length;
