@@ -101,9 +101,9 @@ class RunStore(GuardedMethods, Store):
             found and named).
 
     Queries take a run by name or id: :meth:`runs`, :meth:`run`, :meth:`status`, :meth:`n_evaluations`,
-    :meth:`evaluations`, :meth:`failures`, :meth:`best`, :meth:`trace`, :meth:`timing`, :meth:`checkpoints`,
-    :meth:`export_csv`, :meth:`dataset` and :meth:`export_dataset`. The writing methods are used by
-    :func:`mechcalib.calibrate`.
+    :meth:`evaluations`, :meth:`evaluation_table`, :meth:`failures`, :meth:`best`, :meth:`trace`, :meth:`timing`,
+    :meth:`checkpoints`, :meth:`export_csv`, :meth:`dataset` and :meth:`export_dataset`. The writing methods are
+    used by :func:`mechcalib.calibrate`.
 
     Every public method (and the constructor; a subclass's too, :class:`GuardedMethods`) turns SQLite's and
     the decoders' errors into a :class:`~mechcalib.storage.integrity.StoreError` naming the file and what to
