@@ -69,7 +69,7 @@ def _read(folder: Path, check: bool) -> RunRead:
     ok = table["status"] == "ok"
     best_so_far = np.minimum.accumulate(np.where(ok & np.isfinite(loss), loss, np.inf)) if loss.size else loss
     improved = np.flatnonzero(np.diff(np.concatenate([[np.inf], best_so_far])) < 0)
-    unc = read_uncertainty_files(spath.parent)
+    unc = read_uncertainty_files(spath.parent, shown=folder)
     budget = (info.termination or {}).get("max_evals")
     view: dict[str, Any] = {
         "folder": str(folder),
@@ -129,13 +129,15 @@ def floats(a: np.ndarray) -> list[float | None]:
     return [float(v) if np.isfinite(v) else None for v in a]
 
 
-def read_uncertainty_files(folder: Path) -> dict[str, Any]:
+def read_uncertainty_files(folder: Path, *, shown: Path | None = None) -> dict[str, Any]:
     """``uncertainty.json`` and whether ``samples.npz`` is there: ``data`` (``None`` without, with ``note``
-    saying why) and ``key`` (the files' sizes and times: what a cached band depends on)."""
+    saying why, naming the run as ``shown``) and ``key`` (the files' sizes and times: what a cached band
+    depends on)."""
     path, npz = folder / UNCERTAINTY_FILE, folder / SAMPLES_NPZ
     key = tuple((p.stat().st_mtime_ns, p.stat().st_size) if p.is_file() else None for p in (path, npz))
     if not path.is_file():
-        note = f"no {UNCERTAINTY_FILE} in {folder}: run `mechcalib uncertainty {folder}` for intervals, corner and band"
+        run = folder if shown is None else shown
+        note = f"no {UNCERTAINTY_FILE} in {folder}: run `mechcalib uncertainty {run}` for intervals, corner and band"
         return {"data": None, "note": note, "key": key}
     try:
         data = json.loads(path.read_text())

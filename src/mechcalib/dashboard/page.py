@@ -21,7 +21,8 @@ header h1 { font-size: 1.4em; margin: 0.2em 0; }
 #runs { display: grid; grid-template-columns: repeat(var(--columns, 1), minmax(0, 1fr)); gap: 2em; }
 section.run, section.compare { border-top: 2px solid #ccc; padding-top: 0.5em; min-width: 0; }
 h2 { font-size: 1.15em; margin: 0.3em 0; }
-.mc-table { border-collapse: collapse; margin: 0.5em 0; font-size: 0.9em; }
+.mc-table { border-collapse: collapse; margin: 0.5em 0; font-size: 0.9em; display: block; overflow-x: auto;
+  max-width: 100%; }
 .mc-table th, .mc-table td { border: 1px solid #ddd; padding: 0.2em 0.6em; text-align: left; }
 .mc-table th { background: #f3f3f3; }
 .note { color: #555; font-size: 0.9em; margin: 0.3em 0; }
