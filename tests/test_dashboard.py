@@ -37,10 +37,23 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 
-plotly = pytest.importorskip("plotly", reason="the dashboard needs plotly: pip install 'mechcalib[dashboard]'")
+
+def _plotly_missing() -> bool:
+    try:
+        import plotly  # noqa: F401
+    except ImportError:
+        return True
+    return False
+
+
+needs_plotly = pytest.mark.skipif(
+    _plotly_missing(), reason="the dashboard's page needs plotly: pip install 'mechcalib[dashboard]'"
+)
 
 
 def _browser_missing() -> str | None:
+    if _plotly_missing():
+        return "the dashboard's page needs plotly: pip install 'mechcalib[dashboard]'"
     try:
         import playwright.sync_api  # noqa: F401
     except ImportError:
@@ -177,6 +190,7 @@ def _one_line(text: str) -> str:
     return lines[0]
 
 
+@needs_plotly
 def test_cli_not_a_run_and_port_in_use(runs: dict[str, Path], tmp_path: Path) -> None:
     import socket
 
@@ -197,6 +211,7 @@ def test_cli_without_plotly_names_the_extra(runs: dict[str, Path], monkeypatch: 
         assert res.exit_code == 1 and "mechcalib[dashboard]" in _one_line(res.output)
 
 
+@needs_plotly
 def test_cli_host_warns_and_ctrl_c_stops(runs: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     from http.server import ThreadingHTTPServer
 
@@ -211,6 +226,7 @@ def test_cli_host_warns_and_ctrl_c_stops(runs: dict[str, Path], monkeypatch: pyt
     assert "warning" not in res.output and "http://127.0.0.1:" in res.output
 
 
+@needs_plotly
 def test_report_html_without_uncertainty_and_unwritable(runs: dict[str, Path], tmp_path: Path) -> None:
     out = tmp_path / "plain.html"
     res = CliRunner().invoke(app, ["report", str(runs["plain"]), "--html", str(out)])
