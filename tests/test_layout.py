@@ -28,6 +28,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("surrogates", "inverse", "uncertainty"),
     ("config",),
     ("runs",),
+    ("dashboard",),
     ("cli", "mechcalib"),
 )
 

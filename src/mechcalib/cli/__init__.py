@@ -14,7 +14,7 @@ import sys
 
 import typer
 
-from . import inverse, models, run
+from . import dashboard, inverse, models, run
 from .models import write_response_csv
 
 __all__ = ["app", "write_response_csv"]
@@ -61,4 +61,5 @@ def _configure_logging(level: int) -> None:
 
 models.register(app)
 run.register(app)
+dashboard.register(app)
 app.add_typer(inverse.app, name="inverse")

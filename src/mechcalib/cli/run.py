@@ -374,14 +374,43 @@ def report(
     ),
     run_name: str = typer.Option(None, "--run", help="Run name in the store (default: the folder's run)."),
     out: Path = typer.Option(None, "--out", "-o", help="Folder for the plots (default DIR; for a read-only run)."),
+    html: Path = typer.Option(
+        None, "--html", help="Write the dashboard's page as one self-contained HTML file instead (needs plotly)."
+    ),
 ) -> None:
-    """Write DIR/convergence.png and DIR/fit_<experiment>.png (best fit against each experiment)."""
+    """Write DIR/convergence.png and DIR/fit_<experiment>.png (best fit against each experiment); with --html
+    FILE, the dashboard's page of the run as one file that opens with no network."""
     from ..runs import write_report
 
+    if html is not None:
+        return _report_html(directory, html, run_name, out)
     with errors():
         paths = write_report(directory, run=run_name, folder=out)
     for p in paths:
         typer.echo(f"wrote {p}")
+
+
+def _report_html(directory: Path, html: Path, run_name: str | None, out: Path | None) -> None:
+    """``report --html FILE``: the page of the run folder, or one line and status 1 when FILE cannot be written."""
+    from ..dashboard import EXTRA_HINT, require_plotly, write_html
+    from ..errors import ConfigurationError
+    from ..runs.folder import store_path
+
+    if run_name is not None or out is not None:
+        fail("--run and --out apply to the PNG plots; --html shows the folder's run in FILE")
+    try:
+        require_plotly()
+    except ConfigurationError:
+        fail(EXTRA_HINT, EXIT_FAILED)
+    with errors():
+        store_path(directory)  # a folder that is not a run: one line, status 2
+    try:
+        path, notes = write_html([directory], html)
+    except OSError as exc:
+        fail(f"cannot write the report {html} ({exc.strerror or exc}); give a writable file with --html", EXIT_FAILED)
+    for note in notes:
+        typer.echo(f"note: {note}", err=True)
+    typer.echo(f"wrote {path}")
 
 
 def archive(

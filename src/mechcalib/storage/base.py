@@ -13,6 +13,7 @@ A run is named by its name or its id (``run: str | int``); the writing methods t
 
 from __future__ import annotations
 
+import math
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
@@ -22,7 +23,7 @@ from typing import Any, Self
 import numpy as np
 
 from . import export
-from .rows import EvaluationRecord, EvaluationRow, RunInfo, RunSpec
+from .rows import EvaluationRecord, EvaluationRow, RunInfo, RunSpec, evaluation_columns_of
 
 
 class Store(ABC):
@@ -97,6 +98,21 @@ class Store(ABC):
         self, run: str | int, *, status: str | Sequence[str] | None = None, responses: bool = False
     ) -> list[EvaluationRecord]:
         """A run's stored evaluations in run order, optionally only some statuses, optionally with responses."""
+
+    def evaluation_table(self, run: str | int, *, every: int = 1) -> dict[str, np.ndarray]:
+        """A run's stored evaluations as columns, thinned for a plot: the rows whose index is a multiple of
+        ``every`` and every ``ok`` row that improved the best loss before it (so the best-so-far curve stays
+        exact). Keys: ``idx`` ``(N,)``, ``loss`` (NaN where none), ``status``, ``X`` ``(N, dim)`` free parameter
+        values in the space's order. Of a compacted run: its kept rows."""
+        info = self.run(run)
+        rows, params, best = [], [], math.inf
+        for r in self.evaluations(info.id):
+            better = r.status == "ok" and r.loss < best
+            best = min(best, r.loss) if better else best
+            if better or r.idx % max(int(every), 1) == 0:
+                rows.append((r.idx, r.loss, r.status))
+                params.append(r.params)
+        return evaluation_columns_of(info.free_names, rows, params)
 
     @abstractmethod
     def stored_evaluations(self, run_id: int) -> dict[int, EvaluationRecord]:

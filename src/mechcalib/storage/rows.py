@@ -8,7 +8,7 @@ import json
 import math
 import os
 import socket
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any
@@ -260,3 +260,18 @@ def evaluation_record(r: Sequence[Any], response: Any = None) -> EvaluationRecor
         cached_from=r[16],
         response=response,
     )
+
+
+def evaluation_columns_of(
+    names: Sequence[str], rows: Sequence[Sequence[Any]], params: Sequence[Mapping[str, float]]
+) -> dict[str, np.ndarray]:
+    """``{"idx", "loss", "status", "X"}`` of :meth:`Store.evaluation_table` from ``(idx, loss, status, ...)``
+    rows and their decoded ``params``: ``X`` ``(N, dim)`` in the order of ``names``, NULL losses as NaN."""
+    return {
+        "idx": np.array([r[0] for r in rows], dtype=np.int64),
+        "loss": np.array([nan(r[1]) for r in rows], dtype=float),
+        "status": np.array([r[2] for r in rows], dtype=str),
+        "X": np.array([[p.get(n, math.nan) for n in names] for p in params], dtype=float).reshape(
+            len(rows), len(names)
+        ),
+    }

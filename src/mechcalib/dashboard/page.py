@@ -1,0 +1,95 @@
+"""The dashboard's page: one HTML template for the live page (scripts fetched from the local server) and the
+static report (plotly's JavaScript, the page's script and the runs' data inlined: one self-contained file)."""
+
+from __future__ import annotations
+
+import html
+import json
+from importlib import resources
+from typing import Any
+
+from ..errors import ConfigurationError
+
+EXTRA_HINT = "the dashboard needs plotly: install the extra with `pip install 'mechcalib[dashboard]'`"
+
+__all__ = ["EXTRA_HINT", "dashboard_js", "page_html", "plotly_js", "require_plotly"]
+
+_CSS = """
+body { font-family: system-ui, sans-serif; margin: 1em 2em; color: #222; }
+header { display: flex; gap: 2em; align-items: baseline; flex-wrap: wrap; }
+header h1 { font-size: 1.4em; margin: 0.2em 0; }
+#runs { display: grid; grid-template-columns: repeat(var(--columns, 1), minmax(0, 1fr)); gap: 2em; }
+section.run, section.compare { border-top: 2px solid #ccc; padding-top: 0.5em; min-width: 0; }
+h2 { font-size: 1.15em; margin: 0.3em 0; }
+.mc-table { border-collapse: collapse; margin: 0.5em 0; font-size: 0.9em; display: block; overflow-x: auto;
+  max-width: 100%; }
+.mc-table th, .mc-table td { border: 1px solid #ddd; padding: 0.2em 0.6em; text-align: left; }
+.mc-table th { background: #f3f3f3; }
+.note { color: #555; font-size: 0.9em; margin: 0.3em 0; }
+.folder { color: #777; font-size: 0.85em; font-family: monospace; margin: 0; }
+.warning, .message, #banner { color: #a40000; font-weight: 600; }
+.mc-fig { width: 100%; min-height: 220px; }
+"""
+
+
+def require_plotly() -> None:
+    """Raise :class:`~mechcalib.errors.ConfigurationError` naming the extra when plotly is not installed."""
+    try:
+        import plotly  # noqa: F401
+    except ImportError:
+        raise ConfigurationError(EXTRA_HINT) from None
+
+
+def plotly_js() -> str:
+    """plotly's JavaScript bundle, as the installed plotly package ships it (no network)."""
+    require_plotly()
+    from plotly.offline import get_plotlyjs
+
+    return str(get_plotlyjs())
+
+
+def dashboard_js() -> str:
+    """The page's own script (``static/dashboard.js``)."""
+    return resources.files(__package__).joinpath("static", "dashboard.js").read_text(encoding="utf-8")
+
+
+def _inline(script: str) -> str:
+    """A script's text made safe inside ``<script>``: no ``</script`` can end it early."""
+    return script.replace("</", "<\\/")
+
+
+def page_html(*, title: str, refresh: float, data: dict[str, Any] | None = None, note: str | None = None) -> str:
+    """The page. Without ``data``: the live page, which loads ``plotly.min.js`` and ``dashboard.js`` from its
+    server and fetches ``api/runs`` every ``refresh`` seconds. With ``data`` (the ``api/runs`` answer): the
+    static report, every script and the data inlined; ``note`` is shown under the title."""
+    config = json.dumps({"refresh": refresh, "live": data is None})
+    if data is None:
+        scripts = '<script src="plotly.min.js"></script>\n<script src="dashboard.js"></script>'
+        # the first read starts before plotly's bundle is parsed, so that the two overlap
+        head_script = (
+            f'<script>window.MC_CONFIG = {config}; window.MC_FIRST = fetch("api/runs", {{cache: "no-store"}});</script>'
+        )
+    else:
+        payload = json.dumps(data, allow_nan=False)
+        scripts = f"<script>{_inline(plotly_js())}</script>\n<script>{_inline(dashboard_js())}</script>"
+        head_script = f"<script>window.MC_CONFIG = {config}; window.MC_DATA = {_inline(payload)};</script>"
+    mode = f"refreshed every {refresh:g} s" if data is None else "static report"
+    note_html = f'<p class="note" id="report-note">{html.escape(note)}</p>' if note else ""
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>{html.escape(title)}</title>
+<style>{_CSS}</style>
+{head_script}
+</head>
+<body>
+<header><h1>{html.escape(title)}</h1><span class="note">{mode}; data read <span id="generated">-</span></span></header>
+{note_html}
+<p id="banner" hidden></p>
+<div id="comparison"></div>
+<div id="runs"></div>
+{scripts}
+</body>
+</html>
+"""
