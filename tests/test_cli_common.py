@@ -213,7 +213,13 @@ def test_a_run_without_a_successful_evaluation_exits_with_1(tmp_path, capsys):
 
 # -- no import cycle --------------------------------------------------------------------------------------------
 def test_the_package_holds_the_expected_modules():
-    assert MODULES == ["mechcalib.cli.common", "mechcalib.cli.inverse", "mechcalib.cli.models", "mechcalib.cli.run"]
+    assert MODULES == [
+        "mechcalib.cli.common",
+        "mechcalib.cli.dashboard",
+        "mechcalib.cli.inverse",
+        "mechcalib.cli.models",
+        "mechcalib.cli.run",
+    ]
 
 
 @pytest.mark.parametrize("order", list(itertools.permutations(MODULES[1:])) + [tuple(MODULES)])
