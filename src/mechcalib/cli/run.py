@@ -76,6 +76,11 @@ def _step_reports(problem: Any, opt: Any, term: Any) -> dict[str, list[Any]]:
     return out
 
 
+def _stop_line(summary: dict, folder: Path) -> str:
+    """The summary's stop note with its `mechcalib resume RUN` naming this folder."""
+    return (summary.get("stop") or "").replace("resume RUN", f"resume {folder}")
+
+
 def _print_result(rec: Any, quiet: bool) -> None:
     """The result line (and, unless quiet, the best parameters and files written); status 1 when the run
     ended without one successful evaluation."""
@@ -85,7 +90,7 @@ def _print_result(rec: Any, quiet: bool) -> None:
         f"run {s['run_name']!r} {s['status']} ({s['stop_reason']}): best loss {loss} after {s['n_evaluations']} "
         f"evaluations ({s['n_failed']} failed; {s['n_simulated']} simulated now)"
     )
-    stop = (s.get("stop") or "").replace("RUN", str(rec.out_dir))
+    stop = _stop_line(s, rec.out_dir)
     if quiet:
         typer.echo(f"{line}; {rec.result_path}")
     else:
@@ -294,7 +299,7 @@ def show(
         + (f" (evaluation {s['best_index']})" if s["best_index"] is not None else ""),
     ]
     if s.get("stop"):
-        lines.append(f"  {s['stop'].replace('RUN', str(directory))}")
+        lines.append(f"  {_stop_line(s, directory)}")
     if s["error"]:
         lines.append(f"error: {s['error']}")
     for ln in lines:
