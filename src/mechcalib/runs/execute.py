@@ -32,13 +32,14 @@ from .folder import (
     locked_by_another,
     now,
     read_manifest,
+    read_uncertainty,
     run_name_in,
     store_path,
     write_json,
 )
 from .loss import check_loss
 from .report import write_report
-from .summary import folder_uncertainty_brief, result_summary
+from .summary import apply_polished_best, folder_uncertainty_brief, result_summary
 
 log = logging.getLogger(__name__)
 
@@ -122,6 +123,7 @@ def _calibrate_in(
         evaluator.close()
     best_index = None if best_record is None else best_record.idx
     summary["uncertainty"] = folder_uncertainty_brief(out_dir, best_index)  # kept by a resume
+    apply_polished_best(summary, read_uncertainty(out_dir), best_index)  # and its polished optimum
     write_json(out_dir / RESULT_FILE, summary)
     written: list[Path] = []
     if cfg.output.plots if plots is None else plots:
