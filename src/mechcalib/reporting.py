@@ -25,7 +25,10 @@ DIMENSIONLESS = ("", "-", "1", "dimensionless")
 def _pyplot():
     import matplotlib
 
-    matplotlib.use("Agg")
+    from .display import interactive
+
+    if interactive() != "notebook":  # a notebook keeps its inline backend: a returned figure shows there
+        matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     return plt

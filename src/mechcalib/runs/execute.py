@@ -116,6 +116,7 @@ def _calibrate_in(
                 resume=resume,
                 on_evaluation=hook,
                 **cfg.calibrate_options(),
+                progress=False,
             )
             summary = result_summary(result, cfg, store, evaluator, wall=time.perf_counter() - t0)
             best_record = store.best(run_name)
