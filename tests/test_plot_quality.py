@@ -228,6 +228,8 @@ def test_band_figure_draws_the_band_minus_the_fit(problem):
     # the residual-band view is centred on the fit: the band minus the fit straddles zero, and is narrow
     assert np.all(np.abs(verts[:, 1]) < 0.2)
     assert np.min(verts[:, 1]) < 0 < np.max(verts[:, 1])
+    reach = np.max(np.abs(verts[:, 1]))
+    assert rax.get_ylim() == pytest.approx((-2.5 * reach, 2.5 * reach))  # zoomed on the band
     pts = [ln for ln in rax.get_lines() if ln.get_marker() == "."][0]
     np.testing.assert_allclose(pts.get_ydata(), exp["force"].y - fit["force"].y)
     assert rax.get_ylabel() == "minus the fit [kN]"

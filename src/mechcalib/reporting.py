@@ -59,7 +59,8 @@ def legend_below(fig, axes: Sequence[Any], **kw: Any) -> None:
             seen.setdefault(lab, h)
     if seen:
         kw.setdefault("fontsize", 8)
-        fig.legend(list(seen.values()), list(seen), loc="outside lower center", ncols=min(len(seen), 4), **kw)
+        wide = max(1, int(fig.get_figwidth() / 2.4))  # about 2.4 inches a legend entry
+        fig.legend(list(seen.values()), list(seen), loc="outside lower center", ncols=min(len(seen), wide), **kw)
 
 
 def _few_ticks(ax, n: int = 5) -> None:

@@ -187,14 +187,14 @@ def band_figure(
     )
     fig.set_layout_engine("constrained")
     for k, ch in enumerate(names):
-        _band_panels(axes[0, k], axes[1, k], problem, exp, ch, sims, noise, rng)
+        _band_panels(axes[0, k], axes[1, k], problem, exp, ch, sims, noise)
     legend_below(fig, axes.ravel())
     if title:
         fig.suptitle(title, fontsize=9)
     return fig
 
 
-def _band_panels(ax, rax, problem: Any, exp: Any, ch: str, sims: list, noise: Any, rng: Any) -> None:
+def _band_panels(ax, rax, problem: Any, exp: Any, ch: str, sims: list, noise: Any) -> None:
     c = exp[ch]
     x, y = np.asarray(c.x, dtype=float), np.asarray(c.y, dtype=float)
     xl, yl = channel_labels(problem, exp, ch)
@@ -208,20 +208,27 @@ def _band_panels(ax, rax, problem: Any, exp: Any, ch: str, sims: list, noise: An
         lo, hi = np.percentile(Y, [2.5, 97.5], axis=0)
         bands = [(lo, hi, "95 % band (parameters)", "-")]
         s = (noise or {}).get(ch, (noise or {}).get(f"{exp.name}:{ch}"))
-        if s:
-            plo, phi = np.percentile(Y + rng.normal(0.0, s, Y.shape), [2.5, 97.5], axis=0)
-            bands.append((plo, phi, "95 % posterior-predictive (+ noise)", ":"))
+        if s:  # the band's half-width and the noise's 95 % half-width added in quadrature (Gaussian)
+            mid, half = (hi + lo) / 2, np.hypot((hi - lo) / 2, 1.959964 * s)
+            bands.append((mid - half, mid + half, "95 % posterior-predictive (+ noise)", ":"))
         for blo, bhi, lab, ls in bands:
             for target, base, xx in ((ax, 0.0, x), (rax, 0.0 if fit is None else fit, rx)):
                 if ls == "-" and (increasing or target is rax):
-                    target.fill_between(xx, blo - base, bhi - base, color="tab:orange", alpha=0.45, label=lab)
+                    target.fill_between(
+                        xx, blo - base, bhi - base, color="tab:orange", alpha=0.6, lw=0, zorder=3, label=lab
+                    )
                 else:  # a loop at full scale, or the noise band: the edges as lines
-                    target.plot(xx, blo - base, ls, color="tab:orange", lw=0.9, label=lab)
-                    target.plot(xx, bhi - base, ls, color="tab:orange", lw=0.9)
+                    target.plot(xx, blo - base, ls, color="tab:orange", lw=1.2, zorder=3, label=lab)
+                    target.plot(xx, bhi - base, ls, color="tab:orange", lw=1.2, zorder=3)
     if fit is not None:
         ax.plot(np.asarray(b[ch].x, float), np.asarray(b[ch].y, float), "-", color="tab:blue", lw=1, label="fit")
-        rax.plot(rx, y - fit, ".", ms=2, color="0.3")
+        rax.plot(rx, y - fit, ".", ms=1.5 if x.size > 2000 else 2.5, color="0.3", alpha=0.5 if x.size > 2000 else 1)
     rax.axhline(0.0, color="tab:blue", lw=1)
+    if len(Y) and fit is not None:  # zoomed on the parameters' band: the noise may run off the panel
+        reach = float(np.max(np.abs(np.r_[lo - fit, hi - fit])))
+        if reach > 0:
+            rax.set_ylim(-2.5 * reach, 2.5 * reach)
+            rax.set_title("band minus the fit (zoomed on the band)", fontsize=8)
     ax.set_xlabel(xl)
     ax.set_ylabel(yl)
     ax.set_title(ch, fontsize=10)
