@@ -499,9 +499,9 @@ def sdof_figures() -> None:
     """docs/img/sdof_boucwen_{corner,fit,band,loop}.png: the SDOF Bouc-Wen case (acceleration, 5 % noise, noise
     seed 1) calibrated by least squares, its Laplace intervals, and the report's four figures at the polished
     optimum, the corner plot and the bands over 4000 draws of the Laplace Gaussian (a short run: no chain)."""
-    from mechcalib.reporting import plot_fit, plot_loop
+    from mechcalib.reporting import _write, fit_figure, layout_problems, loop_figure
     from mechcalib.uncertainty.local import laplace_samples
-    from mechcalib.uncertainty.plots import corner_plot, predictive_band
+    from mechcalib.uncertainty.plots import band_figure, corner_figure
 
     out = ROOT / "docs" / "img"
     prob = problem_of("sdof", 1)
@@ -514,17 +514,16 @@ def sdof_figures() -> None:
     samples = laplace_samples(prob.space, u.best_u, u.local.cov_u, 4000, seed=0)
     units = [p.unit for p in prob.space.free]
     how = "SDOF Bouc-Wen, 5 % noise: Laplace (Gauss-Newton) Gaussian"
-    files = [
-        corner_plot(samples, u.names, out / "sdof_boucwen_corner.png", units=units, best=best,
-                    truth=truth_of(prob), title=how),
-        plot_fit(prob, best, out / "sdof_boucwen_fit.png", title="SDOF Bouc-Wen: polished optimum"),
-        predictive_band(prob, samples, best, out / "sdof_boucwen_band.png", noise=u.local.noise,
-                        title=f"{how}: fit and 95 % bands"),
-        plot_loop(prob, best, out / "sdof_boucwen_loop.png", samples=samples,
-                  title="SDOF Bouc-Wen: restoring force against displacement"),
-    ]  # fmt: skip
-    for f in files:
-        print(f"wrote {f} ({f.stat().st_size // 1024} KiB)" if f is not None else "no loop")
+    figures = {
+        "corner": corner_figure(samples, u.names, units=units, best=best, truth=truth_of(prob), title=how),
+        "fit": fit_figure(prob, best, title="SDOF Bouc-Wen: polished optimum"),
+        "band": band_figure(prob, samples, best, noise=u.local.noise, title=f"{how}: fit and 95 % bands"),
+        "loop": loop_figure(prob, best, samples=samples, title="SDOF Bouc-Wen: restoring force against displacement"),
+    }
+    for name, fig in figures.items():
+        problems = layout_problems(fig)  # overlapping tick labels, axes without a unit, legends over axes
+        f = _write(fig, out / f"sdof_boucwen_{name}.png")
+        print(f"wrote {f} ({f.stat().st_size // 1024} KiB); layout problems: {problems or 'none'}")
 
 
 def _ints(text: str) -> list[int]:

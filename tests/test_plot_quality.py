@@ -15,12 +15,14 @@ import pytest
 import mechcalib as mc
 from mechcalib.core.model import Channel, Model
 from mechcalib.models import get_model
+from mechcalib.optimizers import make_optimizer
 from mechcalib.reporting import (
     _pyplot,
     axis_label,
     convergence_figure,
     fit_figure,
     interval_text,
+    layout_problems,
     loop_channel,
     loop_figure,
 )
@@ -255,4 +257,24 @@ def test_the_check_catches_touching_ticks_missing_units_and_a_legend_on_the_data
     ax.legend(loc="center")
     with pytest.raises(AssertionError, match="legend covers"):
         check_figure(fig)
+    # the library's own measure (benchmarks/uncertainty.py --sdof-figures applies it to docs/img) agrees
+    assert layout_problems(fig) == ["a legend covers an axes"]
+    ax.get_legend().remove()
+    assert layout_problems(fig) == []
+    ax.xaxis.set_major_locator(MultipleLocator(0.0002))
+    ax.set_ylabel("y")
+    found = layout_problems(fig)
+    assert "axis label 'y' names no unit" in found and any("overlap" in f for f in found)
     plt.close(fig)
+
+
+def test_the_report_of_a_run_writes_the_fit_and_the_loop(problem, tmp_path):
+    from mechcalib.runs.report import write_report
+    from mechcalib.storage import RunStore
+
+    store = tmp_path / "toy.sqlite"
+    with RunStore(store) as st:
+        mc.calibrate(problem, make_optimizer("de", seed=1, pop_size=8), max_evals=16, store=st, run_name="toy")
+    written = write_report(store, problem=problem)
+    assert sorted(p.name for p in written) == ["convergence.png", "fit_cyclic_test.png", "loop_cyclic_test.png"]
+    assert all(p.stat().st_size > 4_000 for p in written)

@@ -72,6 +72,46 @@ def _few_ticks(ax, n: int = 5) -> None:
         ax.yaxis.set_major_locator(MaxNLocator(n))
 
 
+def _drawn_tick_labels(axis) -> list:
+    """The tick labels matplotlib draws on ``axis``: visible, with text, at a tick inside the view limits."""
+    lo, hi = sorted(axis.get_view_interval())
+    tol = 1e-9 * max(abs(lo), abs(hi), 1e-300)
+    out = []
+    for locs, labels in (
+        (axis.get_majorticklocs(), axis.get_majorticklabels()),
+        (axis.get_minorticklocs(), axis.get_minorticklabels()),
+    ):
+        for loc, lab in zip(locs, labels, strict=False):
+            if lo - tol <= loc <= hi + tol and lab.get_visible() and lab.get_text().strip():
+                out.append(lab)
+    return out
+
+
+def layout_problems(fig) -> list[str]:
+    """What a reviewer would send back in a drawn figure, in words (``[]``: none): two tick labels whose boxes
+    overlap, an axis with tick labels whose label names no unit (``name [unit]``), a legend over an axes."""
+    from itertools import combinations
+
+    fig.canvas.draw()
+    axes = [ax for ax in fig.axes if ax.get_visible() and ax.axison]
+    boxes = [(lab.get_text(), lab.get_window_extent()) for ax in axes for a in (ax.xaxis, ax.yaxis)
+             for lab in _drawn_tick_labels(a)]  # fmt: skip
+    out = [
+        f"tick labels {a!r} and {b!r} overlap"
+        for (a, ba), (b, bb) in combinations(boxes, 2)
+        if ba.width > 0 and bb.width > 0 and ba.overlaps(bb)
+    ]
+    for ax in axes:
+        for axis, label in ((ax.xaxis, ax.get_xlabel()), (ax.yaxis, ax.get_ylabel())):
+            if _drawn_tick_labels(axis) and not re.search(r"\[[^\]]+\]\s*$", label):
+                out.append(f"axis label {label!r} names no unit")
+    legends = list(fig.legends) + [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
+    for leg in legends:
+        if any(leg.get_window_extent().overlaps(ax.get_window_extent()) for ax in axes):
+            out.append("a legend covers an axes")
+    return out
+
+
 def _experiment(problem, experiment: int | str):
     exps = problem.experiments
     if isinstance(experiment, str):

@@ -88,14 +88,15 @@ def write_report(
         written += [loop] if loop is not None else []
     # corner plot and bands after `mechcalib uncertainty`
     written += write_uncertainty_plots(folder, problem, source=out)
-    return written
+    return list(dict.fromkeys(written))  # a loop redrawn with the draws of an uncertainty analysis, once
 
 
 def write_uncertainty_plots(
     folder: Path, problem: Any, *, truth: dict[str, float] | None = None, source: Path | None = None
 ) -> list[Path]:
-    """``corner.png`` (the posterior's samples, else draws of the Laplace Gaussian) and ``band_<experiment>.png``
-    per experiment (the fit with its 95 % band) into ``folder``, from the uncertainty files of the run folder
+    """``corner.png`` (the posterior's samples, else draws of the Laplace Gaussian), ``band_<experiment>.png``
+    per experiment (the fit with its 95 % band, and the band minus the fit) and, for a model with a
+    force-displacement loop, ``loop_<experiment>.png`` with the loops of draws, into ``folder``, from the uncertainty files of the run folder
     ``source`` (default ``folder``; another one when a read-only run's plots go elsewhere); none without them."""
     from ..uncertainty.local import laplace_samples
     from ..uncertainty.plots import corner_plot, predictive_band
@@ -130,4 +131,7 @@ def write_uncertainty_plots(
                 title=f"{how}: {e.name}",
             )
         )
+    for i, stem in enumerate(experiment_stems(problem, "loop")):  # the loop with the loops of the draws
+        loop = plot_loop(problem, best, folder / f"{stem}.png", experiment=i, samples=samples, title=f"{how}: loop")
+        out += [loop] if loop is not None else []
     return out
