@@ -158,7 +158,8 @@ def test_report_writes_nontrivial_pngs(config, tmp_path):
     assert files == ["convergence.png", "fit_measured.png"] and "convergence.png" in r.stdout
     for f in files:
         img = mpimg.imread(out / f)
-        assert (out / f).stat().st_size > 10_000 and img.shape[0] > 300 and img.shape[1] > 400
+        # palette PNGs (reporting.save_png): a drawn plot is still several kB
+        assert (out / f).stat().st_size > 4_000 and img.shape[0] > 300 and img.shape[1] > 400
         assert img[..., :3].std() > 0.05  # drawn on, not a blank canvas
 
 

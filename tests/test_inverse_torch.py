@@ -380,13 +380,14 @@ def test_commands_dataset_train_identify(tmp_path):
     assert r.exit_code == 0, r.output
     r = runner.invoke(app, ["inverse", "identify", str(net), str(csv), "--json"])
     assert r.exit_code == 0, r.output
-    out = json.loads(r.output)
+    out = json.loads(r.stdout)  # stderr: the warning of a two-epoch network's low validation R²
     assert out["columns"] == ["restoring_force.x", "restoring_force.y"] and set(out["parameters"]) == {"c", "k", "k3"}
     direct = InverseCalibrator.load(net)
     from mechcalib.inverse import read_sequence_csv
 
     seq, _ = read_sequence_csv(csv, ["restoring_force.x", "restoring_force.y"], length=15)
-    assert out["parameters"] == direct.identify(seq).parameters
+    with pytest.warns(UserWarning, match="validation R²"):  # two epochs: a poor network, and said so
+        assert out["parameters"] == direct.identify(seq).parameters
     r = runner.invoke(app, ["inverse", "train", str(data), "--out", str(net), "--variant", "LSTM"])
     assert r.exit_code == 2 and "variants" in r.output
     step = tmp_path / "step.pt"
@@ -457,3 +458,77 @@ def test_fused_attention_equals_the_masked_dense_form(criterion):
     assert NetConfig().attention_impl == "masked"  # the reference stays the default
     with pytest.raises(ConfigurationError, match="attention_impl"):
         NetConfig(attention_impl="flash")
+
+
+# -- what training and identification tell the user ---------------------------------------------------------
+def _tiny(tmp_path, epochs: int, val_fraction: float = 0.25):
+    ds = from_model(get_model("duffing"), 24, length=15, seed=0)
+    data = tmp_path / "d.npz"
+    ds.save_npz(data)
+    net = tmp_path / f"n{epochs}_{val_fraction}.pt"
+    args = ["inverse", "train", str(data), "--out", str(net), "--length", "15", "--epochs", str(epochs)]
+    args += [
+        "--hidden",
+        "8",
+        "--heads",
+        "2",
+        "--batch-size",
+        "8",
+        "--threads",
+        "1",
+        "--val-fraction",
+        str(val_fraction),
+    ]
+    return data, net, CliRunner().invoke(app, args)
+
+
+def test_train_shows_the_epochs_and_the_losses(tmp_path):
+    _, net, r = _tiny(tmp_path, 3)
+    assert r.exit_code == 0, r.output
+    cal = InverseCalibrator.load(net)
+    h = cal.history
+    # the bar's last state: all epochs, the last epoch's training and validation losses and R²
+    assert "epoch 3/3" in r.stderr
+    assert f"train loss {h['train_loss'][-1]:.4g}, validation loss {h['val_loss'][-1]:.4g}" in r.stderr
+    assert f"validation R2 {h['val_R2'][-1]:.3f}" in r.stderr
+    data = tmp_path / "d.npz"
+    quiet = CliRunner().invoke(app, ["inverse", "train", str(data), "--out", str(tmp_path / "q.pt"), "--length", "15",
+                                     "--epochs", "1", "--hidden", "8", "--heads", "2", "--threads", "1", "-q"])  # fmt: skip
+    assert quiet.exit_code == 0 and "epoch" not in quiet.stderr
+    seen = []
+    ds = from_model(get_model("duffing"), 12, length=15, seed=0)
+    tc = TrainConfig(epochs=2, batch_size=8, val_fraction=0.25, threads=1)
+    InverseCalibrator("GRU", tc, hidden=8).fit(ds, on_epoch=lambda e, n, s: seen.append((e, n, sorted(s))))
+    assert [(e, n) for e, n, _ in seen] == [(1, 2), (2, 2)] and "val_R2" in seen[0][2] and "train_loss" in seen[0][2]
+
+
+def test_identify_warns_below_the_validation_r2_threshold(tmp_path):
+    from mechcalib.inverse import InverseAccuracyWarning
+
+    data, net, r = _tiny(tmp_path, 2)
+    assert r.exit_code == 0, r.output
+    cal = InverseCalibrator.load(net)
+    r2 = cal.validation_r2
+    assert r2 == cal.history["val_R2"][-1] and r2 < 0.9  # two epochs learn little
+    seq = np.zeros((15, 2))
+    with pytest.warns(InverseAccuracyWarning, match=rf"validation R² of {r2:.3g}, below the threshold 0.9"):
+        cal.identify(seq)
+    cal.min_r2 = r2 - 0.01  # a lower threshold (the setting) passes it
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", InverseAccuracyWarning)
+        cal.identify(seq)
+    csv = tmp_path / "m.csv"
+    assert CliRunner().invoke(app, ["simulate", "duffing", "--set", "k=2", "--out", str(csv)]).exit_code == 0
+    r = CliRunner().invoke(app, ["inverse", "identify", str(net), str(csv), "--json"])
+    assert r.exit_code == 0, r.output
+    assert f"warning: network 'PartsNet' has a validation R² of {r2:.3g}, below the threshold 0.9" in r.stderr
+    assert json.loads(r.stdout)["warnings"][0].startswith("network 'PartsNet' has a validation R²")
+    r = CliRunner().invoke(app, ["inverse", "identify", str(net), str(csv), "--min-r2", str(r2 - 0.01)])
+    assert r.exit_code == 0 and "warning" not in r.stderr
+    # a network trained without validation: its accuracy is unknown, and said so
+    _, blind, r = _tiny(tmp_path, 1, val_fraction=0.0)
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(app, ["inverse", "identify", str(blind), str(csv)])
+    assert "trained without a validation set" in r.stderr

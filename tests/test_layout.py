@@ -24,7 +24,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("core",),
     ("records", "objectives", "optimizers", "execution", "testing"),
     ("models", "storage"),
-    ("calibrate", "reporting"),
+    ("calibrate", "reporting", "display"),
     ("surrogates", "inverse", "uncertainty"),
     ("config",),
     ("runs",),

@@ -144,6 +144,27 @@ class Result:
     n_cached: int = 0
     n_replayed: int = 0
     choices: list[dict[str, Any]] = field(default_factory=list)
+    free_names: tuple[str, ...] = ()
+
+    def to_dataframe(self) -> Any:
+        """The run's evaluations as a pandas ``DataFrame`` (pandas, a core dependency, is imported here):
+        one row per evaluation in order, columns ``evaluation``, ``batch``, the free parameters by name,
+        ``loss`` (the loss the optimiser was told), ``status``, ``error`` and ``told`` (False for points of a
+        last batch cut by the budget)."""
+        import pandas as pd
+
+        h = self.history
+        X = np.array(h.X, dtype=float).reshape(len(h.X), -1)
+        names = list(self.free_names) or [f"x{i}" for i in range(X.shape[1])]
+        cols: dict[str, Any] = {"evaluation": np.arange(h.n_evals), "batch": np.array(h.batch, dtype=int)}
+        cols |= {n: X[:, i] for i, n in enumerate(names)}
+        cols |= {"loss": np.array(h.losses, dtype=float), "status": h.status, "error": h.errors, "told": h.told}
+        return pd.DataFrame(cols)
+
+    def _repr_html_(self) -> str:
+        from .display import result_html
+
+        return result_html(self)
 
     def __repr__(self) -> str:
         p = ", ".join(f"{k}={v:.6g}" for k, v in self.best_params.items())
@@ -204,6 +225,7 @@ def calibrate(
     cache: bool | None = None,
     checkpoint_every: int | None = 1,
     on_evaluation: Callable[[int, int, Outcome], Any] | None = None,
+    progress: bool | None = None,
 ) -> Result:
     """Minimise ``problem``'s loss with an ask/tell ``optimizer``.
 
@@ -245,6 +267,12 @@ def calibrate(
             never; resume then replays).
         on_evaluation: called as each evaluation arrives with ``(index in the run, batch, outcome)``;
             ``outcome.source`` is ``"live"``, ``"cache"`` or ``"replay"``.
+        progress: show the evaluations done, the budget and the best loss while the run goes on
+            (:mod:`mechcalib.display`: a rich bar on stderr in a terminal, an HTML bar in a Jupyter notebook).
+            Default ``None``: on in a terminal or a notebook, off elsewhere (output redirected, tests); ``False``
+            turns it off (the command line, which draws its own bars, does).
+
+    The run's start and end are logged (logger ``mechcalib.calibrate``, level INFO).
     """
     termination = _termination(termination, max_evals)
     if evaluate is not None and evaluator is not None:
@@ -265,19 +293,72 @@ def calibrate(
     own_store = store is not None and not isinstance(store, Store)
     if store is not None and not isinstance(store, Store):
         persistence = replace(persistence, store=RunStore(store))
-    loop = CalibrationLoop(problem, optimizer, termination, run_evaluator, persistence, source, callback, on_evaluation)
+    live = _live_progress(progress, termination)
+    hook = on_evaluation if live is None else _both(on_evaluation, live)
+    loop = CalibrationLoop(problem, optimizer, termination, run_evaluator, persistence, source, callback, hook)
+
+    def close() -> None:
+        if own_evaluator:
+            run_evaluator.close()
+        if own_store and isinstance(persistence.store, Store):
+            persistence.store.close()
+
+    return _run(loop, live, close, n_alternatives, alternative_distance)
+
+
+def _run(
+    loop: CalibrationLoop, live: Any, close: Callable[[], None], n_alternatives: int, alternative_distance: float
+) -> Result:
+    """Run ``loop`` with its progress display ``live`` (or ``None``), ``close`` what calibrate opened, log the
+    start and the end; the result."""
     t0 = time.perf_counter()
+    reason: str | None = None
+    log.info("calibrating %d parameters with %s (%s)", loop.space.dim, loop.optimizer.name, _rules(loop.termination))
     try:
         reason = loop.run()
     except BaseException as exc:
         loop.abort(exc)
         raise
     finally:
-        if own_evaluator:
-            run_evaluator.close()
-        if own_store and isinstance(persistence.store, Store):
-            persistence.store.close()
-    return loop.result(reason, time.perf_counter() - t0, n_alternatives, alternative_distance)
+        if live is not None:
+            live.close(f"stopped: {reason}" if reason else "interrupted")
+        close()
+    result = loop.result(reason, time.perf_counter() - t0, n_alternatives, alternative_distance)
+    log.info(
+        "%s%d evaluations (%d failed), best loss %.6g, stopped on %s",
+        f"run {result.run_name!r}: " if result.run_name else "",
+        result.n_evals,
+        result.n_failed,
+        result.best_loss,
+        reason,
+    )
+    return result
+
+
+def _rules(termination: Termination) -> str:
+    rules = {k: getattr(termination, k) for k in ("max_evals", "max_iters", "target", "patience")}
+    return ", ".join(f"{k} {v}" for k, v in rules.items() if v is not None)
+
+
+def _live_progress(progress: bool | None, termination: Termination) -> Any:
+    """The progress display of a run (:mod:`.display`), or ``None``."""
+    from .display import LiveProgress, interactive
+
+    where = interactive()
+    if progress is False or (progress is None and where is None):
+        return None
+    return LiveProgress(termination.max_evals, where or "terminal")
+
+
+def _both(first: Callable[[int, int, Outcome], Any] | None, second: Callable[[int, int, Outcome], Any]):
+    if first is None:
+        return second
+
+    def hook(idx: int, batch: int, outcome: Outcome) -> None:
+        first(idx, batch, outcome)
+        second(idx, batch, outcome)
+
+    return hook
 
 
 def _termination(termination: Termination | None, max_evals: int | None) -> Termination:
@@ -512,6 +593,7 @@ class CalibrationLoop:
             n_cached=self.counts["cache"],
             n_replayed=self.counts["replay"],
             choices=_choices_of(optimizer) or [],
+            free_names=tuple(space.free_names),
         )
 
 

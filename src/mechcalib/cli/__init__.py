@@ -29,6 +29,9 @@ def main(
     ctx: typer.Context, quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only results and errors.")
 ) -> None:
     _configure_logging(logging.WARNING if quiet else logging.INFO)
+    # the commands draw their own progress bars and result lines: the calibration loop's start and end lines
+    # (logged for Python users) would repeat them
+    logging.getLogger("mechcalib.calibrate").setLevel(logging.WARNING)
     ctx.obj = {"quiet": quiet}
 
 

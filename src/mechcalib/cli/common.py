@@ -276,6 +276,48 @@ class ProgressBar:
             self.progress.update(self.task, completed=done, best=text)
 
 
+class EpochBar:
+    """A rich progress bar on stderr over a network's training epochs, fed by its ``on_epoch(epoch, epochs,
+    scores)`` calls: the epoch, the last epoch's training loss and, with validation, its loss and R²; nothing
+    when quiet. The bar ends at the epoch training stopped (early stopping ends it short of the maximum)."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet, self.progress, self.task = quiet, None, None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+
+    def __call__(self, epoch: int, epochs: int, scores: Mapping[str, float]) -> None:
+        if self.quiet:
+            return
+        text = f"train loss {scores['train_loss']:.4g}"
+        if "val_loss" in scores:
+            text += f", validation loss {scores['val_loss']:.4g}"
+        if "val_R2" in scores:
+            text += f", validation R2 {scores['val_R2']:.3f}"
+        if self.progress is None:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            out = Console(stderr=True)
+            if not out.is_terminal:  # a log file: room for the whole last line
+                out = Console(stderr=True, width=max(out.width, 140))
+            self.progress = Progress(
+                TextColumn("epoch"),
+                MofNCompleteColumn(),
+                BarColumn(bar_width=20),
+                TextColumn("{task.description}"),
+                TimeElapsedColumn(),
+                console=out,
+            )
+            self.progress.start()
+            self.task = self.progress.add_task("", total=epochs)
+        self.progress.update(self.task, completed=epoch, description=text)
+
+
 def dataset_progress(quiet: bool, n: int | None = None) -> Callable[[int, int, Any], None] | None:
     """The per-simulation progress line of a dataset generation (``None`` when quiet)."""
     if quiet:

@@ -17,7 +17,14 @@ from pathlib import Path
 
 import typer
 
-from .common import dataset_progress, echo_generation, errors, finish_generation, parse_assignments
+from .common import (
+    EpochBar,
+    dataset_progress,
+    echo_generation,
+    errors,
+    finish_generation,
+    parse_assignments,
+)
 
 app = typer.Typer(
     add_completion=False,
@@ -173,8 +180,11 @@ def train_cmd(
         "and time) or 'step' (per time step over samples; far better when the curves "
         "share one shape, e.g. the EEPA triaxial dataset).",
     ),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
-    """Train a network on a dataset export; print the validation metrics of Appendix A and save it."""
+    """Train a network on a dataset export; print the validation metrics of Appendix A and save it.
+
+    A progress bar on stderr shows the epoch and the last epoch's training and validation losses (and R²)."""
     with errors():
         from ..inverse.data import from_npz
         from ..inverse.network import VARIANTS
@@ -197,7 +207,9 @@ def train_cmd(
             threads=threads,
             x_scaling=x_scaling,
         )
-        cal = InverseCalibrator(variant, tc, hidden=hidden, heads=heads, num_layers=layers, sparsity=sparsity).fit(ds)
+        cal = InverseCalibrator(variant, tc, hidden=hidden, heads=heads, num_layers=layers, sparsity=sparsity)
+        with EpochBar(quiet) as bar:
+            cal.fit(ds, on_epoch=bar)
         path = cal.save(out)
     h = cal.history
     typer.echo(
@@ -222,12 +234,20 @@ def identify_cmd(
     ),
     progress: str = typer.Option(None, "--progress", help="Time or step column to resample on (default: row order)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    min_r2: float = typer.Option(
+        0.9, "--min-r2", help="Warn when the network's stored validation R² is below this (scaled parameters)."
+    ),
 ) -> None:
-    """Identify the parameters of a measured sequence in one forward pass."""
+    """Identify the parameters of a measured sequence in one forward pass.
+
+    Warns (on stderr, and under "warnings" with --json) when the network's validation R², stored when it was
+    trained, is below --min-r2, or when it was trained without a validation set."""
+    import warnings
+
     with errors():
         from ..core.data import read_table
         from ..inverse.data import read_sequence_csv
-        from ..inverse.train import InverseCalibrator
+        from ..inverse.train import InverseAccuracyWarning, InverseCalibrator
 
         cal = InverseCalibrator.load(network)
         cols: list[str] | None
@@ -237,9 +257,15 @@ def identify_cmd(
             table, _ = read_table(measured)
             cols = list(cal.features) if all(f in table for f in cal.features) else None
         seq, used = read_sequence_csv(measured, cols, length=cal.length, progress=progress)
-        params = cal.identify(seq).parameters
+        cal.min_r2 = min_r2
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", InverseAccuracyWarning)
+            params = cal.identify(seq).parameters
+    notes = [str(w.message) for w in caught if issubclass(w.category, InverseAccuracyWarning)]
+    for note in notes:
+        typer.echo(f"warning: {note}", err=True)
     if as_json:
-        typer.echo(json.dumps({"network": cal.variant, "columns": used, "parameters": params}))
+        typer.echo(json.dumps({"network": cal.variant, "columns": used, "parameters": params, "warnings": notes}))
         return
     typer.echo(f"{cal.variant} on {measured} (columns {', '.join(used)} as {', '.join(cal.features)}):")
     for k, v in params.items():

@@ -296,7 +296,7 @@ def show(
         f"evaluations: {done}; failed: {s['n_failed']}"
         + (f" ({', '.join(f'{k} {v}' for k, v in s['failures'].items())})" if s["failures"] else ""),
         f"best loss: {'-' if s['best_loss'] is None else format(s['best_loss'], '.6g')}"
-        + (f" (evaluation {s['best_index']})" if s["best_index"] is not None else ""),
+        + (f" ({s.get('best_source') or 'evaluation ' + str(s['best_index'])})" if s["best_index"] is not None else ""),
     ]
     if s.get("stop"):
         lines.append(f"  {_stop_line(s, directory)}")

@@ -387,6 +387,7 @@ def generate_dataset(
             config=config,
             on_evaluation=hook,
             n_alternatives=0,
+            progress=False,
         )
         info = st.run(name)
         done = st.n_evaluations(info.id)

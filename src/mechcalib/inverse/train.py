@@ -32,7 +32,8 @@ import math
 import os
 import pickle
 import time
-from collections.abc import Mapping
+import warnings
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,14 @@ from .scalers import ParameterScaler, SequenceScaler
 from .sequences import PAPER_LENGTH, SequenceDataset
 
 FORMAT = "mechcalib.inverse/1"
+
+#: the validation R² (scaled parameters) below which :meth:`InverseCalibrator.identify` warns by default
+MIN_R2 = 0.9
+
+
+class InverseAccuracyWarning(UserWarning):
+    """An identification by a network whose stored validation score says its answers are poor (or unknown)."""
+
 
 #: Table 1 of Hu et al. (2024) (triaxial test).
 PAPER_001: dict[str, Any] = {
@@ -204,6 +213,8 @@ class InverseCalibrator(Method):
         self.best_epoch: int | None = None
         self.dataset_fingerprint: str | None = None
         self.n_samples: int | None = None
+        #: :meth:`identify` warns when the stored validation R² is below this (``None``: never)
+        self.min_r2: float | None = MIN_R2
 
     @classmethod
     def hu2024(cls, variant: str = "PartsNet", **train_overrides: Any) -> InverseCalibrator:
@@ -225,11 +236,18 @@ class InverseCalibrator(Method):
 
     # -- training ------------------------------------------------------------------------------------
     def fit(
-        self, data: Dataset, val: Dataset | None = None, *, seed: int | np.random.Generator | None = None
+        self,
+        data: Dataset,
+        val: Dataset | None = None,
+        *,
+        seed: int | np.random.Generator | None = None,
+        on_epoch: Callable[[int, int, dict[str, float]], Any] | None = None,
     ) -> InverseCalibrator:
         """Train on ``data`` (split off ``val_fraction`` for validation unless ``val`` is given). A dataset that is
         not a :class:`SequenceDataset` is read as one (:meth:`SequenceDataset.of`: every response key a feature).
-        ``seed`` replaces the training configuration's seed."""
+        ``seed`` replaces the training configuration's seed. ``on_epoch(epoch, epochs, scores)`` is called after
+        every epoch (``epoch`` from 1, ``epochs`` the maximum) with that epoch's entries of :attr:`history`
+        (``train_loss``; with validation ``val_loss``, ``val_R2``, ...)."""
         if seed is not None:
             if isinstance(seed, np.random.Generator):
                 seed = int(seed.integers(0, 2**31 - 1))
@@ -283,12 +301,16 @@ class InverseCalibrator(Method):
                 self.history["train_loss"].append(total / n)
                 self.epochs_run = epoch + 1
                 if Xva is None:
+                    if on_epoch is not None:
+                        on_epoch(epoch + 1, tc.epochs, {"train_loss": total / n})
                     continue
                 P = self._forward(Xva)
                 vloss = float(np.mean((P - Yva_np) ** 2)) if tc.loss == "mse" else float(np.mean(np.abs(P - Yva_np)))
                 self.history["val_loss"].append(vloss)
                 for k, v in regression_metrics(Yva_np, P, tc.quantile).items():
                     self.history["val_" + k].append(v)
+                if on_epoch is not None:
+                    on_epoch(epoch + 1, tc.epochs, {k: v[-1] for k, v in self.history.items()})
                 if vloss < best - tc.min_delta:
                     best, wait, self.best_epoch = vloss, 0, epoch + 1
                     if tc.restore_best:
@@ -354,11 +376,45 @@ class InverseCalibrator(Method):
         P = self.y_scaler.inverse_transform(self._forward(self._x(X)))
         return P[0] if one else P
 
+    @property
+    def validation_r2(self) -> float | None:
+        """The validation R² (scaled parameters) of the weights the network holds: the best epoch's when training
+        restored it, else the last epoch's; ``None`` when it was trained without a validation set."""
+        r2 = self.history.get("val_R2") or []
+        if not r2:
+            return None
+        kept = self.best_epoch if self.train_config.restore_best and self.best_epoch else len(r2)
+        return float(r2[kept - 1])
+
+    def accuracy_warning(self) -> str | None:
+        """Why an identification by this network should not be trusted, in words, or ``None``: its stored
+        validation R² below :attr:`min_r2`, or no validation score stored."""
+        if self.min_r2 is None:
+            return None
+        r2 = self.validation_r2
+        if r2 is None:
+            return (
+                f"network {self.variant!r} was trained without a validation set: its accuracy is unknown (train it "
+                "with a validation share, e.g. --val-fraction 0.2)"
+            )
+        if r2 < self.min_r2:
+            return (
+                f"network {self.variant!r} has a validation R² of {r2:.3g}, below the threshold {self.min_r2:g}: "
+                "its parameters may be far off; train it longer or on more sequences, or check them by a "
+                "calibration"
+            )
+        return None
+
     def identify(self, target: Any, *, seed: Any = None) -> Identification:
         """The parameters of one measurement in one forward pass: an ``(L, C)`` sequence in the network's feature
         order (``(L,)`` for a one-feature network), or an :class:`~mechcalib.core.data.Experiment` (or
         ``{channel: Curve}``) whose channels are resampled like the training data. ``.parameters`` is the
-        ``{parameter: value}`` dict. ``seed`` is unused (the pass is deterministic)."""
+        ``{parameter: value}`` dict. ``seed`` is unused (the pass is deterministic). Warns
+        (:class:`InverseAccuracyWarning`, :meth:`accuracy_warning`) when the network's stored validation R² is
+        below :attr:`min_r2` (default :data:`MIN_R2`)."""
+        msg = self.accuracy_warning()
+        if msg is not None:
+            warnings.warn(msg, InverseAccuracyWarning, stacklevel=2)
         if isinstance(target, Experiment):
             target = target.channels
         if isinstance(target, Mapping):

@@ -35,6 +35,7 @@ from .folder import (
     locked_by_another,
     now,
     read_manifest,
+    read_uncertainty,
     run_name_in,
     store_path,
     write_json,
@@ -42,7 +43,7 @@ from .folder import (
 from .loss import check_loss
 from .report import write_report
 from .steps import step_reports
-from .summary import folder_uncertainty_brief, result_summary
+from .summary import apply_polished_best, folder_uncertainty_brief, result_summary
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +120,7 @@ def _calibrate_in(
                 resume=resume,
                 on_evaluation=hook,
                 **cfg.calibrate_options(),
+                progress=False,
             )
             summary = result_summary(result, cfg, store, evaluator, wall=time.perf_counter() - t0)
             best_record = store.best(run_name)
@@ -127,6 +129,7 @@ def _calibrate_in(
     _check_steps_at_best(problem, summary.get("best"))
     best_index = None if best_record is None else best_record.idx
     summary["uncertainty"] = folder_uncertainty_brief(out_dir, best_index)  # kept by a resume
+    apply_polished_best(summary, read_uncertainty(out_dir), best_index)  # and its polished optimum
     write_json(out_dir / RESULT_FILE, summary)
     written: list[Path] = []
     if cfg.output.plots if plots is None else plots:

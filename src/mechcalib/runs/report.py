@@ -14,10 +14,11 @@ import numpy as np
 
 from ..config import ConfigFileError
 from ..core.parameters import bound_warnings, bounds_report
-from ..reporting import plot_convergence, plot_fits
+from ..reporting import experiment_stems, plot_convergence, plot_fits, plot_loop
 from ..storage import RunStore
 from .configuration import load_run_config
 from .folder import SAMPLES_NPZ, RunDirError, folder_of, read_uncertainty, run_name_in, store_path
+from .summary import polished_best
 
 log = logging.getLogger(__name__)
 
@@ -33,13 +34,15 @@ def write_report(
     warn_bounds: bool = True,
 ) -> list[Path]:
     """Write ``convergence.png`` (every evaluation's loss and the best so far against the evaluation
-    count, log scale) and ``fit_<experiment>.png`` per experiment (measured curves against the best
-    parameter set's simulation) into the run folder (or ``folder``: a read-only run's plots go elsewhere);
+    count, log scale), ``fit_<experiment>.png`` per experiment (measured curves against the best
+    parameter set's simulation, the residuals under them) and ``loop_<experiment>.png`` for a model with a
+    force-displacement loop into the run folder (or ``folder``: a read-only run's plots go elsewhere);
     returns the files written.
 
     The fit plots use the stored responses of the best evaluation when the run kept them, else simulate
     the best parameter set once per experiment with the problem rebuilt from the stored configuration
-    (or ``problem`` when given). Without a successful evaluation, or when the configuration cannot be
+    (or ``problem`` when given). After ``mechcalib uncertainty`` the best parameter set is the polished optimum
+    when it belongs to the run's present best (as ``show`` and ``result.json`` give it; the titles say so). Without a successful evaluation, or when the configuration cannot be
     rebuilt (a run stored from Python without one), only the convergence plot is written, with a warning.
     A compacted run shows its kept evaluations (failures and improvements) at their place; its best-so-far
     line is exact. A parameter that ends at a bound (:func:`~mechcalib.core.parameters.bounds_report`) is named
@@ -84,17 +87,26 @@ def write_report(
         label += "; " + ", ".join(at) + ": widen the box"
         for line in bound_warnings(bounds, best.params) if warn_bounds else ():
             log.warning("%s", line)
+    polished = polished_best(read_uncertainty(out), best.idx, best.loss)
+    if polished is not None:  # the optimum `mechcalib uncertainty` polished, as show and result.json give it
+        params, loss, words = polished
+        x = np.array([params.get(n, best.params[n]) for n in problem.space.free_names], dtype=float)
+        responses, label = None, f"run {info.name}: optimum {words}, loss {loss:.4g}"
     written += plot_fits(problem, x, folder, responses=responses, title=label)
+    for i, stem in enumerate(experiment_stems(problem, "loop")):
+        loop = plot_loop(problem, x, folder / f"{stem}.png", experiment=i, title=label)
+        written += [loop] if loop is not None else []
     # corner plot and bands after `mechcalib uncertainty`
     written += write_uncertainty_plots(folder, problem, source=out)
-    return written
+    return list(dict.fromkeys(written))  # a loop redrawn with the draws of an uncertainty analysis, once
 
 
 def write_uncertainty_plots(
     folder: Path, problem: Any, *, truth: dict[str, float] | None = None, source: Path | None = None
 ) -> list[Path]:
-    """``corner.png`` (the posterior's samples, else draws of the Laplace Gaussian) and ``band_<experiment>.png``
-    per experiment (the fit with its 95 % band) into ``folder``, from the uncertainty files of the run folder
+    """``corner.png`` (the posterior's samples, else draws of the Laplace Gaussian), ``band_<experiment>.png``
+    per experiment (the fit with its 95 % band, and the band minus the fit) and, for a model with a
+    force-displacement loop, ``loop_<experiment>.png`` with the loops of draws, into ``folder``, from the uncertainty files of the run folder
     ``source`` (default ``folder``; another one when a read-only run's plots go elsewhere); none without them."""
     from ..uncertainty.local import laplace_samples
     from ..uncertainty.plots import corner_plot, predictive_band
@@ -114,7 +126,8 @@ def write_uncertainty_plots(
         how = "Laplace (Gauss-Newton) Gaussian"
     logs = [p.scale == "log" for p in problem.space.free]
     tr = None if truth is None else [truth[n] for n in names]
-    out = [corner_plot(samples, names, folder / "corner.png", best=best, truth=tr, log=logs, title=how)]
+    units = [p.unit for p in problem.space.free]
+    out = [corner_plot(samples, names, folder / "corner.png", units=units, best=best, truth=tr, log=logs, title=how)]
     noise = (data.get("local") or {}).get("noise")
     for i, e in enumerate(problem.experiments):
         out.append(
@@ -128,4 +141,7 @@ def write_uncertainty_plots(
                 title=f"{how}: {e.name}",
             )
         )
+    for i, stem in enumerate(experiment_stems(problem, "loop")):  # the loop with the loops of the draws
+        loop = plot_loop(problem, best, folder / f"{stem}.png", experiment=i, samples=samples, title=f"{how}: loop")
+        out += [loop] if loop is not None else []
     return out

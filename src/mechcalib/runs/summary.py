@@ -29,7 +29,15 @@ from .folder import (
 )
 from .loss import folder_loss
 
-__all__ = ["bounds_note", "folder_uncertainty_brief", "result_summary", "run_summary", "uncertainty_brief"]
+__all__ = [
+    "apply_polished_best",
+    "bounds_note",
+    "folder_uncertainty_brief",
+    "polished_best",
+    "result_summary",
+    "run_summary",
+    "uncertainty_brief",
+]
 
 
 def bounds_note(summary: dict[str, Any]) -> list[str]:
@@ -167,7 +175,7 @@ def run_summary(out_dir: str | os.PathLike[str], *, run: str | None = None, n_fa
     params = None
     if best is not None:
         params = {p["name"]: (p["fixed"] if p.get("fixed") is not None else best.params[p["name"]]) for p in info.space}
-    return json_clean(
+    summary: dict[str, Any] = json_clean(
         {
             "run_name": info.name,
             "status": info.status,
@@ -202,8 +210,11 @@ def run_summary(out_dir: str | os.PathLike[str], *, run: str | None = None, n_fa
             if loss is None
             else {"evaluations": loss.definite, "possibly": loss.possible, "note": loss.describe()},
             "uncertainty": folder_uncertainty_brief(out, best.idx if best is not None else None),
+            "best_source": None if best is None else f"evaluation {best.idx}",
         }
     )
+    apply_polished_best(summary, read_uncertainty(out), summary["best_index"])
+    return summary
 
 
 def uncertainty_brief(data: dict[str, Any], *, best_index: int | None = None) -> dict[str, Any]:
@@ -235,3 +246,45 @@ def folder_uncertainty_brief(out: Path, best_index: int | None) -> dict[str, Any
     """The intervals of ``mechcalib uncertainty`` when it was run in the folder (``uncertainty.json``)."""
     data = read_uncertainty(out)
     return None if data is None else uncertainty_brief(data, best_index=best_index)
+
+
+def polished_best(
+    data: dict[str, Any] | None, best_index: int | None, best_loss: float | None
+) -> tuple[dict[str, float], float, str] | None:
+    """The optimum ``mechcalib uncertainty`` polished from the run's best evaluation (``uncertainty.json``'s
+    ``parameters[*].best`` and ``best_loss``), with the words saying where it came from: ``None`` without an
+    analysis, when the run has found a better evaluation since (stale), or when the polish did not lower the
+    loss. Only the free parameters; the fixed ones are the evaluation's."""
+    if not data or best_index is None or best_loss is None:
+        return None
+    source = data.get("source") or {}
+    loss = data.get("best_loss")
+    params = {n: p.get("best") for n, p in (data.get("parameters") or {}).items()}
+    if source.get("best_index") is None or int(source["best_index"]) != int(best_index):
+        return None
+    if not isinstance(loss, int | float) or not math.isfinite(loss) or loss > best_loss:
+        return None
+    if not params or not all(isinstance(v, int | float) and math.isfinite(v) for v in params.values()):
+        return None
+    return params, float(loss), f"polished by `mechcalib uncertainty` from evaluation {best_index} ({UNCERTAINTY_FILE})"
+
+
+def apply_polished_best(summary: dict[str, Any], data: dict[str, Any] | None, best_index: int | None) -> None:
+    """Make ``best`` and ``best_loss`` of a ``result.json`` or ``show`` summary the polished optimum when
+    :func:`polished_best` gives one, keeping the run's best evaluation under ``best_evaluated``; ``best_source``
+    says which one ``best`` is (set only where an analysis exists or the summary already names it)."""
+    evaluated = summary.pop("best_evaluated", None)  # a summary polished before: from its evaluation again
+    if evaluated is not None:
+        summary["best"], summary["best_loss"] = evaluated["params"], evaluated["loss"]
+    if data is None and "best_source" not in summary:
+        return
+    found = polished_best(data, best_index, summary.get("best_loss"))
+    if found is None:
+        if summary.get("best") is not None and best_index is not None:
+            summary["best_source"] = f"evaluation {best_index}"
+        return
+    params, loss, words = found
+    summary["best_evaluated"] = {"params": summary["best"], "loss": summary["best_loss"], "index": best_index}
+    summary["best"] = {**summary["best"], **params}
+    summary["best_loss"] = loss
+    summary["best_source"] = words

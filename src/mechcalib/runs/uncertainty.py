@@ -42,7 +42,7 @@ from .folder import (
     store_path,
     write_json,
 )
-from .summary import run_summary, uncertainty_brief
+from .summary import apply_polished_best, run_summary, uncertainty_brief
 
 if TYPE_CHECKING:
     from ..uncertainty import UncertaintyOptions, UncertaintyResult
@@ -76,6 +76,8 @@ def folder_uncertainty(
             evaluator.close()
         data = res.to_json() | {"best_unit": res.best_u.tolist(), "covariance_unit": res.local.cov_u.tolist()}
         data["source"] = {k: before.get(k) for k in ("run_name", "best_index", "best_loss", "n_evaluations")}
+        if before.get("best_evaluated"):  # show gave an earlier analysis' polished optimum: the evaluation's loss
+            data["source"]["best_loss"] = before["best_evaluated"]["loss"]
         written = [write_json(folder / UNCERTAINTY_FILE, data)]
         if res.posterior is not None:
             written += write_samples(res, folder)
@@ -96,6 +98,7 @@ def folder_uncertainty(
                 )
                 return res, written
             summary["uncertainty"] = uncertainty_brief(data, best_index=before.get("best_index"))
+            apply_polished_best(summary, data, before.get("best_index"))
             write_json(rpath, summary)
             written.append(rpath)
     return res, written

@@ -570,7 +570,7 @@ class Direct(Strategy):
         else:
             exp = Experiment({self.channel: curve}, conditions=cond, name="target")
             problem = Problem(self.model, exp, F1() if self.objective == "F1" else F2(), space=self.space)
-        res = calibrate(problem, opt, term, n_alternatives=1)
+        res = calibrate(problem, opt, term, n_alternatives=1, progress=False)
         self.last_result = res
         p = self.space.to_unit(res.best_x[None, :])[0]
         f, n = float(res.best_loss), int(res.n_evals)

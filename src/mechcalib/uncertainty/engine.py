@@ -130,6 +130,7 @@ def polish(
         store=store,
         run_name=run_name,
         evaluator=evaluator,
+        progress=False,
     )
     ends = opt.end_points
     met = opt.tolerances_met
@@ -164,6 +165,7 @@ def jacobian(
         store=store,
         run_name=run_name,
         evaluator=evaluator,
+        progress=False,
     )
     if not drv.converged:
         raise ConfigurationError(f"the Jacobian run {run_name!r} ended before its points were simulated")
@@ -219,6 +221,7 @@ def run_chain(
         checkpoint_every=None,
         callback=callback,
         n_alternatives=0,
+        progress=False,
     )
     if sampler.n_steps < steps:
         raise ConfigurationError(

@@ -100,6 +100,7 @@ def profile(
                 store=store,
                 run_name=f"{run_name}.{k}",
                 evaluator=evaluator,
+                progress=False,
             )
         if not opt.end_points:
             D[k] = math.nan
