@@ -66,7 +66,7 @@ def test_calibrate_logs_its_start_and_end(caplog):
         res = _run()
     text = caplog.text
     assert "calibrating 2 parameters with de (max_evals 60)" in text
-    assert f"60 evaluations (0 failed), best loss {res.best_loss:.6g}, stopped on max_evals" in text
+    assert f"60 evaluations (0 failed), best loss {res.best_loss:.6g}, stopped on budget" in text
 
 
 def test_result_to_dataframe_holds_every_evaluation():
@@ -86,4 +86,4 @@ def test_result_repr_html_is_a_table_of_the_best_point():
     assert h.count("<table>") == 2
     for name, v in res.best_params.items():
         assert f"<td>{name}</td><td>{v:.6g}</td>" in h
-    assert f"{res.best_loss:.6g}" in h and "max_evals" in h and "60 (0 failed)" in h
+    assert f"{res.best_loss:.6g}" in h and "budget" in h and "60 (0 failed)" in h

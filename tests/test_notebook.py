@@ -36,11 +36,11 @@ def test_the_example_notebook_shows_progress_and_an_inline_result_table(monkeypa
     assert len(bars) == 1  # one bar, updated in place
     assert '<progress value="300" max="300">' in bars[0]["data"]["text/html"]
     assert "calibrate: 300/300 evaluations, best loss" in bars[0]["data"]["text/plain"]
-    assert "stopped: max_evals" in bars[0]["data"]["text/plain"]
+    assert "stopped: budget" in bars[0]["data"]["text/plain"]
     (table,) = [o for o in run if o["output_type"] == "execute_result"]
     html = table["data"]["text/html"]
     assert '<div class="mechcalib-result">' in html and "<td>a</td>" in html and "<td>b</td>" in html
-    assert "max_evals" in html and "300 (0 failed)" in html
+    assert "budget" in html and "300 (0 failed)" in html
     (frame,) = [o for o in _outputs(code[2]) if o["output_type"] == "execute_result"]
     assert "<table" in frame["data"]["text/html"] and "loss" in frame["data"]["text/html"]
     figures = [o for o in _outputs(code[3]) if "image/png" in o.get("data", {})]
