@@ -25,7 +25,6 @@ def dashboard(
     from ..dashboard import LOOPBACK, Dashboard, make_server
     from ..runs.folder import store_path
 
-    need_plotly()
     with errors():  # a folder that is not a run: one line, exit status 2
         for d in directories:
             store_path(d)
@@ -51,18 +50,6 @@ def dashboard(
         echo_plain("dashboard stopped")
     finally:
         server.server_close()
-
-
-def need_plotly() -> None:
-    """Leave with status 1 and one line naming the extra when plotly is not installed (the issue's rule for the
-    dashboard: the work cannot run here, though nothing in the input is wrong)."""
-    from ..dashboard import EXTRA_HINT, require_plotly
-    from ..errors import ConfigurationError
-
-    try:
-        require_plotly()
-    except ConfigurationError:
-        fail(EXTRA_HINT, EXIT_FAILED)
 
 
 def register(app: typer.Typer) -> None:

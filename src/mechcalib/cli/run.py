@@ -380,7 +380,7 @@ def report(
     run_name: str = typer.Option(None, "--run", help="Run name in the store (default: the folder's run)."),
     out: Path = typer.Option(None, "--out", "-o", help="Folder for the plots (default DIR; for a read-only run)."),
     html: Path = typer.Option(
-        None, "--html", help="Write the dashboard's page as one self-contained HTML file instead (needs plotly)."
+        None, "--html", help="Write the dashboard's page as one self-contained HTML file instead."
     ),
 ) -> None:
     """Write DIR/convergence.png and DIR/fit_<experiment>.png (best fit against each experiment); with --html
@@ -397,16 +397,11 @@ def report(
 
 def _report_html(directory: Path, html: Path, run_name: str | None, out: Path | None) -> None:
     """``report --html FILE``: the page of the run folder, or one line and status 1 when FILE cannot be written."""
-    from ..dashboard import EXTRA_HINT, require_plotly, write_html
-    from ..errors import ConfigurationError
+    from ..dashboard import write_html
     from ..runs.folder import store_path
 
     if run_name is not None or out is not None:
         fail("--run and --out apply to the PNG plots; --html shows the folder's run in FILE")
-    try:
-        require_plotly()
-    except ConfigurationError:
-        fail(EXTRA_HINT, EXIT_FAILED)
     with errors():
         store_path(directory)  # a folder that is not a run: one line, status 2
     try:

@@ -1,5 +1,9 @@
 """The dashboard's page: one HTML template for the live page (scripts fetched from the local server) and the
-static report (plotly's JavaScript, the page's script and the runs' data inlined: one self-contained file)."""
+static report (plotly's JavaScript, the page's script and the runs' data inlined: one self-contained file).
+
+plotly.js ships inside this package as its cartesian partial bundle (``static/plotly-cartesian.min.js``, v4.1.1,
+MIT, ``static/plotly-LICENSE.txt``): the scatter and histogram traces the page draws, in a third of the full
+bundle's 4.8 MB, whose parsing alone took most of the 2 s a first visit may take (benchmarks/dashboard_render.py)."""
 
 from __future__ import annotations
 
@@ -8,11 +12,7 @@ import json
 from importlib import resources
 from typing import Any
 
-from ..errors import ConfigurationError
-
-EXTRA_HINT = "the dashboard needs plotly: install the extra with `pip install 'mechcalib[dashboard]'`"
-
-__all__ = ["EXTRA_HINT", "dashboard_js", "page_html", "plotly_js", "require_plotly"]
+__all__ = ["dashboard_js", "page_html", "plotly_js"]
 
 _CSS = """
 body { font-family: system-ui, sans-serif; margin: 1em 2em; color: #222; }
@@ -32,25 +32,18 @@ h2 { font-size: 1.15em; margin: 0.3em 0; }
 """
 
 
-def require_plotly() -> None:
-    """Raise :class:`~mechcalib.errors.ConfigurationError` naming the extra when plotly is not installed."""
-    try:
-        import plotly  # noqa: F401
-    except ImportError:
-        raise ConfigurationError(EXTRA_HINT) from None
-
-
 def plotly_js() -> str:
-    """plotly's JavaScript bundle, as the installed plotly package ships it (no network)."""
-    require_plotly()
-    from plotly.offline import get_plotlyjs
-
-    return str(get_plotlyjs())
+    """plotly.js's cartesian bundle, shipped in this package (no network, no plotly install)."""
+    return _static("plotly-cartesian.min.js")
 
 
 def dashboard_js() -> str:
     """The page's own script (``static/dashboard.js``)."""
-    return resources.files(__package__).joinpath("static", "dashboard.js").read_text(encoding="utf-8")
+    return _static("dashboard.js")
+
+
+def _static(name: str) -> str:
+    return resources.files(__package__).joinpath("static", name).read_text(encoding="utf-8")
 
 
 def _inline(script: str) -> str:

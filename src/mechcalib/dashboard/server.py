@@ -1,7 +1,7 @@
 """The live dashboard's server (the standard library's :class:`~http.server.ThreadingHTTPServer`) and the
 static report.
 
-Routes: ``/`` the page, ``/plotly.min.js`` plotly's bundle from the installed package, ``/dashboard.js`` the
+Routes: ``/`` the page, ``/plotly.min.js`` plotly.js's bundle shipped in the package, ``/dashboard.js`` the
 page's script, ``/api/runs`` the runs as JSON (:meth:`Dashboard.payload`). Every folder is read once per
 refresh whatever the number of open pages: an answer younger than half the refresh interval is served again.
 """
