@@ -62,7 +62,7 @@ def test_live_progress_counts_failures_and_the_best_loss():
 
 
 def test_calibrate_logs_its_start_and_end(caplog):
-    with caplog.at_level(logging.INFO, logger="mechcalib.calibrate"):
+    with caplog.at_level(logging.INFO, logger="mechcalib.calibrate.run"):
         res = _run()
     text = caplog.text
     assert "calibrating 2 parameters with de (max_evals 60)" in text

@@ -27,6 +27,8 @@ from .storage.session import RunSession
 from .storage.sqlite import RunStore
 
 log = logging.getLogger(__name__)
+# the start and end lines of a run, for Python users; the command line, which prints its own, silences this one
+run_log = logging.getLogger(__name__ + ".run")
 
 
 @dataclass(frozen=True)
@@ -272,7 +274,7 @@ def calibrate(
             Default ``None``: on in a terminal or a notebook, off elsewhere (output redirected, tests); ``False``
             turns it off (the command line, which draws its own bars, does).
 
-    The run's start and end are logged (logger ``mechcalib.calibrate``, level INFO).
+    The run's start and end are logged (logger ``mechcalib.calibrate.run``, level INFO).
     """
     termination = _termination(termination, max_evals)
     if evaluate is not None and evaluator is not None:
@@ -313,7 +315,9 @@ def _run(
     start and the end; the result."""
     t0 = time.perf_counter()
     reason: str | None = None
-    log.info("calibrating %d parameters with %s (%s)", loop.space.dim, loop.optimizer.name, _rules(loop.termination))
+    run_log.info(
+        "calibrating %d parameters with %s (%s)", loop.space.dim, loop.optimizer.name, _rules(loop.termination)
+    )
     try:
         reason = loop.run()
     except BaseException as exc:
@@ -324,7 +328,7 @@ def _run(
             live.close(f"stopped: {reason}" if reason else "interrupted")
         close()
     result = loop.result(reason, time.perf_counter() - t0, n_alternatives, alternative_distance)
-    log.info(
+    run_log.info(
         "%s%d evaluations (%d failed), best loss %.6g, stopped on %s",
         f"run {result.run_name!r}: " if result.run_name else "",
         result.n_evals,

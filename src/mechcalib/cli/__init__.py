@@ -31,7 +31,7 @@ def main(
     _configure_logging(logging.WARNING if quiet else logging.INFO)
     # the commands draw their own progress bars and result lines: the calibration loop's start and end lines
     # (logged for Python users) would repeat them
-    logging.getLogger("mechcalib.calibrate").setLevel(logging.WARNING)
+    logging.getLogger("mechcalib.calibrate.run").setLevel(logging.WARNING)
     ctx.obj = {"quiet": quiet}
 
 
