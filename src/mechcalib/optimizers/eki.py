@@ -160,7 +160,8 @@ class EKI(ResidualOptimizer):
         if residual_problem(problem) is None:
             warnings.warn(
                 f"{self.name}: ensemble Kalman inversion needs residual vectors, and {residual_source(problem)!r} has "
-                "none (has_residuals is False); it uses sqrt(loss) as one residual instead, which converges slowly. "
+                "none (has_residuals is False); it uses sqrt(loss) as one residual instead, which cannot steer the ensemble in several directions (expect "
+                "little progress). "
                 "Use an objective with residuals (l2, f1, f2, overlap_rss) or a derivative-free global optimizer",
                 UserWarning,
                 stacklevel=3,
