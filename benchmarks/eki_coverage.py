@@ -140,6 +140,8 @@ def report(rows: dict[int, dict[str, Any]], command: str) -> str:
         f"- at the least-squares optimum (every parameter within the Laplace half-width of it): {_share(at_opt)}",
         f"- rounds: median {np.median(rounds):.0f}, range {rounds.min()}-{rounds.max()}; simulations: median "
         f"{np.median(evals):.0f}, range {evals.min()}-{evals.max()}",
+        f"- the study's least squares on the same replicates (`lsq`, 2 starts, no restarts; one simulation per batch "
+        f"or a Jacobian of 3): median {np.median([loc[i]['calibration_evals'] for i in both]):.0f} simulations",
         f"- stop: controller's time {rules['time']}, collapsed {rules['collapsed']}, stalled {rules['stalled']}, "
         f"budget {rules[None]}",
         "- coverage of the mean +- 1.96 std among the replicates at the optimum: "

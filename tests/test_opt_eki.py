@@ -72,6 +72,8 @@ def test_recovers_the_duffing_oscillator_under_noise_in_rounds():
     assert all(abs(res.best_params[k] - v) / v < 0.03 for k, v in truth.items()), res.best_params
     assert res.n_evals == res.n_batches * 20  # one batch per round: the whole ensemble (d = 3: 20 members)
     assert np.all((opt.ensemble > 0) & (opt.ensemble < 1))
+    spread = next(c for c in res.choices if c["choice"] == "spread")  # offered as a spread, not an interval
+    assert "not an interval" in spread["reason"] and np.allclose(spread["std"], opt.ensemble.std(axis=0, ddof=1))
 
 
 def test_an_ensemble_smaller_than_the_parameters_plus_one_is_refused():
