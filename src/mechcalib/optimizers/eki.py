@@ -43,7 +43,8 @@ Failed simulations (``+inf`` or NaN losses, NaN residual rows) take no part in t
 succeeded are updated, and each failed one is redrawn from the Gaussian of the updated successful members
 (EnsembleKalmanProcesses.jl's ``SampleSuccGauss``); a round with fewer than two successes redraws its failed
 members from the prior. Told losses only (a problem without residual vectors, direct ask/tell), the one
-residual ``sqrt(f)`` is used, with a warning under calibrate.
+residual ``sqrt(f)`` is used, with a warning under calibrate; it carries no noise level, so only the
+collapse and stall rules stop such a run.
 """
 
 from __future__ import annotations
@@ -283,7 +284,7 @@ class EKI(ResidualOptimizer):
         tol = 2.0 * (self.dim + 1) * gamma  # twice the mean excess misfit of a linear-Gaussian posterior ensemble
         gain = self._means[-2] - self._means[-1] if len(self._means) > 1 else math.inf
         agree = self.noise is not None or (excess <= tol and gain <= tol)
-        if self._t >= 1.0 - 1e-12 and agree:
+        if self._t >= 1.0 - 1e-12 and agree and self._mode == "residuals":  # sqrt(loss) carries no noise level
             why = "" if self.noise is not None else " and the members' misfits agree with the noise they imply"
             return "time", f"the data-misfit controller's time reached 1 (Iglesias and Yang 2021){why}"
         spread = float(np.max(np.std(ndtr(self._z), axis=0)))
