@@ -189,3 +189,14 @@ def test_sigkilled_run_resumes_bit_identically(tmp_path):
     )
     assert res.choices == ref.choices
     assert count_lines(counter) - sims_at_kill == res.n_evals - stored == res.n_simulated
+
+
+def test_a_given_noise_runs_the_plain_controller():
+    """With ``noise`` set (the residuals' standard deviation, here about the fit's), the controller's time is
+    the plain sum of its steps, and it stops the run at 1 near the least-squares optimum."""
+    prob = slow_problem()
+    lsq = mc.calibrate(prob, get_optimizer("lsq-trf")(seed=0), max_evals=300)
+    res = mc.calibrate(prob, EKI(seed=2, noise=0.003), max_evals=1000)
+    rule = next(c for c in res.choices if c["choice"] == "converged")
+    assert rule["rule"] == "time" and res.n_batches <= 10
+    assert res.best_loss <= 1.01 * lsq.best_loss
