@@ -200,3 +200,11 @@ def test_a_given_noise_runs_the_plain_controller():
     rule = next(c for c in res.choices if c["choice"] == "converged")
     assert rule["rule"] == "time" and res.n_batches <= 10
     assert res.best_loss <= 1.01 * lsq.best_loss
+
+
+def test_members_that_fit_exactly_do_not_break_the_step():
+    assert misfit_step(np.zeros(5), 10, 1e-300, 0.25) == 0.75
+    opt = EKI(seed=0).setup(2)
+    U = opt.ask()
+    opt.tell(U, np.zeros(len(U)), residuals=np.zeros((len(U), 7)))  # a perfect fit everywhere
+    assert np.all(np.isfinite(opt.ask()))

@@ -75,6 +75,8 @@ def misfit_step(sq: np.ndarray, m: int, gamma: float, t: float) -> float:
     """The data-misfit controller's step (Iglesias and Yang 2021) from the members' squared residual norms
     ``sq``, ``m`` residuals, noise variance ``gamma`` and time ``t``."""
     phi = 0.5 * sq / gamma
+    if not np.mean(phi) > 0.0:  # every member fits exactly: nothing to weigh
+        return 1.0 - t
     a = m / (2.0 * float(np.mean(phi)))
     var = float(np.var(phi))
     b = math.sqrt(m / (2.0 * var)) if var > 0.0 else math.inf
@@ -187,7 +189,6 @@ class EKI(ResidualOptimizer):
         self._rule: tuple[str, str] | None = None  # a stop rule fired: its final ensemble is simulated next
         self._done = False
         self._choices: list[dict[str, Any]] = []
-        self._last_sq: np.ndarray | None = None
 
     def _next_batch_size(self) -> int:
         return int(self._z.shape[0])
@@ -218,7 +219,6 @@ class EKI(ResidualOptimizer):
         R = self._residual_rows(X, f)
         ok = np.isfinite(f) & np.all(np.isfinite(R), axis=1)
         sq = np.where(ok, np.sum(np.where(ok[:, None], R, 0.0) ** 2, axis=1), np.inf)
-        self._last_sq = sq
         if self._done:
             return
         if self._rule is not None:  # the final ensemble has been simulated
