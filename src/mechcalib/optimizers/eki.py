@@ -145,7 +145,8 @@ class EKI(ResidualOptimizer):
             raise SettingError(
                 self.name,
                 "ensemble_size",
-                f"at least the free parameters + 1 = {dim + 1}",
+                f"at least the free parameters + 1 = {dim + 1} (set ensemble_size >= {dim + 1}, or leave it unset "
+                f"for {default_ensemble_size(dim)})",
                 J,
                 message=f"{self.name}: ensemble_size must be at least the number of free parameters + 1 = {dim + 1} "
                 f"(the ensemble's iterates cannot leave the span of its initial members), got {J}; set "
