@@ -19,6 +19,7 @@ registry name       class                       source
 ``lsq``             :class:`LeastSquares`       multi-start ``scipy.optimize.least_squares`` on residuals
 ``lsq-trf``         :class:`LeastSquaresTRF`    trust-region reflective, one start
 ``lsq-lm``          :class:`LeastSquaresLM`     Levenberg-Marquardt (cosine transform), one start
+``eki``             :class:`EKI`                ensemble Kalman inversion (Iglesias, Law & Stuart 2013; step: Iglesias & Yang 2021)
 ``auto``            :class:`Auto`               the default: Sobol design, least-squares polishing, CMA-ES fallback
 ==================  ==========================  ==============================================
 
@@ -57,6 +58,7 @@ OPTIMIZERS: Registry[type[Optimizer]] = Registry(
         "lsq": "mechcalib.optimizers.least_squares:LeastSquares",
         "lsq-trf": "mechcalib.optimizers.least_squares:LeastSquaresTRF",
         "lsq-lm": "mechcalib.optimizers.least_squares:LeastSquaresLM",
+        "eki": "mechcalib.optimizers.eki:EKI",
         "auto": "mechcalib.optimizers.auto:Auto",
     },
 )
@@ -77,6 +79,7 @@ _BY_CLASS = {
     "LeastSquares": "lsq",
     "LeastSquaresTRF": "lsq-trf",
     "LeastSquaresLM": "lsq-lm",
+    "EKI": "eki",
     "Auto": "auto",
 }
 
