@@ -30,6 +30,7 @@ from pydantic import (
     create_model,
     field_serializer,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
@@ -351,6 +352,14 @@ class EvaluatorSection(_Section):
                     raise _fail(f'`{k}` only with kind = "slurm" or "pbs"', f"kind = {self.kind!r}", (k,))
             return self
         return self._cluster_checks()
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: Any) -> Any:
+        # the cluster keys are stored only with a cluster kind: the other kinds keep their stored form
+        d = handler(self)
+        if self.kind not in CLUSTER_KINDS and isinstance(d, dict):
+            d = {k: v for k, v in d.items() if k not in _CLUSTER_KEYS}
+        return d
 
     def _cluster_checks(self) -> EvaluatorSection:
         for k in ("cores", "memory", "walltime"):
