@@ -439,6 +439,18 @@ def archive(
         typer.echo(f"warning: {note}", err=True)
 
 
+def cancel_jobs(
+    directory: Path = typer.Argument(..., metavar="RUN", help="Run folder of a cluster run (kind = slurm or pbs)."),
+) -> None:
+    """Cancel the SLURM/PBS jobs that a killed cluster run left behind (recorded in RUN/jobs.json);
+    `resume` does the same before it starts. Refused while the run is going."""
+    from ..runs import cancel_jobs as cancel
+
+    with errors(directory):
+        ids = cancel(directory)
+    echo_plain(f"cancelled {len(ids)} job(s): {' '.join(ids)}" if ids else "no job of this run is left to cancel")
+
+
 def _file_bytes(path: Path) -> int:
     """Size of an SQLite file with its write-ahead log."""
     return sum(p.stat().st_size for p in (path, path.with_name(path.name + "-wal")) if p.is_file())
@@ -671,5 +683,5 @@ def uncertainty(
 
 def register(app: typer.Typer) -> None:
     """Add this group's commands to the top-level application."""
-    for command in (check, run, resume, show, export, report, compact, repair, archive, uncertainty):
+    for command in (check, run, resume, show, export, report, compact, repair, archive, cancel_jobs, uncertainty):
         app.command()(command)

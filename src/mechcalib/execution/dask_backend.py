@@ -28,6 +28,7 @@ it, so only the set that takes its worker down is recorded as ``"crashed"`` (not
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import Iterator
@@ -37,6 +38,8 @@ import numpy as np
 
 from ..errors import ConfigurationError, InfrastructureError, require
 from ._base import CRASHED, OK, Evaluator, Outcome, chunks, evaluate_chunk_timed, failed_outcomes
+
+log = logging.getLogger(__name__)
 
 #: times a task cancelled with the scattered problem (lost with its workers) is sent again
 _MAX_RESENDS = 3
@@ -270,7 +273,9 @@ class DaskEvaluator(Evaluator):
                         queue.add(g)
                         for p in positions:
                             resent[p] = resent.get(p, 0) + 1
+                        self._note_resent(len(positions))
                         continue
+                    self._note_resent(len(positions))
                     if len(positions) > 1:  # retried one set per task: only the culprit should fail
                         for i, p in enumerate(positions):
                             g = self._send([p], Xs[i : i + 1])
@@ -291,6 +296,10 @@ class DaskEvaluator(Evaluator):
             rest = [tasks[k][0] for k in pending]
             if rest:  # abandoned iterator: do not leave tasks queued
                 self._client.cancel(rest)
+
+    def _note_resent(self, n: int) -> None:
+        """``n`` simulations lost with their worker are sent again (a cluster evaluator records it)."""
+        log.warning("%d simulation(s) lost with their worker were submitted again", n)
 
     def _run_alone(self, positions: list[int], Xs: np.ndarray) -> Iterator[Outcome]:
         """One set, sent with no other task of the batch running: a second loss is its own crash."""

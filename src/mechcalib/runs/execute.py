@@ -22,6 +22,7 @@ from ..config import RunConfig, load_config
 from ..core.problem import Problem
 from ..errors import ConfigurationError
 from ..execution import Evaluator
+from ..execution.jobqueue import JobQueueEvaluator, cancel_recorded_jobs
 from ..storage import RunStore
 from ..storage.codec import earlier_fingerprints, problem_fingerprint
 from ..storage.integrity import StoreDamagedError, repair_hint
@@ -102,6 +103,8 @@ def _calibrate_in(
     t0: float,
 ) -> RunRecord:
     problem, optimizer, termination, evaluator = built
+    if isinstance(evaluator, JobQueueEvaluator):
+        evaluator.record_to(out_dir)  # job ids as submitted: a killed run's jobs are cancelled by resume
     try:
         with RunStore(out_dir / STORE_FILE) as store:
             done, best = 0, math.inf
@@ -258,6 +261,7 @@ def resume_run(
     folder = out if out.is_dir() and (out / MANIFEST_FILE).is_file() else store_path(out).parent
     with folder_lock(folder):  # before run.json is touched: a refused resume changes nothing
         check_loss(out, run, accept_loss)
+        cancel_recorded_jobs(folder)  # jobs of a killed cluster run still queued or running
         return _resume_locked(
             out,
             t0,
@@ -359,3 +363,13 @@ def _as_fingerprinted(
         return cfg, built  # another problem indeed: the run session says so
     built[3].close()
     return alt, (alt_problem, alt.build_optimizer(), alt.build_termination(), build_evaluator(alt))
+
+
+def cancel_jobs(out_dir: str | os.PathLike[str]) -> list[str]:
+    """Cancel the batch-scheduler jobs a stopped cluster run left behind (``jobs.json``), under the folder's
+    lock, so that the jobs of a run still going are never touched; the ids cancelled."""
+    out = Path(out_dir)
+    if not out.is_dir():
+        raise RunDirError(f"{str(out)!r} is not a run folder")
+    with folder_lock(out):
+        return cancel_recorded_jobs(out)

@@ -1,0 +1,168 @@
+"""SLURM and PBS through dask-jobqueue, driven by the stand-in scheduler commands of tests/fake_scheduler:
+dask-jobqueue's real code path submits real job scripts, run here as local processes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import mechcalib as mc
+from mechcalib.config import ConfigFileError, RunConfig
+
+pytest.importorskip("dask_jobqueue")
+pytest.importorskip("distributed")
+
+sys.path.insert(0, str(Path(__file__).parent))
+import fake_scheduler  # noqa: E402
+from mechcalib.execution import cluster_evaluator  # noqa: E402
+from mechcalib.execution.jobqueue import read_jobs  # noqa: E402
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "linear.toml"
+
+
+@pytest.fixture
+def scheduler(tmp_path, monkeypatch):
+    """The stand-in commands first on PATH; the folder of their job states."""
+    env = fake_scheduler.install(tmp_path / "bin", tmp_path / "state")
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(sys.path))
+    return tmp_path / "state"
+
+
+def alive_jobs(state: Path) -> list[str]:
+    out = subprocess.run(["squeue"], capture_output=True, text=True, check=False).stdout
+    return [line.split()[0] for line in out.splitlines() if line.strip()]
+
+
+def wait_for(cond, timeout=30.0):
+    t = time.monotonic()
+    while time.monotonic() - t < timeout:
+        if cond():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def slow_sum(x: np.ndarray) -> float:
+    time.sleep(0.3)
+    return float(np.sum(np.asarray(x) ** 2))
+
+
+def problem():
+    space = mc.ParameterSpace.from_bounds([0.0] * 2, [1.0] * 2)
+    return mc.FunctionProblem(slow_sum, space, vectorized=False)
+
+
+def evaluator(tmp_path, kind="slurm", **kw):
+    opts = dict(cores=1, memory="1GB", walltime="00:05:00", maximum_jobs=2, death_timeout=5)
+    opts.update(kw)
+    ev = cluster_evaluator(kind, cluster_options={"log_directory": str(tmp_path / "logs")}, **opts)
+    ev.record_to(tmp_path)
+    return ev
+
+
+# ---- settings ---------------------------------------------------------------------------------------
+BASE = {"kind": "slurm", "cores": 2, "memory": "4GB", "walltime": "01:00:00", "maximum_jobs": 4}
+
+
+def config_with(**evaluator) -> dict:
+    import tomllib
+
+    data = tomllib.loads(EXAMPLE.read_text())
+    data["experiments"][0]["path"] = str(EXAMPLE.parent / data["experiments"][0]["path"])
+    data["evaluator"] = {**BASE, **evaluator}
+    return data
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"cores": -2}, ["evaluator.cores", "expected a value >= 1", "got -2"]),
+        ({"walltime": "2 hours"}, ["walltime", "HH:MM:SS"]),
+        ({"minimum_jobs": 5, "maximum_jobs": 2}, ["maximum_jobs", ">= minimum_jobs", "raise maximum_jobs"]),
+        ({"memory": "plenty"}, ["memory", '"4GB"']),
+        ({"kind": "pool", "cores": 2}, ["cores", 'only with kind = "slurm" or "pbs"']),
+    ],
+)
+def test_bad_cluster_settings_name_the_key_and_rule(change, words):
+    with pytest.raises(ConfigFileError) as err:
+        RunConfig.from_dict(config_with(**change))
+    msg = str(err.value)
+    for w in words:
+        assert w in msg, msg
+    assert "evaluator" in msg
+
+
+def test_good_cluster_settings_validate():
+    cfg = RunConfig.from_dict(config_with(walltime="1-02:00:00", job_script_prologue=["source venv/bin/activate"]))
+    assert cfg.evaluator.kind == "slurm" and cfg.evaluator.walltime == "1-02:00:00"
+
+
+def test_missing_dask_jobqueue_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "dask_jobqueue", None)
+    with pytest.raises(ImportError, match=r"pip install 'mechcalib\[cluster\]'"):
+        cluster_evaluator("slurm", cores=1, memory="1GB", walltime="00:01:00", maximum_jobs=1)
+
+
+# ---- the stand-in scheduler -------------------------------------------------------------------------
+def test_jobs_start_are_recorded_and_cancelled_on_exit(tmp_path, scheduler):
+    ev = evaluator(tmp_path, adaptive=False, maximum_jobs=2)
+    ev.start(problem())
+    outs = list(ev.submit(np.random.default_rng(0).random((6, 2))))
+    assert sorted(o.index for o in outs) == list(range(6)) and {o.status for o in outs} == {"ok"}, outs[0]
+    jobs = read_jobs(tmp_path)["jobs"]
+    assert len(jobs) == 2 and all(j["state"] == "submitted" for j in jobs.values())
+    assert set(alive_jobs(scheduler)) == set(jobs)
+    script = (scheduler / f"{next(iter(jobs))}.sh").read_text()
+    assert "--death-timeout 5" in script and "#SBATCH -t 00:05:00" in script
+    ev.close()
+    assert wait_for(lambda: not alive_jobs(scheduler))
+    assert all(j["state"] == "ended" for j in read_jobs(tmp_path)["jobs"].values())
+
+
+def test_pbs_jobs_run_and_end(tmp_path, scheduler):
+    ev = evaluator(tmp_path, kind="pbs", adaptive=False, maximum_jobs=1)
+    ev.start(problem())
+    outs = list(ev.submit(np.full((3, 2), 0.5)))
+    assert [o.loss for o in sorted(outs, key=lambda o: o.index)] == [0.5, 0.5, 0.5]
+    script = next(scheduler.glob("*.sh")).read_text()
+    assert "#PBS -l walltime=00:05:00" in script
+    ev.close()
+    assert wait_for(lambda: not alive_jobs(scheduler))
+
+
+def test_adaptive_scales_up_for_a_batch_and_down_after(tmp_path, scheduler):
+    ev = evaluator(tmp_path, minimum_jobs=0, maximum_jobs=3)
+    ev.start(problem())
+    list(ev.submit(np.random.default_rng(1).random((30, 2))))
+    assert len(read_jobs(tmp_path)["jobs"]) >= 2  # grew beyond one job for the batch
+    # idle, the adaptive cluster retires its workers (dask's adapt waits a few intervals)
+    ev._cluster.adapt(minimum_jobs=0, maximum_jobs=3, interval="200ms", wait_count=2)
+    assert wait_for(lambda: not alive_jobs(scheduler), timeout=30)
+    assert not read_jobs(tmp_path)["events"]  # retired by scaling: not counted as lost
+    ev.close()
+
+
+def test_a_job_killed_mid_batch_loses_nothing_and_is_told(tmp_path, scheduler):
+    ev = evaluator(tmp_path, adaptive=False, maximum_jobs=2)
+    ev.start(problem())
+    X = np.random.default_rng(2).random((10, 2))
+    got = []
+    for i, o in enumerate(ev.submit(X)):
+        got.append(o)
+        if i == 0:
+            victim = sorted(read_jobs(tmp_path)["jobs"])[0]
+            subprocess.run(["scancel", victim], check=True)
+    assert sorted(o.index for o in got) == list(range(10)) and {o.status for o in got} == {"ok"}
+    np.testing.assert_allclose([o.loss for o in sorted(got, key=lambda o: o.index)], np.sum(X**2, axis=1))
+    wait_for(lambda: (ev._look_at_cluster(), read_jobs(tmp_path)["events"])[1], timeout=10)
+    events = read_jobs(tmp_path)["events"]
+    assert [e["event"] for e in events] == ["lost_worker"] and events[0]["job"] == victim
+    ev.close()
