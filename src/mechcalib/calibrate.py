@@ -20,7 +20,7 @@ import numpy as np
 from .core.problem import EvaluationBatch, ProblemBase, ProblemLike, check_problem, residual_problem
 from .errors import ConfigurationError, InfrastructureError
 from .execution._base import Evaluator, FunctionEvaluator, Outcome, outcomes_to_batch
-from .execution.slots import Slots, ThreadSlots
+from .execution.slots import Slots, slots_for
 from .optimizers._base import Optimizer
 from .optimizers.residual import ResidualOptimizer
 from .storage.base import Store
@@ -247,13 +247,9 @@ def calibrate(
             never; resume then replays).
         on_evaluation: called as each evaluation arrives with ``(index in the run, batch, outcome)``;
             ``outcome.source`` is ``"live"``, ``"cache"`` or ``"replay"``.
-        asynchronous: ``False`` (default): synchronous batches. ``True``, an integer ``W`` or a
-            :class:`~mechcalib.execution.slots.Slots`: keep ``W`` single evaluations in flight (``True``: the
-            evaluator's worker threads) and, as each finishes, record it, tell it at once
-            (:meth:`~mechcalib.optimizers._base.Optimizer.tell_async`) and ask one more; DE and CMA-ES run their
-            steady-state variants, other methods hand out their batches as slots free. The told order is
-            stored (each row's ``batch`` is its rank in it) and replayed on resume; no checkpoints, no cache
-            (docs/asynchronous.md).
+        asynchronous: ``True``, ``W`` or a :class:`~mechcalib.execution.slots.Slots`: ``W`` (``True``: one per
+            worker thread) evaluations in flight, each told as it finishes and replaced by a new ask; the told
+            order is stored and replayed on resume (docs/asynchronous.md). ``False``: synchronous batches.
     """
     termination = _termination(termination, max_evals)
     if evaluate is not None and evaluator is not None:
@@ -277,7 +273,7 @@ def calibrate(
     kind = CalibrationLoop if asynchronous is False else AsyncCalibrationLoop
     loop = kind(problem, optimizer, termination, run_evaluator, persistence, source, callback, on_evaluation)
     if isinstance(loop, AsyncCalibrationLoop):
-        loop.slots = _slots_for(asynchronous, run_evaluator)
+        loop.slots = slots_for(asynchronous, run_evaluator)
     t0 = time.perf_counter()
     try:
         reason = loop.run()
@@ -652,27 +648,6 @@ def _run_batch(
     if missing:  # an evaluator broke its contract; fail loudly rather than tell the optimiser garbage
         raise RuntimeError(f"evaluator {evaluator.name!r} delivered no outcome for batch positions {missing}")
     return outs  # type: ignore[return-value]
-
-
-def _slots_for(asynchronous: bool | int | Slots, evaluator: Evaluator) -> Slots:
-    """The slots of an asynchronous run: given, ``W`` threads, or (``True``) one per worker thread."""
-    if isinstance(asynchronous, Slots):
-        return asynchronous.bind(evaluator)
-    if not evaluator.concurrent_submit:
-        raise ConfigurationError(
-            f"asynchronous evaluation needs an evaluator that takes single sets from several threads at once; "
-            f"the {evaluator.name!r} evaluator runs one batch at a time. Use the dask evaluator "
-            "(a LocalCluster on this machine) or turn asynchronous off"
-        )
-    if asynchronous is True:
-        count = getattr(evaluator, "worker_slots", None)
-        width = int(count()) if callable(count) else int(evaluator.n_workers)
-        return ThreadSlots(max(1, width)).bind(evaluator)
-    if isinstance(asynchronous, bool) or not isinstance(asynchronous, int):
-        raise ConfigurationError(
-            f"asynchronous must be False, True, a number of evaluations in flight or a Slots, got {asynchronous!r}"
-        )
-    return ThreadSlots(asynchronous).bind(evaluator)
 
 
 class AsyncCalibrationLoop(CalibrationLoop):

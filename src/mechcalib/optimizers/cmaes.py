@@ -286,12 +286,13 @@ class CMAES(Optimizer):
             self._done = True
 
     # -- asynchronous variant -----------------------------------------------------------------------
-    asynchronous_variant = "asynchronous CMA-ES (Glasmachers 2013): an update per lambda told points"
+    asynchronous_variant = "CMA-ES with asynchronous updates (after Glasmachers 2013): an update per lambda told points"
 
     def ask_async(self, n: int) -> np.ndarray:
         """Asynchronous CMA-ES: each freed slot gets a point sampled from the distribution as it stands now;
         :meth:`tell_async` updates the distribution once ``lambda`` told points have accumulated (points
-        sampled before an update are told to the next one, as in Glasmachers 2013), so the search never waits
+        sampled before an update are told to the next one: the asynchronous strategy updates of Glasmachers
+        2013, there for a natural evolution strategy), so the search never waits
         for the slowest simulation of a generation."""
         st = self.__dict__.setdefault("_steady", {"slot": {}, "told": [], "run": 0})
         rows = []
