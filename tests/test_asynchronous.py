@@ -150,3 +150,27 @@ def test_resume_with_another_optimiser_setting_names_the_mismatch(tmp_path):
     with pytest.raises(ConfigurationError):
         minimize(sphere, LO, HI, DE(seed=1, pop_size=6), max_evals=40, asynchronous=ClockSlots(4, duration),
                  store=tmp_path / "s.db", run_name="a")  # fmt: skip
+
+
+def test_the_config_key_runs_a_folder_asynchronously(tmp_path):
+    from typer.testing import CliRunner
+
+    from mechcalib.cli import app
+
+    cfg = tmp_path / "run.toml"
+    cfg.write_text(
+        'seed = 1\n[model]\nname = "linear"\n[[experiments]]\nkind = "synthetic"\n'
+        '[optimizer]\nname = "de"\nasynchronous = true\nsettings = { pop_size = 6 }\n[budget]\nmax_evals = 30\n'
+    )
+    r = CliRunner().invoke(app, ["run", str(cfg), "--out", str(tmp_path / "out"), "--quiet"])
+    assert r.exit_code == 0, r.output
+    store = next((tmp_path / "out").rglob("*.sqlite"), None) or next((tmp_path / "out").rglob("*.db"))
+    with RunStore(store) as st:
+        (info,) = st.runs()
+        recs = st.evaluations(info.name)
+        assert info.evaluator["asynchronous"] == 1
+    assert sorted(r.batch for r in recs) == list(range(30))  # each row's batch is its rank in the told order
+    bad = tmp_path / "bad.toml"
+    bad.write_text(cfg.read_text().replace("asynchronous = true", 'asynchronous = "yes"'))
+    r = CliRunner().invoke(app, ["run", str(bad), "--out", str(tmp_path / "out2"), "--quiet"])
+    assert r.exit_code != 0 and "asynchronous" in r.output
