@@ -174,3 +174,13 @@ def test_the_config_key_runs_a_folder_asynchronously(tmp_path):
     bad.write_text(cfg.read_text().replace("asynchronous = true", 'asynchronous = "yes"'))
     r = CliRunner().invoke(app, ["run", str(bad), "--out", str(tmp_path / "out2"), "--quiet"])
     assert r.exit_code != 0 and "asynchronous" in r.output
+
+
+def test_dask_runs_one_task_per_set_in_flight():
+    pytest.importorskip("distributed")
+    from mechcalib.execution.dask_backend import DaskEvaluator
+
+    with DaskEvaluator(n_workers=3, processes=False, chunk_size=1) as ev:
+        r = minimize(sphere, LO, HI, DE(seed=1, pop_size=6), max_evals=24, evaluator=ev, asynchronous=True)
+    assert r.n_evals == 24 and r.n_simulated == 24
+    assert len({tuple(x) for x in r.history.X}) == 24  # every asked point evaluated once
