@@ -98,7 +98,7 @@ def test_minimal_config_defaults(tmp_path):
     assert prob.failure_loss == math.inf and prob.keep_responses is False
     assert prob.experiments[0].name == "synthetic0"
     assert cfg.build_termination() == mc.Termination(max_evals=20)
-    assert cfg.calibrate_options() == {"n_alternatives": 5, "alternative_distance": 0.02}
+    assert cfg.calibrate_options() == {"n_alternatives": 5, "alternative_distance": 0.02, "asynchronous": False}
     res = mc.calibrate(prob, cfg.build_optimizer(), cfg.build_termination(), **cfg.calibrate_options())
     assert res.n_evals == 20
 

@@ -147,6 +147,8 @@ DESCRIPTIONS: dict[str, str] = {
     "OptimizerSection.name": "the method (`mechcalib optimizers` lists them), or a `package.module:Class` target",
     "OptimizerSection.preset": "a named set of settings (a paper's, or `budget-scaled`)",
     "OptimizerSection.settings": "the optimiser's keyword settings, checked against its signature",
+    "OptimizerSection.asynchronous": "keep one evaluation per worker in flight, telling each as it finishes "
+    "(DE and CMA-ES run steady-state variants; docs/asynchronous.md)",
     "BudgetSection.max_evals": "stop after this many evaluations",
     "BudgetSection.max_iters": "stop after this many ask/tell batches",
     "BudgetSection.target": "stop once the best loss is at or below this",

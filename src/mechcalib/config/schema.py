@@ -278,6 +278,7 @@ class OptimizerSection(_Section):
     name: Text
     preset: Text | None = None
     settings: dict[str, Any] = {}
+    asynchronous: Flag = False
 
 
 class BudgetSection(_Section):
