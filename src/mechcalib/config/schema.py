@@ -336,6 +336,7 @@ class EvaluatorSection(_Section):
     adaptive: Flag = True
     processes: PositiveInt = 1
     death_timeout: Positive = 60.0
+    ship_code: Flag = True
 
     @model_validator(mode="after")
     def _consistent(self) -> EvaluatorSection:
@@ -346,6 +347,10 @@ class EvaluatorSection(_Section):
                 '`workers` only with kind = "pool" or "dask" (a cluster kind sizes itself with maximum_jobs)',
                 f"kind = {self.kind!r}",
                 ("workers",),
+            )
+        if self.kind in ("serial", "pool") and "ship_code" in self.model_fields_set:
+            raise _fail(
+                '`ship_code` only with kind = "dask", "slurm" or "pbs"', f"kind = {self.kind!r}", ("ship_code",)
             )
         if self.kind not in CLUSTER_KINDS:
             for k in _CLUSTER_KEYS:
@@ -359,7 +364,8 @@ class EvaluatorSection(_Section):
         # the cluster keys are stored only with a cluster kind: the other kinds keep their stored form
         d = handler(self)
         if self.kind not in CLUSTER_KINDS and isinstance(d, dict):
-            d = {k: v for k, v in d.items() if k not in _CLUSTER_KEYS}
+            drop = (*_CLUSTER_KEYS, "ship_code") if self.kind in ("serial", "pool") else _CLUSTER_KEYS
+            d = {k: v for k, v in d.items() if k not in drop}
         return d
 
     def _cluster_checks(self) -> EvaluatorSection:

@@ -38,6 +38,7 @@ import numpy as np
 
 from ..errors import ConfigurationError, InfrastructureError, require
 from ._base import CRASHED, OK, Evaluator, Outcome, chunks, evaluate_chunk_timed, failed_outcomes
+from .shipping import prepare_workers
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +119,8 @@ class DaskEvaluator(Evaluator):
         task_seconds: with ``chunk_size=None``, the longest a slice should take, judged from the sets
             evaluated so far (sets slower than this go one per task).
         cluster_options: further keyword arguments of :class:`distributed.LocalCluster`.
+        ship_code: upload the problem's own modules (a ``"module:Class"`` model) to workers that cannot import
+            them (:mod:`.shipping`); every worker is checked before the first batch either way.
     """
 
     name = "dask"
@@ -135,6 +138,7 @@ class DaskEvaluator(Evaluator):
         tasks_per_worker: int = 1,
         task_seconds: float = 0.5,
         cluster_options: dict[str, Any] | None = None,
+        ship_code: bool = True,
     ) -> None:
         super().__init__(timeout=timeout, chunk_size=chunk_size)
         if address is not None and client is not None:
@@ -155,6 +159,7 @@ class DaskEvaluator(Evaluator):
         self.tasks_per_worker = tasks_per_worker
         self.task_seconds = float(task_seconds)
         self.cluster_options = dict(cluster_options or {})
+        self.ship_code = bool(ship_code)
         self._client = client
         self._own_client = client is None
         self._cluster: Any = None
@@ -196,8 +201,17 @@ class DaskEvaluator(Evaluator):
         }
 
     def _start(self, problem: Any) -> None:
+        # the user's code on every worker before the problem travels: a worker that cannot unpickle it would
+        # fail inside distributed, with a long traceback and no word of the module
+        prepare_workers(self.client, problem, ship=self.ship_code, fix=self._code_fix())
         self._scatter(problem)
         self._seconds_per_set = None
+
+    def _code_fix(self) -> str:
+        """How code reaches this cluster's workers, for the error of a worker that cannot import it."""
+        if self.address is None and self._own_client:
+            return "PYTHONPATH in the environment of this process: the local workers inherit it"
+        return "in the environment of `dask worker`, or its --preload"
 
     def _scatter(self, problem: Any) -> None:
         # once per problem and cluster: tasks then carry only their slice of the batch

@@ -230,6 +230,9 @@ class JobQueueEvaluator(DaskEvaluator):
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "kind": self.kind, "maximum_jobs": self.maximum_jobs, "adaptive": self.adaptive}
 
+    def _code_fix(self) -> str:
+        return 'e.g. job_script_prologue = ["export PYTHONPATH=/path/to/code:$PYTHONPATH"] in [evaluator]'
+
     def record_to(self, folder: str | os.PathLike[str]) -> None:
         """Record the jobs and cluster events in ``folder/jobs.json`` (the run folder)."""
         self.jobs_path = Path(folder) / JOBS_FILE

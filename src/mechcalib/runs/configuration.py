@@ -93,9 +93,9 @@ def build_evaluator(cfg: RunConfig) -> Evaluator:
             "job_extra_directives",
             "job_script_prologue",
         )
-        keys += ("minimum_jobs", "maximum_jobs", "adaptive", "processes", "death_timeout", "timeout")
+        keys += ("minimum_jobs", "maximum_jobs", "adaptive", "processes", "death_timeout", "timeout", "ship_code")
         return JobQueueEvaluator(e.kind, **{k: getattr(e, k) for k in keys})
-    opts: dict[str, Any] = {"address": e.scheduler, "timeout": e.timeout}
+    opts: dict[str, Any] = {"address": e.scheduler, "timeout": e.timeout, "ship_code": e.ship_code}
     if e.workers is not None:
         opts["n_workers"] = e.workers
     return make_evaluator("dask", **opts)
