@@ -164,5 +164,39 @@ def test_a_job_killed_mid_batch_loses_nothing_and_is_told(tmp_path, scheduler):
     np.testing.assert_allclose([o.loss for o in sorted(got, key=lambda o: o.index)], np.sum(X**2, axis=1))
     wait_for(lambda: (ev._look_at_cluster(), read_jobs(tmp_path)["events"])[1], timeout=10)
     events = read_jobs(tmp_path)["events"]
-    assert [e["event"] for e in events] == ["lost_worker"] and events[0]["job"] == victim
+    lost = [e for e in events if e["event"] == "lost_worker"]
+    assert len(lost) == 1 and lost[0]["job"] == victim and lost[0]["worker"].startswith("SLURMCluster"), events
+    # the simulations running on it were run again, and counted as such
+    resent = sum(e["simulations"] for e in events if e["event"] == "resubmitted")
+    assert resent == lost[0]["simulations"] and {e["event"] for e in events} <= {"lost_worker", "resubmitted"}
     ev.close()
+
+
+def test_a_job_at_its_walltime_ends_and_its_simulations_are_run_again(tmp_path, scheduler):
+    import dask
+
+    # dask replaces a lost job after distributed.deploy.lost-worker-timeout (15 s by default)
+    with dask.config.set({"distributed.deploy.lost-worker-timeout": "500ms"}):
+        _walltime_run(tmp_path, scheduler)
+
+
+def _walltime_run(tmp_path, scheduler):
+    ev = evaluator(tmp_path, walltime="00:00:05", minimum_jobs=1, maximum_jobs=2, chunk_size=1)
+    ev.start(problem())
+    rng = np.random.default_rng(3)
+    for _ in range(8):  # batches until a job has reached its walltime (a job lives 5 s)
+        X = rng.random((8, 2))
+        outs = sorted(ev.submit(X), key=lambda o: o.index)
+        assert [o.index for o in outs] == list(range(8)) and {o.status for o in outs} == {"ok"}
+        np.testing.assert_allclose([o.loss for o in outs], np.sum(X**2, axis=1))
+        ev._look_at_cluster()
+        if any(e["event"] == "walltime" for e in read_jobs(tmp_path)["events"]):
+            break
+    info = read_jobs(tmp_path)
+    ended = [e for e in info["events"] if e["event"] == "walltime"]
+    assert ended, info["events"]
+    states = {j: __import__("json").loads((scheduler / f"{j}.json").read_text())["state"] for j in info["jobs"]}
+    assert states[ended[0]["job"]] == "TIMEOUT"  # the stand-in ended that job at its walltime
+    assert not [e for e in info["events"] if e["event"] == "lost_worker" and e["job"] == ended[0]["job"]]
+    ev.close()
+    assert wait_for(lambda: not alive_jobs(scheduler))

@@ -94,6 +94,8 @@ def cancel(jobs: list[str]) -> None:
         if not f.exists():
             continue
         info = json.loads(f.read_text())
+        if info["state"] != "RUNNING":  # ended (at its walltime...): as SLURM, nothing to cancel
+            continue
         with contextlib.suppress(ProcessLookupError):
             os.killpg(info["pid"], signal.SIGKILL)
         info["state"] = "CANCELLED"

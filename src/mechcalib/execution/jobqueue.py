@@ -18,33 +18,23 @@ Lost workers, resubmitted simulations and jobs that ended at their walltime are 
 
 from __future__ import annotations
 
-import json
 import logging
-import math
 import os
 import subprocess
-import threading
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from ..errors import ConfigurationError, MissingExtraError
-from ._base import Outcome
-from .dask_backend import DaskEvaluator
+from .dask_backend import JOBS_FILE, DaskEvaluator, read_jobs, update_jobs
 
 log = logging.getLogger(__name__)
 
-#: the file of a run folder that records the jobs a cluster run submitted, and its cluster events
-JOBS_FILE = "jobs.json"
 #: the command that cancels a job, per kind
 CANCEL_COMMANDS = {"slurm": "scancel", "pbs": "qdel"}
 #: a job whose worker left after this share of its walltime is counted as ended at its walltime
 WALLTIME_SHARE = 0.9
-_LOCK = threading.Lock()
 
 __all__ = [
     "JOBS_FILE",
@@ -61,29 +51,6 @@ def walltime_seconds(walltime: str) -> float:
     days, _, rest = walltime.rpartition("-")
     h, m, s = (int(p) for p in rest.split(":"))
     return float((int(days) if days else 0) * 86400 + h * 3600 + m * 60 + s)
-
-
-def read_jobs(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """The contents of a ``jobs.json`` (a folder or the file); empty when there is none."""
-    p = Path(path)
-    p = p / JOBS_FILE if p.is_dir() else p
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _update(path: Path, change: Any) -> None:
-    """Read, change and write ``jobs.json`` atomically (one writer: the run, under its folder lock)."""
-    with _LOCK:
-        data = read_jobs(path)
-        data.setdefault("jobs", {})
-        data.setdefault("events", [])
-        change(data)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data, indent=2), encoding="utf-8")
-        os.replace(tmp, path)
 
 
 def _alive(kind: str, job_id: str) -> bool:
@@ -116,7 +83,7 @@ def cancel_recorded_jobs(folder: str | os.PathLike[str]) -> list[str]:
         for j in open_ids:
             d["jobs"][j]["state"] = "cancelled" if j in cancelled else "ended"
 
-    _update(path, mark)
+    update_jobs(path, mark)
     return cancelled
 
 
@@ -146,17 +113,6 @@ def _recording_job_class(base_cluster: Any, evaluator: JobQueueEvaluator) -> typ
             evaluator._job_closed(str(self.job_id))
 
     return RecordedJob
-
-
-def _removed_workers(start: int, dask_scheduler: Any = None) -> tuple[int, list[tuple[str, int]]]:
-    """Run on the scheduler: the workers removed unexpectedly (not retired by scaling) since event
-    ``start`` of the topic ``all``, with the tasks each was running; the count of events seen."""
-    events = list(dask_scheduler.get_events("all")) if dask_scheduler is not None else []
-    lost = []
-    for _, msg in events[start:]:
-        if isinstance(msg, dict) and msg.get("action") == "remove-worker" and not msg.get("expected"):
-            lost.append((str(msg.get("worker")), len(msg.get("processing-tasks") or ())))
-    return len(events), lost
 
 
 def _problem_plugin(problem: Any) -> Any:
@@ -221,10 +177,6 @@ class JobQueueEvaluator(DaskEvaluator):
         self.adaptive = bool(settings.pop("adaptive", True))
         self.death_timeout = float(settings.pop("death_timeout", 60.0))
         self.walltime_s = walltime_seconds(str(self.job["walltime"]))
-        self.jobs_path: Path | None = None
-        self._workers: dict[str, str] = {}  # worker address -> worker name
-        self._seen_events = 0
-        self._names_at = -math.inf
         super().__init__(address=None, **settings)
 
     def describe(self) -> dict[str, Any]:
@@ -235,12 +187,13 @@ class JobQueueEvaluator(DaskEvaluator):
 
     def record_to(self, folder: str | os.PathLike[str]) -> None:
         """Record the jobs and cluster events in ``folder/jobs.json`` (the run folder)."""
-        self.jobs_path = Path(folder) / JOBS_FILE
+        super().record_to(folder)
+        assert self.jobs_path is not None
 
         def init(d: dict[str, Any]) -> None:
             d["kind"] = self.kind
 
-        _update(self.jobs_path, init)
+        update_jobs(self.jobs_path, init)
 
     @property
     def client(self) -> Any:
@@ -285,7 +238,7 @@ class JobQueueEvaluator(DaskEvaluator):
             d["jobs"][job_id] = {"name": name, "submitted": time.time(), "walltime_s": self.walltime_s}
             d["jobs"][job_id]["state"] = "submitted"
 
-        _update(self.jobs_path, add)
+        update_jobs(self.jobs_path, add)
 
     def _job_closed(self, job_id: str) -> None:
         if self.jobs_path is None:
@@ -295,36 +248,9 @@ class JobQueueEvaluator(DaskEvaluator):
             if job_id in d["jobs"]:
                 d["jobs"][job_id]["state"] = "ended"
 
-        _update(self.jobs_path, close)
+        update_jobs(self.jobs_path, close)
 
-    def _event(self, kind: str, **info: Any) -> None:
-        if self.jobs_path is None:
-            return
-
-        def add(d: dict[str, Any]) -> None:
-            d["events"].append({"event": kind, "time": time.time(), **info})
-
-        _update(self.jobs_path, add)
-
-    def _note_resent(self, n: int) -> None:
-        log.warning("%d simulation(s) lost with their worker were submitted again", n)
-        self._event("resubmitted", simulations=n)
-
-    def _look_at_cluster(self) -> None:
-        """Log and record the workers the cluster lost since the last look (not those retired by scaling)."""
-        if self._client is None:
-            return
-        self._learn_names()
-        try:
-            events = self._client.run_on_scheduler(_removed_workers, self._seen_events)
-        except Exception:  # noqa: BLE001 - a look at the cluster must not stop the run
-            return
-        self._seen_events, lost = events
-        for address, tasks in lost:
-            self._worker_lost(address, tasks)
-
-    def _worker_lost(self, address: str, tasks: int) -> None:
-        name = self._workers.get(address, address)
+    def _worker_lost(self, name: str, tasks: int, sets: int) -> None:
         jobs = read_jobs(self.jobs_path).get("jobs", {}) if self.jobs_path else {}
         job = next((j for j, i in jobs.items() if name.startswith(str(i.get("name")))), None)
         age = time.time() - float(jobs[job]["submitted"]) if job else 0.0
@@ -332,33 +258,10 @@ class JobQueueEvaluator(DaskEvaluator):
             log.warning(
                 "%s job %s ended at its walltime (%s); its worker %s left", self.kind, job, self.job["walltime"], name
             )
-            self._event("walltime", job=job, worker=name, tasks=tasks)
+            self._event("walltime", job=job, worker=name, tasks=tasks, simulations=sets)
         else:
             log.warning("the cluster lost worker %s (job %s) with %d task(s) running", name, job or "?", tasks)
-            self._event("lost_worker", job=job, worker=name, tasks=tasks)
-
-    def _learn_names(self) -> None:
-        """The names of the workers now present (a removed worker's name is no longer known to dask)."""
-        self._names_at = time.monotonic()
-        try:
-            for addr, w in self._client.scheduler_info().get("workers", {}).items():
-                self._workers[addr] = str(w.get("name", addr))
-        except Exception:  # noqa: BLE001 - a look at the cluster must not stop the run
-            return
-
-    def _submit(self, X: np.ndarray) -> Iterator[Outcome]:
-        self._look_at_cluster()
-        try:
-            for o in super()._submit(X):
-                if time.monotonic() - self._names_at > 1.0:
-                    self._learn_names()
-                yield o
-        finally:
-            self._look_at_cluster()
-
-    def close(self) -> None:
-        self._look_at_cluster()
-        super().close()
+            self._event("lost_worker", job=job, worker=name, tasks=tasks, simulations=sets)
 
 
 def cluster_evaluator(kind: str, **settings: Any) -> JobQueueEvaluator:

@@ -45,7 +45,7 @@ from .folder import (
 )
 from .repair import repair_run
 from .report import write_report, write_uncertainty_plots
-from .summary import bounds_note, result_summary, run_summary
+from .summary import bounds_note, cluster_note, result_summary, run_summary
 from .uncertainty import folder_uncertainty
 
 __all__ = [
@@ -65,6 +65,7 @@ __all__ = [
     "bounds_note",
     "build_evaluator",
     "cli_overrides",
+    "cluster_note",
     "demo_config",
     "export_run",
     "folder_lock",

@@ -22,7 +22,8 @@ from ..config import RunConfig, load_config
 from ..core.problem import Problem
 from ..errors import ConfigurationError
 from ..execution import Evaluator
-from ..execution.jobqueue import JobQueueEvaluator, cancel_recorded_jobs
+from ..execution.dask_backend import DaskEvaluator
+from ..execution.jobqueue import cancel_recorded_jobs
 from ..storage import RunStore
 from ..storage.codec import earlier_fingerprints, problem_fingerprint
 from ..storage.integrity import StoreDamagedError, repair_hint
@@ -30,6 +31,7 @@ from .configuration import apply_overrides, build_evaluator, cli_overrides, load
 from .folder import (
     MANIFEST_FILE,
     RESULT_FILE,
+    RUN_LOG,
     STORE_FILE,
     RunDirError,
     folder_lock,
@@ -103,8 +105,12 @@ def _calibrate_in(
     t0: float,
 ) -> RunRecord:
     problem, optimizer, termination, evaluator = built
-    if isinstance(evaluator, JobQueueEvaluator):
-        evaluator.record_to(out_dir)  # job ids as submitted: a killed run's jobs are cancelled by resume
+    run_log = None
+    if isinstance(evaluator, DaskEvaluator):
+        # lost workers, resubmitted simulations and jobs at their walltime: in jobs.json (counted by `show`)
+        # and in run.log; a cluster kind's job ids as submitted, so that resume cancels a killed run's jobs
+        evaluator.record_to(out_dir)
+        run_log = _log_to(out_dir / RUN_LOG)
     try:
         with RunStore(out_dir / STORE_FILE) as store:
             done, best = 0, math.inf
@@ -129,6 +135,9 @@ def _calibrate_in(
             best_record = store.best(run_name)
     finally:
         evaluator.close()
+        if run_log is not None:
+            logging.getLogger("mechcalib").removeHandler(run_log)
+            run_log.close()
     _check_steps_at_best(problem, summary.get("best"))
     best_index = None if best_record is None else best_record.idx
     summary["uncertainty"] = folder_uncertainty_brief(out_dir, best_index)  # kept by a resume
@@ -141,6 +150,14 @@ def _calibrate_in(
         except Exception as exc:  # noqa: BLE001 - a plot must not cost a finished calibration
             log.warning("plots of run %r could not be written: %s", run_name, exc)
     return RunRecord(result, summary, out_dir, written)
+
+
+def _log_to(path: Path) -> logging.Handler:
+    """The package's log lines of this run appended to ``path`` (created at the first line), with their time."""
+    handler = logging.FileHandler(path, encoding="utf-8", delay=True)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    logging.getLogger("mechcalib").addHandler(handler)
+    return handler
 
 
 def _check_steps_at_best(problem: Any, best: dict[str, float] | None) -> None:
