@@ -111,6 +111,21 @@ def test_missing_dask_jobqueue_names_the_extra(monkeypatch):
         cluster_evaluator("slurm", cores=1, memory="1GB", walltime="00:01:00", maximum_jobs=1)
 
 
+def test_a_slurm_run_without_dask_jobqueue_is_one_line_naming_the_key_and_the_extra(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from mechcalib.cli import app
+
+    monkeypatch.setitem(sys.modules, "dask_jobqueue", None)  # as if not installed
+    out = tmp_path / "run"
+    r = CliRunner().invoke(app, ["run", str(slurm_config(tmp_path, 8, "linear")), "--out", str(out)])
+    assert r.exit_code == 2, r.output
+    err = r.output.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert '[evaluator] kind = "slurm" needs dask-jobqueue' in err and "pip install 'mechcalib[cluster]'" in err
+    assert not out.exists()  # refused before a run folder was made
+
+
 # ---- the stand-in scheduler -------------------------------------------------------------------------
 def test_jobs_start_are_recorded_and_cancelled_on_exit(tmp_path, scheduler):
     ev = evaluator(tmp_path, adaptive=False, maximum_jobs=2)
@@ -200,3 +215,107 @@ def _walltime_run(tmp_path, scheduler):
     assert not [e for e in info["events"] if e["event"] == "lost_worker" and e["job"] == ended[0]["job"]]
     ev.close()
     assert wait_for(lambda: not alive_jobs(scheduler))
+
+
+# ---- a run killed with SIGKILL ----------------------------------------------------------------------
+SLOW_MODEL = """import time
+
+from mechcalib.models.analytic import Linear
+
+
+class SlowLinear(Linear):
+    def simulate(self, theta, conditions=None):
+        time.sleep(0.15 * len(theta))
+        return super().simulate(theta, conditions)
+"""
+
+
+def slurm_config(tmp_path: Path, budget: int, model: str = "mc_slow_model:SlowLinear") -> Path:
+    data = EXAMPLE.parent / "data" / "linear_measured.csv"
+    text = f"""
+seed = 5
+[model]
+name = "{model}"
+[parameters.b]
+lower = 1.0
+upper = 10.0
+[[experiments]]
+path = "{data.as_posix()}"
+name = "measured"
+channels = {{ y = ["x", "y_measured"] }}
+[objective]
+name = "f1"
+[optimizer]
+name = "de"
+settings = {{ pop_size = 4 }}
+[budget]
+max_evals = {budget}
+[evaluator]
+kind = "slurm"
+cores = 1
+memory = "1GB"
+walltime = "00:10:00"
+maximum_jobs = 2
+adaptive = false
+death_timeout = 60
+[output]
+plots = false
+"""
+    p = tmp_path / "slurm.toml"
+    p.write_text(text)
+    return p
+
+
+def stored(out: Path) -> list[tuple[int, tuple[float, ...], float]]:
+    from mechcalib.storage import RunStore
+
+    try:
+        with RunStore(out / "store.sqlite", readonly=True) as st:
+            runs = st.runs()
+            if not runs:
+                return []
+            return [(r.idx, tuple(r.params.values()), r.loss) for r in st.evaluations(runs[-1].name)]
+    except Exception:  # noqa: BLE001 - not created yet
+        return []
+
+
+def test_a_slurm_run_killed_with_sigkill_resumes_with_nothing_lost_and_no_job_left(tmp_path, scheduler, monkeypatch):
+    import signal
+
+    from typer.testing import CliRunner
+
+    from mechcalib.cli import app
+
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "mc_slow_model.py").write_text(SLOW_MODEL)
+    monkeypatch.setenv("PYTHONPATH", f"{code}{os.pathsep}{os.environ['PYTHONPATH']}")  # the run and its jobs
+    monkeypatch.syspath_prepend(str(code))  # the resume, in this process
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "mechcalib.cli", "-q", "run", str(slurm_config(tmp_path, 32)), "--out", str(out)]
+    with open(tmp_path / "run.out", "w") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+        assert wait_for(lambda: len(stored(out)) >= 4 or proc.poll() is not None, timeout=90)
+        first = sorted(read_jobs(out)["jobs"])
+        subprocess.run(["scancel", first[0]], check=True)  # a job dies under the run: told, not hidden
+        told = lambda: any(e["event"] == "lost_worker" for e in read_jobs(out)["events"])  # noqa: E731
+        assert wait_for(lambda: (told() and len(stored(out)) >= 12) or proc.poll() is not None, timeout=60)
+        live = alive_jobs(scheduler)
+        before = stored(out)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL, (tmp_path / "run.out").read_text()
+    assert 12 <= len(before) < 32 and live == first[1:]  # killed mid-run, its other job still running
+    assert "the cluster lost worker" in (out / "run.log").read_text() and first[0] in (out / "run.log").read_text()
+
+    runner = CliRunner()
+    r = runner.invoke(app, ["resume", str(out)])
+    assert r.exit_code == 0, r.output
+    jobs = read_jobs(out)["jobs"]
+    assert jobs[live[0]]["state"] == "cancelled"  # the killed run's job, cancelled by resume
+    after = stored(out)
+    assert sorted(i for i, _, _ in after) == list(range(32))  # every evaluation once
+    assert set(before) <= set(after)  # nothing stored before the kill was lost or simulated again
+    assert wait_for(lambda: not alive_jobs(scheduler), timeout=15)  # and no job left behind
+    shown = runner.invoke(app, ["show", str(out)]).output
+    assert "cluster: 1 worker lost" in shown and "run.log" in shown, shown

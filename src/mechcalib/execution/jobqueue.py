@@ -164,7 +164,8 @@ class JobQueueEvaluator(DaskEvaluator):
         job_keys += ("job_script_prologue", "processes")
         self.kind = kind
         _cluster_class(kind)  # dask-jobqueue missing: said now, before a run folder is made
-        self.job = {k: settings.pop(k) for k in job_keys if settings.get(k) is not None}
+        given = {k: settings.pop(k, None) for k in job_keys}  # a key the configuration leaves out is None
+        self.job = {k: v for k, v in given.items() if v is not None}
         for k in ("cores", "memory", "walltime"):
             if k not in self.job:
                 raise ConfigurationError(f"{kind} cluster: {k} is required (every job asks the scheduler for it)")
