@@ -141,3 +141,22 @@ def test_a_package_travels_as_a_zip_of_its_python_files_and_compiled_code_does_n
     (tmp_path / "code" / MODULE / "fast.so").write_bytes(b"\x7fELF")
     source, why = _source_of(MODULE)
     assert source is None and "compiled extension modules" in why
+
+
+def test_cluster_events_are_counted_for_show_and_the_progress_line(tmp_path):
+    from mechcalib.cli.common import ProgressBar
+    from mechcalib.execution.dask_backend import event_counts
+    from mechcalib.runs import cluster_note
+
+    assert cluster_note(event_counts(tmp_path)) is None and ProgressBar("run", False, tmp_path)._description() == "run"
+    events = [
+        {"event": "lost_worker", "job": "1001", "worker": "w0", "tasks": 1, "simulations": 2},
+        {"event": "resubmitted", "simulations": 2},
+        {"event": "walltime", "job": "1002", "worker": "w1", "tasks": 0, "simulations": 0},
+        {"event": "resubmitted", "simulations": 1},
+    ]
+    (tmp_path / "jobs.json").write_text(json.dumps({"kind": "slurm", "jobs": {}, "events": events}))
+    assert event_counts(tmp_path) == {"lost_worker": 1, "resubmitted": 3, "walltime": 1}
+    text = "1 worker lost, 1 job ended at its walltime, 3 simulations resubmitted"
+    assert cluster_note(event_counts(tmp_path)) == text
+    assert ProgressBar("run", False, tmp_path)._description() == f"run ({text})"
