@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import shutil
 import sys
 import tempfile
 import zipfile
@@ -139,6 +140,9 @@ def _ship(client: Any, modules: list[str]) -> dict[str, str]:
         except Exception as exc:  # noqa: BLE001 - the check that follows tells the user
             why[top] = f"the upload failed ({type(exc).__name__}: {str(exc)[:120]})"
             continue
+        finally:
+            if source.suffix == ".zip":  # the plugin holds the bytes: the zip made for it goes
+                shutil.rmtree(source.parent, ignore_errors=True)
         log.info("uploaded %s to the dask workers (module %s)", source.name, top)
     return why
 
