@@ -463,8 +463,11 @@ class DaskEvaluator(Evaluator):
             self._client.close()
             self._client = None
         if self._cluster is not None:
-            self._cluster.close()
-            self._cluster = None
+            cluster, self._cluster = self._cluster, None
+            try:
+                cluster.close()
+            except Exception as exc:  # noqa: BLE001 - dask's own close raced a starting worker: the run is done
+                log.warning("closing the dask cluster: %s: %s", type(exc).__name__, exc)
         self._problem_future = None
         self._problem = None
         self._slots = None

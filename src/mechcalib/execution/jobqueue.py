@@ -63,8 +63,9 @@ def _alive(kind: str, job_id: str) -> bool:
     return r.returncode == 0 and bool(r.stdout.strip())
 
 
-def cancel_recorded_jobs(folder: str | os.PathLike[str]) -> list[str]:
+def cancel_recorded_jobs(folder: str | os.PathLike[str], left_by: str = "a stopped run") -> list[str]:
     """Cancel the jobs recorded in ``folder/jobs.json`` that the scheduler still knows; the ids cancelled.
+    ``left_by``: who left them, for the log line.
 
     Jobs are marked ``cancelled`` or ``ended`` in the file, so a second call cancels nothing."""
     path = Path(folder) / JOBS_FILE
@@ -77,7 +78,7 @@ def cancel_recorded_jobs(folder: str | os.PathLike[str]) -> list[str]:
     cancelled = [j for j in open_ids if _alive(kind, j)]
     if cancelled:
         subprocess.run([CANCEL_COMMANDS[kind], *cancelled], capture_output=True, timeout=60, check=False)
-        log.warning("cancelled %d job(s) a stopped run left behind: %s", len(cancelled), " ".join(cancelled))
+        log.warning("cancelled %d job(s) %s left behind: %s", len(cancelled), left_by, " ".join(cancelled))
 
     def mark(d: dict[str, Any]) -> None:
         for j in open_ids:
@@ -263,6 +264,11 @@ class JobQueueEvaluator(DaskEvaluator):
         else:
             log.warning("the cluster lost worker %s (job %s) with %d task(s) running", name, job or "?", tasks)
             self._event("lost_worker", job=job, worker=name, tasks=tasks, simulations=sets)
+
+    def close(self) -> None:
+        super().close()
+        if self.jobs_path is not None:  # a job dask's close missed (still starting, say) is cancelled here
+            cancel_recorded_jobs(self.jobs_path.parent, left_by="the closing of the dask cluster")
 
 
 def cluster_evaluator(kind: str, **settings: Any) -> JobQueueEvaluator:
