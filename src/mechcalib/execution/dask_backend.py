@@ -24,6 +24,12 @@ and the task goes on while the abandoned thread runs on until the simulation ret
 workers, e.g. with dask's ``--lifetime``, if simulations can hang for ever). A task lost with its worker is
 retried one set per task, and a set lost alone is run once more at the end of the batch with nothing beside
 it, so only the set that takes its worker down is recorded as ``"crashed"`` (not a bystander on that worker).
+
+Before the problem is scattered, every worker imports the modules of the problem's own model and objective
+classes, which are shipped to workers that cannot (:mod:`.shipping`). The cluster is told, not hidden: the
+workers it lost (with the simulations they were running, which dask runs again elsewhere) and the
+simulations sent again are logged and, with :meth:`DaskEvaluator.record_to`, recorded in ``jobs.json`` of
+the run folder (:func:`event_counts`; ``mechcalib show`` counts them; docs/cluster.md).
 """
 
 from __future__ import annotations
