@@ -98,7 +98,7 @@ def test_minimal_config_defaults(tmp_path):
     assert prob.failure_loss == math.inf and prob.keep_responses is False
     assert prob.experiments[0].name == "synthetic0"
     assert cfg.build_termination() == mc.Termination(max_evals=20)
-    assert cfg.calibrate_options() == {"n_alternatives": 5, "alternative_distance": 0.02}
+    assert cfg.calibrate_options() == {"n_alternatives": 5, "alternative_distance": 0.02, "asynchronous": False}
     res = mc.calibrate(prob, cfg.build_optimizer(), cfg.build_termination(), **cfg.calibrate_options())
     assert res.n_evals == 20
 
@@ -312,7 +312,8 @@ ERRORS = [
         "kind = 'pool'",
     ),
     (BASE + "[evaluator]\nworkers = 4\n", "evaluator.workers", '"pool" or "dask"', "kind = 'serial'"),
-    (BASE + '[evaluator]\nkind = "slurm"\n', "evaluator.kind", "'serial', 'pool' or 'dask'", "'slurm'"),
+    (BASE + '[evaluator]\nkind = "lsf"\n', "evaluator.kind", "'dask', 'slurm' or 'pbs'", "'lsf'"),
+    (BASE + '[evaluator]\nkind = "slurm"\n', "evaluator.cores", "with kind = 'slurm'", "nothing"),
     (BASE + '[evaluator]\nkind = "dask"\ntimeout = 0\n', "evaluator.timeout", "a value > 0", "0 (an integer)"),
     (_sub("seed = 1", "failure_loss = nan"), "failure_loss", "a number or inf", "nan"),
     (BASE + "[output]\nalternative_distance = 2.0\n", "output.alternative_distance", "<= 1", "2.0"),

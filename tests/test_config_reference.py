@@ -49,7 +49,8 @@ def test_a_key_without_a_description_is_refused(monkeypatch):
 def test_rows_state_type_default_and_bounds():
     text = render()
     assert "| `max_evals` | integer (≥ 1) | none | stop after this many evaluations |" in text
-    assert '| `kind` | one of `"serial"`, `"pool"`, `"dask"` | `"serial"` |' in text
+    assert '| `kind` | one of `"serial"`, `"pool"`, `"dask"`, `"slurm"`, `"pbs"` | `"serial"` |' in text
+    assert "| `walltime` | text | none | slurm/pbs: each job's walltime" in text
     assert "| `command` | list of text (at least 1) | required |" in text
     assert '| `failure_loss` | number | `"inf"` |' in text
 

@@ -23,6 +23,7 @@ import errno
 import logging
 import math
 import re
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -245,12 +246,28 @@ class ProgressBar:
     """A rich progress bar on stderr fed by :data:`mechcalib.runs.ProgressHook` calls; nothing when quiet.
     Quiet also holds the package's log messages below warnings for the command's duration."""
 
-    def __init__(self, label: str, quiet: bool) -> None:
+    def __init__(self, label: str, quiet: bool, folder: Path | None = None) -> None:
         self.label = label
         self.quiet = quiet
         self.progress: Any = None
         self.task: Any = None
         self._level: int | None = None
+        self.folder = folder  # a run folder: its cluster events (lost workers...) join the label
+        self._events: tuple[float, str] = (-math.inf, "")
+
+    def _description(self) -> str:
+        """The label, with the run's cluster events read again at most every 2 seconds."""
+        if self.folder is None:
+            return self.label
+        t, text = self._events
+        if time.monotonic() - t > 2.0:
+            from ..execution.dask_backend import event_counts
+            from ..runs import cluster_note
+
+            note = cluster_note(event_counts(self.folder)) if self.folder.is_dir() else None
+            text = f" ({note})" if note else ""
+            self._events = (time.monotonic(), text)
+        return self.label + text
 
     def __enter__(self) -> Self:
         if self.quiet:
@@ -271,9 +288,9 @@ class ProgressBar:
         text = f"{best:.6g}" if math.isfinite(best) else "-"
         if self.progress is None:  # started on the first report, so that an early error prints no bar
             self.progress = start_progress("evaluations", best=True)
-            self.task = self.progress.add_task(self.label, total=total, completed=done, best=text)
+            self.task = self.progress.add_task(self._description(), total=total, completed=done, best=text)
         else:
-            self.progress.update(self.task, completed=done, best=text)
+            self.progress.update(self.task, completed=done, best=text, description=self._description())
 
 
 class EpochBar:

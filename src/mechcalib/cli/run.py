@@ -191,7 +191,7 @@ def run(
     if workers is not None and scheduler is not None:
         fail(_ONE_EVALUATOR)
     q = is_quiet(ctx, quiet)
-    with errors(out), ProgressBar("run", q) as bar:
+    with errors(out), ProgressBar("run", q, out) as bar:
         rec = run_config(
             config, out, workers=workers, scheduler=scheduler, budget=budget, seed=seed, progress=bar, plots=plots
         )
@@ -237,7 +237,7 @@ def resume(
     if workers is not None and scheduler is not None:
         fail(_ONE_EVALUATOR)
     q = is_quiet(ctx, quiet)
-    with errors(directory), ProgressBar("resume", q) as bar:
+    with errors(directory), ProgressBar("resume", q, directory) as bar:
         rec = resume_run(
             directory,
             budget=budget,
@@ -281,7 +281,7 @@ def show(
     run_name: str = typer.Option(None, "--run", help="Run name in the store (default: the folder's run)."),
 ) -> None:
     """Status, evaluations done, failures and best parameters so far (also while the run is going on)."""
-    from ..runs import run_summary
+    from ..runs import cluster_note, run_summary
 
     with errors():
         s = run_summary(directory, run=run_name)
@@ -298,6 +298,9 @@ def show(
         f"best loss: {'-' if s['best_loss'] is None else format(s['best_loss'], '.6g')}"
         + (f" ({s.get('best_source') or 'evaluation ' + str(s['best_index'])})" if s["best_index"] is not None else ""),
     ]
+    events = cluster_note(s.get("cluster") or {})
+    if events:
+        lines.append(f"cluster: {events} (told in {directory / 'run.log'})")
     if s.get("stop"):
         lines.append(f"  {_stop_line(s, directory)}")
     if s["error"]:
@@ -432,6 +435,18 @@ def archive(
     )
     for note in rep.notes:
         typer.echo(f"warning: {note}", err=True)
+
+
+def cancel_jobs(
+    directory: Path = typer.Argument(..., metavar="RUN", help="Run folder of a cluster run (kind = slurm or pbs)."),
+) -> None:
+    """Cancel the SLURM/PBS jobs that a killed cluster run left behind (recorded in RUN/jobs.json);
+    `resume` does the same before it starts. Refused while the run is going."""
+    from ..runs import cancel_jobs as cancel
+
+    with errors(directory):
+        ids = cancel(directory)
+    echo_plain(f"cancelled {len(ids)} job(s): {' '.join(ids)}" if ids else "no job of this run is left to cancel")
 
 
 def _file_bytes(path: Path) -> int:
@@ -666,5 +681,5 @@ def uncertainty(
 
 def register(app: typer.Typer) -> None:
     """Add this group's commands to the top-level application."""
-    for command in (check, run, resume, show, export, report, compact, repair, archive, uncertainty):
+    for command in (check, run, resume, show, export, report, compact, repair, archive, cancel_jobs, uncertainty):
         app.command()(command)

@@ -126,7 +126,11 @@ class RunConfig(RunSchema):
 
     def calibrate_options(self) -> dict[str, Any]:
         """Keyword arguments of :func:`mechcalib.calibrate` other than problem, optimizer and termination."""
-        return {"n_alternatives": self.output.n_alternatives, "alternative_distance": self.output.alternative_distance}
+        return {
+            "n_alternatives": self.output.n_alternatives,
+            "alternative_distance": self.output.alternative_distance,
+            "asynchronous": self.optimizer.asynchronous,
+        }
 
     # -- section logic (append issues, return None on failure) ----------------------------------------------
     def _model(self, issues: list[ConfigIssue]) -> Model | None:

@@ -147,15 +147,35 @@ DESCRIPTIONS: dict[str, str] = {
     "OptimizerSection.name": "the method (`mechcalib optimizers` lists them), or a `package.module:Class` target",
     "OptimizerSection.preset": "a named set of settings (a paper's, or `budget-scaled`)",
     "OptimizerSection.settings": "the optimiser's keyword settings, checked against its signature",
+    "OptimizerSection.asynchronous": "keep one evaluation per worker in flight, telling each as it finishes "
+    "(DE and CMA-ES run steady-state variants; docs/asynchronous.md)",
     "BudgetSection.max_evals": "stop after this many evaluations",
     "BudgetSection.max_iters": "stop after this many ask/tell batches",
     "BudgetSection.target": "stop once the best loss is at or below this",
     "BudgetSection.patience": "stop after this many batches without an improvement larger than `min_delta`",
     "BudgetSection.min_delta": "improvement threshold of `patience`",
-    "EvaluatorSection.kind": "serial (in the process), a process pool, or dask.distributed",
+    "EvaluatorSection.kind": "serial (in the process), a process pool, dask.distributed, or dask workers started "
+    "as SLURM or PBS jobs (extra `mechcalib[cluster]`; docs/cluster.md)",
     "EvaluatorSection.workers": "processes of a pool or workers of a local dask cluster (default: the cores)",
     "EvaluatorSection.scheduler": "address of a running dask scheduler",
     "EvaluatorSection.timeout": "seconds a simulation may take before it is killed and counted as failed",
+    "EvaluatorSection.cores": "slurm/pbs: cores each job asks for (shared by its worker `processes`)",
+    "EvaluatorSection.memory": 'slurm/pbs: memory each job asks for, a number and a unit (`"4GB"`)',
+    "EvaluatorSection.walltime": 'slurm/pbs: each job\'s walltime, `"HH:MM:SS"` or `"D-HH:MM:SS"`',
+    "EvaluatorSection.queue": "slurm/pbs: the partition (SLURM) or queue (PBS)",
+    "EvaluatorSection.account": "slurm/pbs: the account charged",
+    "EvaluatorSection.job_extra_directives": 'slurm/pbs: further `#SBATCH`/`#PBS` lines (`["--qos=long"]`)',
+    "EvaluatorSection.job_script_prologue": "slurm/pbs: shell lines run before the worker starts (activate an "
+    "environment, `export PYTHONPATH=...`)",
+    "EvaluatorSection.minimum_jobs": "slurm/pbs: the fewest jobs adaptive scaling keeps",
+    "EvaluatorSection.maximum_jobs": "slurm/pbs: the most jobs the run holds (required)",
+    "EvaluatorSection.adaptive": "slurm/pbs: scale between minimum_jobs and maximum_jobs with the work queued "
+    "(false: maximum_jobs jobs for the whole run)",
+    "EvaluatorSection.processes": "slurm/pbs: dask worker processes per job",
+    "EvaluatorSection.death_timeout": "slurm/pbs: seconds after which a worker that lost its scheduler (a killed "
+    "run) ends itself and its job",
+    "EvaluatorSection.ship_code": "dask/slurm/pbs: upload the model's own module (a `module:Class` target) to "
+    "workers that cannot import it; every worker is checked before the first batch",
     "OutputSection.directory": "folder holding the run folders (relative to the configuration's folder)",
     "OutputSection.keep_responses": "store every simulated response (for datasets and surrogates)",
     "OutputSection.n_alternatives": "distinct good parameter sets reported beside the best",

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import types
 import typing
 import unicodedata
@@ -29,6 +30,7 @@ from pydantic import (
     create_model,
     field_serializer,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
@@ -276,6 +278,7 @@ class OptimizerSection(_Section):
     name: Text
     preset: Text | None = None
     settings: dict[str, Any] = {}
+    asynchronous: Flag = False
 
 
 class BudgetSection(_Section):
@@ -292,18 +295,105 @@ class BudgetSection(_Section):
         return self
 
 
+#: a job's memory as the batch schedulers write it: a number and a unit, e.g. "4GB", "500MB", "1.5 GiB"
+_MEMORY = re.compile(r"^\s*\d+(\.\d+)?\s*([KMGT]i?B|[KMGT])\s*$", re.IGNORECASE)
+#: a walltime: HH:MM:SS (hours may exceed 24) or D-HH:MM:SS
+_WALLTIME = re.compile(r"^(\d+-)?\d{1,4}:[0-5]\d:[0-5]\d$")
+#: the evaluator kinds that start their workers as batch-scheduler jobs (dask-jobqueue)
+CLUSTER_KINDS = ("slurm", "pbs")
+#: the keys only a cluster kind takes
+_CLUSTER_KEYS = (
+    "cores",
+    "memory",
+    "walltime",
+    "queue",
+    "account",
+    "job_extra_directives",
+    "job_script_prologue",
+    "minimum_jobs",
+    "maximum_jobs",
+    "adaptive",
+    "processes",
+    "death_timeout",
+)
+
+
 class EvaluatorSection(_Section):
-    kind: Literal["serial", "pool", "dask"] = "serial"
+    kind: Literal["serial", "pool", "dask", "slurm", "pbs"] = "serial"
     workers: PositiveInt | None = None
     scheduler: Text | None = None
     timeout: Positive | None = None
+    # batch-scheduler jobs (kind = "slurm" or "pbs"), passed to dask-jobqueue
+    cores: PositiveInt | None = None
+    memory: Text | None = None
+    walltime: Text | None = None
+    queue: Text | None = None
+    account: Text | None = None
+    job_extra_directives: list[Text] = []
+    job_script_prologue: list[Text] = []
+    minimum_jobs: NonNegativeInt = 0
+    maximum_jobs: PositiveInt | None = None
+    adaptive: Flag = True
+    processes: PositiveInt = 1
+    death_timeout: Positive = 60.0
+    ship_code: Flag = True
 
     @model_validator(mode="after")
     def _consistent(self) -> EvaluatorSection:
         if self.scheduler is not None and self.kind != "dask":
             raise _fail('`scheduler` only with kind = "dask"', f"kind = {self.kind!r}", ("scheduler",))
-        if self.workers is not None and self.kind == "serial":
-            raise _fail('`workers` only with kind = "pool" or "dask"', "kind = 'serial'", ("workers",))
+        if self.workers is not None and self.kind in ("serial", *CLUSTER_KINDS):
+            raise _fail(
+                '`workers` only with kind = "pool" or "dask" (a cluster kind sizes itself with maximum_jobs)',
+                f"kind = {self.kind!r}",
+                ("workers",),
+            )
+        if self.kind in ("serial", "pool") and "ship_code" in self.model_fields_set:
+            raise _fail(
+                '`ship_code` only with kind = "dask", "slurm" or "pbs"', f"kind = {self.kind!r}", ("ship_code",)
+            )
+        if self.kind not in CLUSTER_KINDS:
+            for k in _CLUSTER_KEYS:
+                if k in self.model_fields_set:
+                    raise _fail(f'`{k}` only with kind = "slurm" or "pbs"', f"kind = {self.kind!r}", (k,))
+            return self
+        return self._cluster_checks()
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: Any) -> Any:
+        # the cluster keys are stored only with a cluster kind: the other kinds keep their stored form
+        d = handler(self)
+        if self.kind not in CLUSTER_KINDS and isinstance(d, dict):
+            drop = (*_CLUSTER_KEYS, "ship_code") if self.kind in ("serial", "pool") else _CLUSTER_KEYS
+            d = {k: v for k, v in d.items() if k not in drop}
+        return d
+
+    def _cluster_checks(self) -> EvaluatorSection:
+        for k in ("cores", "memory", "walltime"):
+            if getattr(self, k) is None:
+                raise _fail(f"`{k}` with kind = {self.kind!r} (every job asks the scheduler for it)", "nothing", (k,))
+        if not _MEMORY.match(self.memory or ""):
+            raise _fail('a memory like "4GB" or "500MB" (a number and a unit)', _found(self.memory), ("memory",))
+        if not _WALLTIME.match(self.walltime or ""):
+            raise _fail('a walltime "HH:MM:SS" or "D-HH:MM:SS", e.g. "02:00:00"', _found(self.walltime), ("walltime",))
+        if self.maximum_jobs is None:
+            raise _fail(
+                f"`maximum_jobs` (the most jobs the run may hold) with kind = {self.kind!r}",
+                "nothing",
+                ("maximum_jobs",),
+            )
+        if self.maximum_jobs < self.minimum_jobs:
+            raise _fail(
+                f"maximum_jobs >= minimum_jobs (= {self.minimum_jobs}); raise maximum_jobs or lower minimum_jobs",
+                _found(self.maximum_jobs),
+                ("maximum_jobs",),
+            )
+        if self.processes > self.cores:  # type: ignore[operator]
+            raise _fail(
+                f"processes <= cores (= {self.cores}): each worker process needs a core",
+                _found(self.processes),
+                ("processes",),
+            )
         return self
 
 

@@ -6,6 +6,8 @@ name        class                            runs on
 ``serial``  :class:`SerialEvaluator`         the calling process (timeouts abandon the call)
 ``pool``    :class:`PoolEvaluator`           local worker processes (timeouts kill the worker)
 ``dask``    :class:`DaskEvaluator`           a dask.distributed cluster (extra ``mechcalib[dask]``)
+(config)    :class:`JobQueueEvaluator`       SLURM or PBS jobs through dask-jobqueue (``mechcalib[cluster]``;
+                                             ``cluster_evaluator("slurm", ...)``, docs/cluster.md)
 ==========  ===============================  ====================================================
 
 Every evaluator takes a whole ask batch with ``submit(X)`` and yields one :class:`Outcome` per
@@ -59,9 +61,11 @@ __all__ = [
     "Evaluator",
     "EvaluatorError",
     "FunctionEvaluator",
+    "JobQueueEvaluator",
     "Outcome",
     "PoolEvaluator",
     "SerialEvaluator",
+    "cluster_evaluator",
     "evaluate_chunk",
     "make_evaluator",
     "outcomes_to_batch",
@@ -69,6 +73,10 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
+    if name in ("JobQueueEvaluator", "cluster_evaluator"):  # dask-jobqueue (extra ``mechcalib[cluster]``)
+        from . import jobqueue
+
+        return getattr(jobqueue, name)
     if name == "DaskEvaluator":  # its module imports dask lazily anyway; keep the package light
         return EVALUATORS.get("dask")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -251,6 +251,8 @@ class Evaluator(ABC):
     """
 
     name: ClassVar[str] = "evaluator"
+    #: whether several threads may each :meth:`submit` a set at once (asynchronous evaluation's slots)
+    concurrent_submit: ClassVar[bool] = True
 
     def __init__(self, *, timeout: float | None = None, chunk_size: int | None = None) -> None:
         self.timeout = check_timeout(self.name, timeout)

@@ -24,24 +24,90 @@ and the task goes on while the abandoned thread runs on until the simulation ret
 workers, e.g. with dask's ``--lifetime``, if simulations can hang for ever). A task lost with its worker is
 retried one set per task, and a set lost alone is run once more at the end of the batch with nothing beside
 it, so only the set that takes its worker down is recorded as ``"crashed"`` (not a bystander on that worker).
+
+Before the problem is scattered, every worker imports the modules of the problem's own model and objective
+classes, which are shipped to workers that cannot (:mod:`.shipping`). The cluster is told, not hidden: the
+workers it lost (with the simulations they were running, which dask runs again elsewhere) and the
+simulations sent again are logged and, with :meth:`DaskEvaluator.record_to`, recorded in ``jobs.json`` of
+the run folder (:func:`event_counts`; ``mechcalib show`` counts them; docs/cluster.md).
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import math
+import os
+import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..errors import ConfigurationError, InfrastructureError, require
 from ._base import CRASHED, OK, Evaluator, Outcome, chunks, evaluate_chunk_timed, failed_outcomes
+from .shipping import prepare_workers
+
+log = logging.getLogger(__name__)
 
 #: times a task cancelled with the scattered problem (lost with its workers) is sent again
 _MAX_RESENDS = 3
 #: seconds between two looks at the cluster's worker threads (an adaptive cluster grows and shrinks)
 _SLOTS_TTL = 5.0
+
+
+#: the file of a run folder that records its cluster events (lost workers, resubmitted simulations, jobs at
+#: their walltime) and, for the kinds slurm and pbs, the jobs submitted
+JOBS_FILE = "jobs.json"
+_LOCK = threading.Lock()
+
+
+def read_jobs(path: str | os.PathLike[str] | None) -> dict[str, Any]:
+    """The contents of a ``jobs.json`` (a folder or the file); empty when there is none."""
+    if path is None:
+        return {}
+    p = Path(path)
+    p = p / JOBS_FILE if p.is_dir() else p
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def update_jobs(path: Path, change: Any) -> None:
+    """Read, change and write ``jobs.json`` atomically (one writer: the run, under its folder lock)."""
+    with _LOCK:
+        data = read_jobs(path)
+        data.setdefault("jobs", {})
+        data.setdefault("events", [])
+        change(data)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, indent=2), encoding="utf-8")
+        os.replace(tmp, path)
+
+
+def event_counts(folder: str | os.PathLike[str]) -> dict[str, int]:
+    """The cluster events of a run folder: ``lost_worker`` and ``walltime`` (workers), ``resubmitted``
+    (simulations sent again); only those that happened."""
+    counts: dict[str, int] = {}
+    for e in read_jobs(folder).get("events", []):
+        kind = str(e.get("event"))
+        counts[kind] = counts.get(kind, 0) + (int(e.get("simulations", 1)) if kind == "resubmitted" else 1)
+    return counts
+
+
+def _removed_workers(start: int, dask_scheduler: Any = None) -> tuple[int, list[tuple[str, list[str]]]]:
+    """Run on the scheduler: the workers removed unexpectedly (not retired by scaling) since event
+    ``start`` of the topic ``all``, with the keys of the tasks each was running; the count of events seen."""
+    events = list(dask_scheduler.get_events("all")) if dask_scheduler is not None else []
+    lost = []
+    for _, msg in events[start:]:
+        if isinstance(msg, dict) and msg.get("action") == "remove-worker" and not msg.get("expected"):
+            lost.append((str(msg.get("worker")), [str(k) for k in msg.get("processing-tasks") or ()]))
+    return len(events), lost
 
 
 def _killed_worker() -> type[BaseException]:
@@ -115,6 +181,8 @@ class DaskEvaluator(Evaluator):
         task_seconds: with ``chunk_size=None``, the longest a slice should take, judged from the sets
             evaluated so far (sets slower than this go one per task).
         cluster_options: further keyword arguments of :class:`distributed.LocalCluster`.
+        ship_code: upload the problem's own modules (a ``"module:Class"`` model) to workers that cannot import
+            them (:mod:`.shipping`); every worker is checked before the first batch either way.
     """
 
     name = "dask"
@@ -132,6 +200,7 @@ class DaskEvaluator(Evaluator):
         tasks_per_worker: int = 1,
         task_seconds: float = 0.5,
         cluster_options: dict[str, Any] | None = None,
+        ship_code: bool = True,
     ) -> None:
         super().__init__(timeout=timeout, chunk_size=chunk_size)
         if address is not None and client is not None:
@@ -152,12 +221,18 @@ class DaskEvaluator(Evaluator):
         self.tasks_per_worker = tasks_per_worker
         self.task_seconds = float(task_seconds)
         self.cluster_options = dict(cluster_options or {})
+        self.ship_code = bool(ship_code)
         self._client = client
         self._own_client = client is None
         self._cluster: Any = None
         self._problem_future: Any = None
         self._slots: tuple[float, int] | None = None  # (when counted, worker threads)
         self._seconds_per_set: float | None = None  # running mean of a set's evaluation time
+        self.jobs_path: Path | None = None  # where cluster events are recorded (record_to)
+        self._workers: dict[str, str] = {}  # worker address -> worker name
+        self._seen_events = 0
+        self._names_at = -math.inf
+        self._sets_of: dict[str, int] = {}  # task key -> parameter sets, of the batch in flight
 
     @property
     def client(self) -> Any:
@@ -193,8 +268,17 @@ class DaskEvaluator(Evaluator):
         }
 
     def _start(self, problem: Any) -> None:
+        # the user's code on every worker before the problem travels: a worker that cannot unpickle it would
+        # fail inside distributed, with a long traceback and no word of the module
+        prepare_workers(self.client, problem, ship=self.ship_code, fix=self._code_fix())
         self._scatter(problem)
         self._seconds_per_set = None
+
+    def _code_fix(self) -> str:
+        """How code reaches this cluster's workers, for the error of a worker that cannot import it."""
+        if self.address is None and self._own_client:
+            return "PYTHONPATH in the environment of this process: the local workers inherit it"
+        return "in the environment of `dask worker`, or its --preload"
 
     def _scatter(self, problem: Any) -> None:
         # once per problem and cluster: tasks then carry only their slice of the batch
@@ -222,7 +306,14 @@ class DaskEvaluator(Evaluator):
         return balanced_slices(n, m)
 
     def _submit(self, X: np.ndarray) -> Iterator[Outcome]:
-        return self._collect({p: X[p.start : p.stop] for p in self._plan(X.shape[0])})
+        self._look_at_cluster()
+        try:
+            for o in self._collect({p: X[p.start : p.stop] for p in self._plan(X.shape[0])}):
+                if time.monotonic() - self._names_at > 1.0:
+                    self._look_at_cluster()  # told while the batch runs (the progress line reads jobs.json)
+                yield o
+        finally:
+            self._look_at_cluster()
 
     def _send(self, positions: range | list[int], X: np.ndarray) -> Any:
         one_call = self.chunk_size is not None
@@ -248,6 +339,7 @@ class DaskEvaluator(Evaluator):
         )
         for f, (r, Xs) in zip(futs, slices.items(), strict=True):
             tasks[f.key] = (f, list(r), Xs)
+        self._sets_of = {str(k): len(t[1]) for k, t in tasks.items()}  # a lost worker's tasks in simulations
         pending = set(tasks)
         resent: dict[int, int] = {}  # position -> times sent again after losing the problem
         suspects: list[tuple[list[int], np.ndarray]] = []  # sets lost alone, decided at the end
@@ -266,11 +358,14 @@ class DaskEvaluator(Evaluator):
                         # cancelled because the scattered problem died with the workers: send it again
                         g = self._send(positions, Xs)
                         tasks[g.key] = (g, positions, Xs)
+                        self._sets_of[str(g.key)] = len(positions)
                         pending.add(g.key)
                         queue.add(g)
                         for p in positions:
                             resent[p] = resent.get(p, 0) + 1
+                        self._note_resent(len(positions))
                         continue
+                    self._note_resent(len(positions))
                     if len(positions) > 1:  # retried one set per task: only the culprit should fail
                         for i, p in enumerate(positions):
                             g = self._send([p], Xs[i : i + 1])
@@ -291,6 +386,56 @@ class DaskEvaluator(Evaluator):
             rest = [tasks[k][0] for k in pending]
             if rest:  # abandoned iterator: do not leave tasks queued
                 self._client.cancel(rest)
+
+    # ---- cluster events: logged, recorded in jobs.json, counted by `mechcalib show` --------------------
+    def record_to(self, folder: str | os.PathLike[str]) -> None:
+        """Record the cluster's events in ``folder/jobs.json`` (the run folder; written at the first event)."""
+        self.jobs_path = Path(folder) / JOBS_FILE
+
+    def _event(self, kind: str, **info: Any) -> None:
+        if self.jobs_path is None:
+            return
+
+        def add(d: dict[str, Any]) -> None:
+            d["events"].append({"event": kind, "time": time.time(), **info})
+
+        update_jobs(self.jobs_path, add)
+
+    def _note_resent(self, n: int) -> None:
+        """``n`` simulations lost with their worker are sent again."""
+        log.warning("%d simulation(s) lost with their worker were submitted again", n)
+        self._event("resubmitted", simulations=n)
+
+    def _look_at_cluster(self) -> None:
+        """Log and record the workers the cluster lost since the last look (not those retired by scaling)."""
+        if self._client is None:
+            return
+        self._learn_names()
+        try:
+            events = self._client.run_on_scheduler(_removed_workers, self._seen_events)
+        except Exception:  # noqa: BLE001 - a look at the cluster must not stop the run
+            return
+        self._seen_events, lost = events
+        for address, keys in lost:
+            sets = sum(self._sets_of.get(k, 0) for k in keys)
+            self._worker_lost(self._workers.get(address, address), len(keys), sets)
+            if sets:  # the scheduler runs them again elsewhere
+                log.warning("%d simulation(s) running on worker %s are run again on another worker", sets, address)
+                self._event("resubmitted", simulations=sets)
+
+    def _worker_lost(self, name: str, tasks: int, sets: int) -> None:
+        """Log and record a worker the cluster lost (``tasks`` running on it, ``sets`` simulations of them)."""
+        log.warning("the cluster lost worker %s with %d task(s) running", name, tasks)
+        self._event("lost_worker", job=None, worker=name, tasks=tasks, simulations=sets)
+
+    def _learn_names(self) -> None:
+        """The names of the workers now present (a removed worker's name is no longer known to dask)."""
+        self._names_at = time.monotonic()
+        try:
+            for addr, w in self._client.scheduler_info().get("workers", {}).items():
+                self._workers[addr] = str(w.get("name", addr))
+        except Exception:  # noqa: BLE001 - a look at the cluster must not stop the run
+            return
 
     def _run_alone(self, positions: list[int], Xs: np.ndarray) -> Iterator[Outcome]:
         """One set, sent with no other task of the batch running: a second loss is its own crash."""
@@ -319,12 +464,16 @@ class DaskEvaluator(Evaluator):
                 self._seconds_per_set = s if m is None else 0.8 * m + 0.2 * s
 
     def close(self) -> None:
+        self._look_at_cluster()
         if self._own_client and self._client is not None:
             self._client.close()
             self._client = None
         if self._cluster is not None:
-            self._cluster.close()
-            self._cluster = None
+            cluster, self._cluster = self._cluster, None
+            try:
+                cluster.close()
+            except Exception as exc:  # noqa: BLE001 - dask's own close raced a starting worker: the run is done
+                log.warning("closing the dask cluster: %s: %s", type(exc).__name__, exc)
         self._problem_future = None
         self._problem = None
         self._slots = None

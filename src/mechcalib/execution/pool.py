@@ -222,6 +222,7 @@ class PoolEvaluator(Evaluator):
     """
 
     name = "pool"
+    concurrent_submit = False  # one batch at a time: a new submit abandons the last one
 
     def __init__(
         self,

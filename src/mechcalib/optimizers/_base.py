@@ -151,6 +151,61 @@ class Optimizer(ABC):
         (``auto``); a resume with a larger budget continues the latter (:meth:`set_budget`)."""
         return "converged"
 
+    # -- asynchronous protocol ------------------------------------------------------------------
+    #: True where the class has its own asynchronous variant (DE, CMA-ES); the default below keeps batches
+    asynchronous_variant: ClassVar[str | None] = None
+
+    def ask_async(self, n: int) -> np.ndarray:
+        """Up to ``n`` points to evaluate now, as evaluation slots free (asynchronous evaluation, see
+        ``docs/asynchronous.md``); 0 rows: wait for an outstanding result first. The points are numbered in
+        ask order from 0 (their *tickets*), and each is told back once through :meth:`tell_async`.
+
+        Default: the batch of :meth:`ask` handed out row by row as slots free, and told whole with :meth:`tell`
+        once all its rows are told (a synchronous barrier at the end of each batch: ``auto``'s design is
+        submitted as slots free). DE and CMA-ES override it with their steady-state variants."""
+        st = self.__dict__.get("_async_batch")
+        if st is None:
+            U = self.ask()
+            st = {"U": U, "next": 0, "f": np.full(U.shape[0], np.inf), "told": 0, "R": None, "base": self._tickets}
+            self.__dict__["_async_batch"] = st
+        k = min(int(n), st["U"].shape[0] - st["next"])
+        out = st["U"][st["next"] : st["next"] + k]
+        st["next"] += k
+        self._tickets_add(k)
+        return out
+
+    def tell_async(self, ticket: int, u: np.ndarray, f: float, residuals: np.ndarray | None = None) -> None:
+        """The loss ``f`` (and, for a residual method, the residual vector) of the point of ``ticket``."""
+        st = self.__dict__["_async_batch"]
+        pos = ticket - st["base"]
+        st["f"][pos] = f
+        if residuals is not None:
+            r = np.asarray(residuals, dtype=float).reshape(-1)
+            if st["R"] is None:
+                st["R"] = np.full((st["U"].shape[0], r.shape[0]), np.nan)
+            st["R"][pos] = r
+        st["told"] += 1
+        if st["told"] == st["U"].shape[0]:
+            self.__dict__["_async_batch"] = None
+            if st["R"] is not None:
+                self.tell(st["U"], st["f"], residuals=st["R"])  # type: ignore[call-arg]
+            else:
+                self.tell(st["U"], st["f"])
+
+    @property
+    def _tickets(self) -> int:
+        return int(self.__dict__.get("_async_tickets", 0))
+
+    def _tickets_add(self, k: int) -> None:
+        self.__dict__["_async_tickets"] = self._tickets + k
+
+    def _note_async_best(self, u: np.ndarray, f: float) -> None:
+        """Keep ``best_x``/``best_f`` and the counters for one told point of an asynchronous variant."""
+        f = np.inf if np.isnan(f) else float(f)
+        if f < self.best_f:
+            self.best_f, self.best_x = f, np.array(u, dtype=float).copy()
+        self.n_evals += 1
+
     # -- subclass hooks -------------------------------------------------------------------------
     @abstractmethod
     def _init_state(self) -> None: ...

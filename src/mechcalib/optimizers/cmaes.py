@@ -284,3 +284,39 @@ class CMAES(Optimizer):
             self._restart()
         else:
             self._done = True
+
+    # -- asynchronous variant -----------------------------------------------------------------------
+    asynchronous_variant = "CMA-ES with asynchronous updates (after Glasmachers 2013): an update per lambda told points"
+
+    def ask_async(self, n: int) -> np.ndarray:
+        """Asynchronous CMA-ES: each freed slot gets a point sampled from the distribution as it stands now;
+        :meth:`tell_async` updates the distribution once ``lambda`` told points have accumulated (points
+        sampled before an update are told to the next one: the asynchronous strategy updates of Glasmachers
+        2013, there for a natural evolution strategy), so the search never waits
+        for the slowest simulation of a generation."""
+        st = self.__dict__.setdefault("_steady", {"slot": {}, "told": [], "run": 0})
+        rows = []
+        for _ in range(int(n)):
+            with self._own_global_rng():
+                a = self._es.ask(1)[0]
+            st["slot"][self._tickets] = (len(self._runs), a)
+            self._tickets_add(1)
+            rows.append(np.array(a, dtype=float)[: self.dim])
+        return np.clip(np.array(rows, dtype=float).reshape(-1, int(self.dim)), 0.0, 1.0)
+
+    def tell_async(self, ticket: int, u: np.ndarray, f: float, residuals: np.ndarray | None = None) -> None:
+        """Accumulate the told point; a full population of ``lambda`` updates the distribution (and may
+        restart). A point sampled in an earlier run (before a restart) only counts towards the best."""
+        st = self.__dict__["_steady"]
+        run, a = st["slot"].pop(ticket)
+        self._note_async_best(u, f)
+        if run != len(self._runs) or self._done:
+            return
+        st["told"].append((a, np.inf if np.isnan(f) else float(f)))
+        if len(st["told"]) < int(self._es.popsize):
+            return
+        told, st["told"] = st["told"], []
+        self._asked = [a for a, _ in told]
+        fs = np.array([v for _, v in told], dtype=float)
+        self._tell(np.array(self._asked)[:, : self.dim], fs)
+        self.n_tells += 1

@@ -188,3 +188,49 @@ class DE(Optimizer):
         else:
             assert self._f is not None
             self._X, self._f = greedy_selection(self._X, self._f, X, f)
+
+    # -- asynchronous variant -----------------------------------------------------------------------
+    asynchronous_variant = "steady-state DE (Storn & Price 1997; asynchronous, Zhabitsky & Zhabitskaya 2013)"
+
+    def ask_async(self, n: int) -> np.ndarray:
+        """Steady-state DE for asynchronous evaluation: the first ``NP`` tickets are the initial population
+        (uniform points); each later ticket is one DE/rand/1/bin trial for the next target in turn (cyclic),
+        built from the population as it stands when the slot frees (a member still being evaluated takes part
+        by its position). See :meth:`tell_async` for the selection."""
+        st = self.__dict__.get("_steady")
+        NP, dim, rng = self.n_pop, int(self.dim), self.rng
+        if st is None:
+            st = {"X": np.zeros((NP, dim)), "f": np.full(NP, np.inf), "slot": {}, "asked": 0}
+            self.__dict__["_steady"] = st
+        rows = []
+        for _ in range(int(n)):
+            t = self._tickets
+            k = st["asked"]
+            i = k % NP
+            if k < NP:
+                u = self._random_points(1)[0]
+                st["X"][i] = u
+            else:
+                keys = rng.random(NP)
+                keys[i] = np.inf
+                r = np.argsort(keys)[:3].reshape(1, 3)
+                F = self.F if self.dither is None else rng.uniform(self.dither[0], self.dither[1], 1)
+                X = st["X"]
+                V = bounce_back(rand1_mutation(X, r, F), X[r[:, 0]], rng.random((1, dim)))
+                u = binomial_crossover(X[i : i + 1], V, rng.random((1, dim)), rng.integers(0, dim, 1), self.CR)[0]
+            st["slot"][t] = (i, u.copy())
+            st["asked"] = k + 1
+            self._tickets_add(1)
+            rows.append(u)
+        return np.array(rows, dtype=float).reshape(-1, dim)
+
+    def tell_async(self, ticket: int, u: np.ndarray, f: float, residuals: np.ndarray | None = None) -> None:
+        """Greedy one-to-one selection at once: the told point replaces its target when ``f <= f_target``
+        (the target as it stands now; an initial member still being evaluated counts as ``+inf``)."""
+        st = self.__dict__["_steady"]
+        i, point = st["slot"].pop(ticket)
+        f = np.inf if np.isnan(f) else float(f)
+        if f <= st["f"][i]:
+            st["X"][i], st["f"][i] = point, f
+        self._X, self._f = st["X"].copy(), st["f"].copy()
+        self._note_async_best(point, f)

@@ -31,7 +31,7 @@ from __future__ import annotations
 from .archive import ArchiveReport, archive_run
 from .configuration import apply_overrides, build_evaluator, cli_overrides, load_run_config
 from .demo import DEMO_FOLDER, demo_config, run_demo
-from .execute import ProgressHook, RunRecord, resume_run, run_config
+from .execute import ProgressHook, RunRecord, cancel_jobs, resume_run, run_config
 from .export import export_run
 from .folder import (
     LOCK_FILE,
@@ -45,10 +45,11 @@ from .folder import (
 )
 from .repair import repair_run
 from .report import write_report, write_uncertainty_plots
-from .summary import bounds_note, result_summary, run_summary
+from .summary import bounds_note, cluster_note, result_summary, run_summary
 from .uncertainty import folder_uncertainty
 
 __all__ = [
+    "cancel_jobs",
     "ArchiveReport",
     "DEMO_FOLDER",
     "LOCK_FILE",
@@ -64,6 +65,7 @@ __all__ = [
     "bounds_note",
     "build_evaluator",
     "cli_overrides",
+    "cluster_note",
     "demo_config",
     "export_run",
     "folder_lock",

@@ -22,6 +22,8 @@ from ..config import RunConfig, load_config
 from ..core.problem import Problem
 from ..errors import ConfigurationError
 from ..execution import Evaluator
+from ..execution.dask_backend import DaskEvaluator
+from ..execution.jobqueue import cancel_recorded_jobs
 from ..storage import RunStore
 from ..storage.codec import earlier_fingerprints, problem_fingerprint
 from ..storage.integrity import StoreDamagedError, repair_hint
@@ -29,6 +31,7 @@ from .configuration import apply_overrides, build_evaluator, cli_overrides, load
 from .folder import (
     MANIFEST_FILE,
     RESULT_FILE,
+    RUN_LOG,
     STORE_FILE,
     RunDirError,
     folder_lock,
@@ -102,6 +105,12 @@ def _calibrate_in(
     t0: float,
 ) -> RunRecord:
     problem, optimizer, termination, evaluator = built
+    run_log = None
+    if isinstance(evaluator, DaskEvaluator):
+        # lost workers, resubmitted simulations and jobs at their walltime: in jobs.json (counted by `show`)
+        # and in run.log; a cluster kind's job ids as submitted, so that resume cancels a killed run's jobs
+        evaluator.record_to(out_dir)
+        run_log = _log_to(out_dir / RUN_LOG)
     try:
         with RunStore(out_dir / STORE_FILE) as store:
             done, best = 0, math.inf
@@ -126,6 +135,9 @@ def _calibrate_in(
             best_record = store.best(run_name)
     finally:
         evaluator.close()
+        if run_log is not None:
+            logging.getLogger("mechcalib").removeHandler(run_log)
+            run_log.close()
     _check_steps_at_best(problem, summary.get("best"))
     best_index = None if best_record is None else best_record.idx
     summary["uncertainty"] = folder_uncertainty_brief(out_dir, best_index)  # kept by a resume
@@ -138,6 +150,14 @@ def _calibrate_in(
         except Exception as exc:  # noqa: BLE001 - a plot must not cost a finished calibration
             log.warning("plots of run %r could not be written: %s", run_name, exc)
     return RunRecord(result, summary, out_dir, written)
+
+
+def _log_to(path: Path) -> logging.Handler:
+    """The package's log lines of this run appended to ``path`` (created at the first line), with their time."""
+    handler = logging.FileHandler(path, encoding="utf-8", delay=True)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    logging.getLogger("mechcalib").addHandler(handler)
+    return handler
 
 
 def _check_steps_at_best(problem: Any, best: dict[str, float] | None) -> None:
@@ -258,6 +278,7 @@ def resume_run(
     folder = out if out.is_dir() and (out / MANIFEST_FILE).is_file() else store_path(out).parent
     with folder_lock(folder):  # before run.json is touched: a refused resume changes nothing
         check_loss(out, run, accept_loss)
+        cancel_recorded_jobs(folder)  # jobs of a killed cluster run still queued or running
         return _resume_locked(
             out,
             t0,
@@ -359,3 +380,13 @@ def _as_fingerprinted(
         return cfg, built  # another problem indeed: the run session says so
     built[3].close()
     return alt, (alt_problem, alt.build_optimizer(), alt.build_termination(), build_evaluator(alt))
+
+
+def cancel_jobs(out_dir: str | os.PathLike[str]) -> list[str]:
+    """Cancel the batch-scheduler jobs a stopped cluster run left behind (``jobs.json``), under the folder's
+    lock, so that the jobs of a run still going are never touched; the ids cancelled."""
+    out = Path(out_dir)
+    if not out.is_dir():
+        raise RunDirError(f"{str(out)!r} is not a run folder")
+    with folder_lock(out):
+        return cancel_recorded_jobs(out)

@@ -31,6 +31,8 @@ RESULT_FILE = "result.json"
 #: the suffixes of the runs an uncertainty analysis adds to a run folder's store (``<run>.polish``...)
 ANALYSIS_SUFFIXES = (".polish", ".jacobian", ".posterior")
 MANIFEST_FILE = "run.json"
+#: the log of a run on dask workers (kind dask, slurm or pbs): lost workers, resubmitted simulations, walltimes
+RUN_LOG = "run.log"
 #: held (``flock``) by the one process writing in a run folder, for the run's whole life
 LOCK_FILE = "run.lock"
 UNCERTAINTY_FILE = "uncertainty.json"
@@ -41,6 +43,7 @@ __all__ = [
     "LOCK_FILE",
     "MANIFEST_FILE",
     "RESULT_FILE",
+    "RUN_LOG",
     "SAMPLES_CSV",
     "SAMPLES_NPZ",
     "STORE_FILE",

@@ -15,6 +15,7 @@ from ..config import RunConfig
 from ..core.parameters import bound_warnings, bounds_report
 from ..errors import ConfigurationError
 from ..execution import Evaluator
+from ..execution.dask_backend import event_counts
 from ..storage import RunStore, Store
 from ..storage.integrity import EvaluationsLostError
 from .folder import (
@@ -32,6 +33,7 @@ from .loss import folder_loss
 __all__ = [
     "apply_polished_best",
     "bounds_note",
+    "cluster_note",
     "folder_uncertainty_brief",
     "polished_best",
     "result_summary",
@@ -156,7 +158,8 @@ def run_summary(out_dir: str | os.PathLike[str], *, run: str | None = None, n_fa
     store is sound, ``null`` when it was too large to check quickly), ``lost`` (``null``, or the evaluations
     the counts file or ``result.json`` record as stored that the store lacks: ``evaluations``, ``possibly``
     and a ``note`` in words; :mod:`.loss`), ``uncertainty`` (per parameter ``best``,
-    ``lower``, ``upper``, ``std``, ``method`` after ``mechcalib uncertainty``; ``null`` before).
+    ``lower``, ``upper``, ``std``, ``method`` after ``mechcalib uncertainty``; ``null`` before), ``cluster``
+    (the events of a run on dask workers, :func:`cluster_note`: ``lost_worker``, ``walltime``, ``resubmitted``).
     """
     out = Path(out_dir)
     spath = store_path(out)
@@ -211,10 +214,23 @@ def run_summary(out_dir: str | os.PathLike[str], *, run: str | None = None, n_fa
             else {"evaluations": loss.definite, "possibly": loss.possible, "note": loss.describe()},
             "uncertainty": folder_uncertainty_brief(out, best.idx if best is not None else None),
             "best_source": None if best is None else f"evaluation {best.idx}",
+            "cluster": event_counts(out) if out.is_dir() else {},
         }
     )
     apply_polished_best(summary, read_uncertainty(out), summary["best_index"])
     return summary
+
+
+def cluster_note(counts: dict[str, int]) -> str | None:
+    """The cluster events of a run in words (``None`` without any): workers lost, jobs ended at their walltime,
+    simulations submitted again (each written in the folder's run.log)."""
+    words = (
+        ("lost_worker", "worker lost", "workers lost"),
+        ("walltime", "job ended at its walltime", "jobs ended at their walltime"),
+        ("resubmitted", "simulation resubmitted", "simulations resubmitted"),
+    )
+    parts = [f"{counts[k]} {one if counts[k] == 1 else many}" for k, one, many in words if counts.get(k)]
+    return ", ".join(parts) if parts else None
 
 
 def uncertainty_brief(data: dict[str, Any], *, best_index: int | None = None) -> dict[str, Any]:
