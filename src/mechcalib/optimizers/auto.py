@@ -14,7 +14,8 @@ from scipy.stats import qmc
 from ..core.problem import ProblemLike, residual_problem
 from ._base import Optimizer, SeedLike, check_choice, check_positive_int, check_range
 from .cmaes import CMAES
-from .least_squares import TOLD, LeastSquares, fd_steps, refill, snap, stepped
+from .least_squares import TOLD, fd_steps, refill, snap, stepped
+from .lockstep import Lockstep
 from .residual import ResidualOptimizer
 
 log = logging.getLogger(__name__)
@@ -100,6 +101,7 @@ class Auto(ResidualOptimizer):
         polish: str = "lm",
         cmaes_sigma0: float = 0.1,
         confirm: int = 2,
+        batch_size: int = 1,
         seed: SeedLike = None,
     ) -> None:
         super().__init__(seed=seed)
@@ -110,6 +112,7 @@ class Auto(ResidualOptimizer):
         self.polish = check_choice(self.name, "polish", polish, ("trf", "lm"))
         self.cmaes_sigma0 = check_range(self.name, "cmaes_sigma0", cmaes_sigma0, 0.0, 1.0, lo_open=True)
         self.confirm = check_positive_int(self.name, "confirm", confirm)
+        self.batch_size = check_positive_int(self.name, "batch_size", batch_size)
         self._budget: int | None = None
         self._has_residuals: bool | None = None
         self._choices: list[dict[str, Any]] = []
@@ -128,7 +131,7 @@ class Auto(ResidualOptimizer):
             budget=self._budget,
             before=before,
         )
-        if self._phase == "done" and self._stop == "budget" and isinstance(self._sub, LeastSquares):
+        if self._phase == "done" and self._stop == "budget" and isinstance(self._sub, Lockstep):
             self._phase = "lsq"
             self._plan_lsq()
 
@@ -176,11 +179,11 @@ class Auto(ResidualOptimizer):
         self._choices = []
         self._memo: dict[bytes, tuple[float, np.ndarray | None]] = {}
         self._mode: str | None = None
-        self._sub: Optimizer | None = None
-        self._batch: np.ndarray | None = None  # the sub-optimiser's full batch, while only its unknown points are asked
+        self._sub: Optimizer | Lockstep | None = None
         self._next: np.ndarray | None = None  # the unknown points of that batch, planned when the last one was told
         self._check: np.ndarray | None = None  # the best design point under the smoothness check
         self._stop: str | None = None  # why the phase is "done": "converged" or "budget"
+        self._fd_step = _H_FINE  # the polishing's difference step (the check may choose a coarser one)
         # recorded now, said when the design is first asked: a resume replaces this state by a checkpoint's
         self._log_choice("design", f"{n0} Sobol points (budget {self._budget})", say=False, n=n0, budget=self._budget)
 
@@ -221,7 +224,7 @@ class Auto(ResidualOptimizer):
 
     def restore_told(self, U: np.ndarray, R: np.ndarray) -> None:
         self._memo = refill(self._memo, U, R, self.name, put=lambda v, r: (v[0], r))
-        if isinstance(self._sub, LeastSquares):
+        if isinstance(self._sub, Lockstep):
             self._sub.restore_told(U, R)
 
     def _ask(self) -> np.ndarray:
@@ -247,14 +250,14 @@ class Auto(ResidualOptimizer):
         return self._next
 
     def _plan_lsq(self) -> None:
-        """The polisher's next batch, less the points answered from memory; ``done`` when it does not fit."""
-        sub = self._sub
-        assert isinstance(sub, LeastSquares)
+        """The starts' next round, less the points answered from memory; ``done`` when it converged or when no
+        request fits the budget."""
+        lock = self._sub
+        assert isinstance(lock, Lockstep)
         while True:
-            U = sub.ask()
-            confirmed = self._confirmed(sub)
+            ended = lock.advance(self._memo)
+            confirmed = self._confirmed(lock)
             if confirmed is not None:
-                sub.withdraw()
                 self._phase, self._next, self._stop = "done", None, "converged"
                 n, loss = confirmed
                 self._log_choice(
@@ -264,31 +267,22 @@ class Auto(ResidualOptimizer):
                     loss=loss,
                 )
                 return
-            known = np.array([u.tobytes() in self._memo for u in U])
-            if known.all():  # everything answered from memory: tell it and go on
-                f = np.array([self._memo[u.tobytes()][0] for u in U])
-                sub.tell(U, f, residuals=self._rows(U))
-                continue
-            new = U[~known]
-            if new.shape[0] > self._remaining():
-                # a batch cut by the budget (half a Jacobian) would be wasted: end at the best point
-                sub.withdraw()
-                self._phase, self._next, self._stop = "done", None, "budget"
-                left = self._remaining()
-                self._log_choice(
-                    "stop",
-                    f"the next batch of {new.shape[0]} does not fit the {left} left",
-                    batch=new.shape[0],
-                    left=left,
-                )
-                return
-            self._batch, self._next = U, new
+            if not ended:
+                break
+        U = lock.batch(self._memo, self._remaining())
+        if U is None:
+            # a request cut by the budget (half a Jacobian) would be wasted: end at the best point
+            self._phase, self._next, self._stop = "done", None, "budget"
+            left = self._remaining()
+            need = min(r.shape[0] for r in lock.requests)
+            self._log_choice("stop", f"the next batch of {need} does not fit the {left} left", batch=need, left=left)
             return
+        self._next = U
 
-    def _confirmed(self, sub: LeastSquares) -> tuple[int, float] | None:
+    def _confirmed(self, lock: Lockstep) -> tuple[int, float] | None:
         """``(starts, loss)`` once ``confirm`` finished starts met scipy's tolerances at the best loss told
         (relative ``1e-6``); ``None`` before."""
-        ends = [f for f, met in sub.finished_starts if met and math.isfinite(f)]
+        ends = [f for f, met in lock.ends if met and math.isfinite(f)]
         if not ends:
             return None
         best = min(ends)
@@ -296,15 +290,6 @@ class Auto(ResidualOptimizer):
             return None  # a point told outside the starts is better: they have not found its basin
         n = sum(f <= best + 1e-6 * abs(best) + 1e-300 for f in ends)
         return (n, best) if n >= self.confirm else None
-
-    def _rows(self, U: np.ndarray) -> np.ndarray:
-        m = next(r.shape[0] for _, r in self._memo.values() if r is not None)
-        out = np.full((U.shape[0], m), np.nan)
-        for j, u in enumerate(U):
-            r = self._memo[u.tobytes()][1]
-            if r is not None:
-                out[j] = r
-        return out
 
     def _tell(self, X: np.ndarray, f: np.ndarray) -> None:
         R = self._take_residuals()
@@ -318,10 +303,6 @@ class Auto(ResidualOptimizer):
         elif self._phase == "cmaes":
             assert self._sub is not None
             self._sub.tell(X, f)
-        elif self._phase == "lsq" and self._batch is not None:
-            U, self._batch = self._batch, None
-            assert isinstance(self._sub, LeastSquares)
-            self._sub.tell(U, np.array([self._memo[u.tobytes()][0] for u in U]), residuals=self._rows(U))
         if self._phase == "lsq":  # plan now, so that `converged` says whether a next batch fits the budget
             self._plan_lsq()
 
@@ -383,31 +364,41 @@ class Auto(ResidualOptimizer):
             return math.inf
         return float(np.linalg.norm(jf - jc)) / den
 
+    def width(self) -> int:
+        """How many least-squares starts run at once: ``batch_size // (d + 1)`` (a start's Jacobian and trial
+        step per round), at least ``confirm`` and at most ``max(confirm, max_starts)``."""
+        assert self.dim is not None
+        return min(max(self.batch_size // (self.dim + 1), 1), self.max_starts)
+
     def _start_lsq(self) -> None:
         assert self.dim is not None
         design = [(self._memo[p.tobytes()][0], p) for p in self._design if self._memo[p.tobytes()][1] is not None]
         design.sort(key=lambda e: e[0])
+        width = self.width()
         starts: list[np.ndarray] = []
         losses: list[float] = []
         for f, p in design:
             if all(np.max(np.abs(p - s)) > self.distinct for s in starts):
                 starts.append(p)
                 losses.append(f)
-            if len(starts) == self.max_starts:
+            if len(starts) == max(self.max_starts, width):
                 break
-        self._sub = LeastSquares(
+        self._sub = Lockstep(
+            dim=self.dim,
             method=self.polish,
-            x0=[s.tolist() for s in starts],
-            restart=True,
-            fd_step=_H_FINE,
+            fd_step=self._fd_step,
+            starts=starts,
+            width=width,
+            batch_size=self.batch_size,
             seed=int(self.rng.integers(2**31)),
-        ).setup(self.dim)
+        )
         self._phase = "lsq"
         self._log_choice(
             "polish",
-            f"least squares ({self.polish}) from {len(starts)} distinct design points",
+            f"least squares ({self.polish}) from {len(starts)} distinct design points, {width} at a time",
             starts=[s.tolist() for s in starts],
             start_losses=losses,
+            width=width,
         )
 
     def _fallback(self, reason: str, **values: Any) -> None:
