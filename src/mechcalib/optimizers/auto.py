@@ -12,6 +12,7 @@ import numpy as np
 from scipy.stats import qmc
 
 from ..core.problem import ProblemLike, residual_problem
+from ..errors import ConfigurationError, SettingError
 from ._base import Optimizer, SeedLike, check_choice, check_positive_int, check_range
 from .cmaes import CMAES
 from .least_squares import TOLD, fd_steps, refill, snap, stepped
@@ -85,6 +86,12 @@ class Auto(ResidualOptimizer):
         cmaes_sigma0: the first CMA-ES run's step size (fraction of each range) around the best point so far.
         confirm: how many least-squares starts must end at the best loss found before the run stops as
             converged (1: the first start that converges; more: further distinct starts confirm the basin).
+        batch_size: the simulations the evaluator runs at once (a round): ``batch_size // (d + 1)`` starts
+            (at least 1, at most ``max_starts``) polish in lockstep, and each round also asks the Jacobian at
+            every trial point ahead while it has room. 1 (default): one start at a time, nothing asked ahead.
+            ``mechcalib run`` sets it from ``--workers`` (the evaluator's workers) unless the configuration
+            gives it, and records it in ``run.json``, so that a resume on another number of workers asks the
+            same batches. It must not exceed the budget.
         seed: seed of the design and of the methods it runs.
     """
 
@@ -112,7 +119,16 @@ class Auto(ResidualOptimizer):
         self.polish = check_choice(self.name, "polish", polish, ("trf", "lm"))
         self.cmaes_sigma0 = check_range(self.name, "cmaes_sigma0", cmaes_sigma0, 0.0, 1.0, lo_open=True)
         self.confirm = check_positive_int(self.name, "confirm", confirm)
-        self.batch_size = check_positive_int(self.name, "batch_size", batch_size)
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int | np.integer) or batch_size < 1:
+            raise SettingError(
+                self.name,
+                "batch_size",
+                "an integer >= 1",
+                batch_size,
+                message=f"{self.name}: batch_size must be an integer >= 1 (the simulations run at once, one round), "
+                f"got {batch_size!r}; set it to the evaluator's workers (or leave it out: --workers sets it)",
+            )
+        self.batch_size = int(batch_size)
         self._budget: int | None = None
         self._has_residuals: bool | None = None
         self._choices: list[dict[str, Any]] = []
@@ -139,6 +155,11 @@ class Auto(ResidualOptimizer):
         """Note whether the problem has residuals; a problem with them is made to keep the measured channels of
         its responses."""
         self._has_residuals = residual_problem(problem) is not None
+        if max_evals is not None and max_evals < self.batch_size:
+            raise ConfigurationError(
+                f"{self.name}: batch_size={self.batch_size} is larger than the budget max_evals={max_evals}: not one "
+                f"round fits; raise max_evals to at least {self.batch_size} or lower batch_size (--workers)"
+            )
         return super().prepare_problem(problem, max_evals=max_evals)
 
     @property
