@@ -229,7 +229,7 @@ class Auto(ResidualOptimizer):
             assert self._check is not None
             return len(self._fine_points(self._check)) + len(self._coarse_points(self._check))
         if self._phase == "cmaes":
-            assert self._sub is not None
+            assert isinstance(self._sub, CMAES)
             return self._sub.next_batch_size
         if self._phase == "done":
             return 0
@@ -256,7 +256,7 @@ class Auto(ResidualOptimizer):
             assert self._check is not None
             return np.array(self._fine_points(self._check) + self._coarse_points(self._check))
         if self._phase == "cmaes":
-            assert self._sub is not None
+            assert isinstance(self._sub, CMAES)
             return self._sub.ask()
         return self._ask_lsq()
 
@@ -322,7 +322,7 @@ class Auto(ResidualOptimizer):
         elif self._phase == "check":
             self._after_check()
         elif self._phase == "cmaes":
-            assert self._sub is not None
+            assert isinstance(self._sub, CMAES)
             self._sub.tell(X, f)
         if self._phase == "lsq":  # plan now, so that `converged` says whether a next batch fits the budget
             self._plan_lsq()

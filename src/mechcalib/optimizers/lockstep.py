@@ -105,7 +105,8 @@ class Lockstep:
             sub = LeastSquares(
                 method=self.method, x0=[np.clip(u, 0.0, 1.0).tolist()], restart=False, fd_step=self.fd_step, seed=0
             )
-            self.active.append(sub.setup(self.dim))
+            sub.setup(self.dim)
+            self.active.append(sub)
             self.n_started += 1
 
     def _end(self, sub: LeastSquares) -> None:
