@@ -350,3 +350,17 @@ def test_a_cmaes_step_outside_the_cube_is_refused(value):
     with pytest.raises(SettingError, match="cmaes_sigma0") as e:
         Auto(cmaes_sigma0=value)
     assert e.value.name == "cmaes_sigma0"
+
+
+def test_the_demo_stops_converged_though_a_difference_point_is_a_little_lower():
+    """On the demo (overlap objective, noisy data) every start ends at the same point, and a difference point
+    near it is lower by about 1.5e-6 (relative): the same basin, so the run stops converged (seed 1 used the
+    whole budget of 400 when only a loss within 1e-6 counted). Measured by benchmarks/efficiency_stop.py:
+    seeds 0-4 stop at evaluations 87-98, one least-squares start takes 37-42."""
+    from mechcalib.runs.demo import demo_config
+
+    prob = demo_config().build_problem()
+    res = mc.calibrate(prob, Auto(seed=1), max_evals=400)
+    assert res.stop_reason == "converged" and res.n_evals < 120, res.n_evals
+    rule = next(c for c in res.choices if c["choice"] == "converged")
+    assert rule["at_eval"] == res.n_evals

@@ -49,6 +49,7 @@ class Lockstep:
         self.rng = np.random.default_rng(seed)
         self.active: list[LeastSquares] = []
         self.ends: list[tuple[float, bool]] = []  # per finished start: its end loss, scipy met a tolerance
+        self.end_at: list[list[float] | None] = []  # and its end point (None: its first simulation failed)
         self.end_points: list[tuple[list[float], float]] = []
         self.n_started = 0
         self.requests: list[np.ndarray] = []  # per active start: the unknown points it waits for
@@ -114,6 +115,7 @@ class Lockstep:
     def _end(self, sub: LeastSquares) -> None:
         (f, met), *_ = sub.finished_starts or [(math.inf, False)]
         self.ends.append((float(f), bool(met)))
+        self.end_at.append(sub.end_points[0][0].tolist() if sub.end_points else None)
         for u, fe in sub.end_points:
             self.end_points.append((u.tolist(), float(fe)))
 
