@@ -104,3 +104,28 @@ def test_run_json_fixes_seed_and_batch_size_and_a_resume_on_other_workers_replay
     assert json.loads((tmp_path / "cut" / "run.json").read_text())["batch_size"] == 4
     np.testing.assert_array_equal(resumed.result.history.losses, whole.result.history.losses)
     np.testing.assert_array_equal(resumed.result.history.batch, whole.result.history.batch)
+
+
+def test_a_killed_run_of_lockstep_starts_resumes_from_its_checkpoint_exactly(tmp_path):
+    prob, _ = _duffing()
+    ref = mc.calibrate(prob, Auto(seed=2, batch_size=8), max_evals=120)
+    seen = []
+
+    class Stop(Exception):
+        pass
+
+    def hook(idx, batch, outcome):
+        if outcome.source != "replay":
+            seen.append(idx)
+            if len(seen) == 45:  # inside the polishing, between rounds of several starts
+                raise Stop
+
+    from mechcalib.storage import RunStore
+
+    with RunStore(tmp_path / "r.db") as store:
+        with pytest.raises(Stop):
+            mc.calibrate(prob, Auto(seed=2, batch_size=8), max_evals=120, store=store, run_name="r", on_evaluation=hook)
+        res = mc.calibrate(prob, Auto(batch_size=8), max_evals=120, store=store, run_name="r")
+    assert res.n_simulated == res.n_evals - len(seen)  # no stored evaluation simulated again
+    np.testing.assert_array_equal(res.history.losses, ref.history.losses)
+    assert res.choices == ref.choices
