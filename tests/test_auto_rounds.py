@@ -129,3 +129,33 @@ def test_a_killed_run_of_lockstep_starts_resumes_from_its_checkpoint_exactly(tmp
     assert res.n_simulated == res.n_evals - len(seen)  # no stored evaluation simulated again
     np.testing.assert_array_equal(res.history.losses, ref.history.losses)
     assert res.choices == ref.choices
+
+
+def test_the_cmaes_fallback_fills_the_batch_with_its_population():
+    noise = np.random.default_rng(0)
+
+    def noisy(U):  # a stochastic simulator: new noise at every evaluation
+        R = np.column_stack([U[:, 0] - 0.3, 2.0 * (U[:, 1] - 0.6)])
+        return R + 1e-3 * noise.standard_normal(R.shape)
+
+    def drive(opt, n):
+        opt.set_budget(n)
+        opt.setup(2)
+        sizes = []
+        while opt.n_evals < n - 16 and not opt.converged:
+            U = opt.ask()
+            sizes.append(len(U))
+            R = noisy(U)
+            opt.tell(U, np.sum(R**2, axis=1), residuals=R)
+        return sizes
+
+    wide = Auto(seed=0, batch_size=16)
+    sizes = drive(wide, 400)
+    rec = next(c for c in wide.choices if c["choice"] == "cmaes")
+    assert rec["popsize"] == 16 and set(sizes[-3:]) == {16}  # the generations fill the 16 workers
+    one = Auto(seed=0)
+    drive(one, 400)
+    assert "popsize" not in next(c for c in one.choices if c["choice"] == "cmaes")  # pycma's default
+    small = Auto(seed=0, batch_size=16)
+    drive(small, 60)  # at most a tenth of what is left: the default population
+    assert "popsize" not in next(c for c in small.choices if c["choice"] == "cmaes")

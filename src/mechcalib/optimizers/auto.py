@@ -102,7 +102,8 @@ class Auto(ResidualOptimizer):
             every trial point ahead while it has room. 1 (default): one start at a time, nothing asked ahead.
             ``mechcalib run`` sets it from ``--workers`` (the evaluator's workers) unless the configuration
             gives it, and records it in ``run.json``, so that a resume on another number of workers asks the
-            same batches. It must not exceed the budget.
+            same batches. It must not exceed the budget. Where the rule chose CMA-ES, its population is
+            ``batch_size`` when that is larger than pycma's default, at most a tenth of the budget left.
         seed: seed of the design and of the methods it runs.
     """
 
@@ -482,22 +483,37 @@ class Auto(ResidualOptimizer):
             width=width,
         )
 
+    def _cmaes_popsize(self) -> int | None:
+        """CMA-ES's population: pycma's default ``4 + 3 ln d`` (``None``) unless ``batch_size`` is larger; then
+        ``batch_size``, at most a tenth of the budget left (ten generations), never below the default."""
+        default = 4 + int(3 * math.log(self.dim))
+        if self.batch_size <= default:
+            return None
+        left = self._remaining()
+        cap = self.batch_size if math.isinf(left) else max(default, int(left) // 10)
+        size = min(self.batch_size, cap)
+        return None if size <= default else size
+
     def _fallback(self, reason: str, **values: Any) -> None:
         """CMA-ES from the best point told so far with ``cmaes_sigma0``; from the centre with pycma's 0.3 when
         nothing has succeeded yet."""
         assert self.dim is not None
         told = [(f, k) for k, (f, _) in self._memo.items() if math.isfinite(f)]
         seed = int(self.rng.integers(2**31))
+        popsize = self._cmaes_popsize()
         if told:
             f0, key = min(told)
             x0 = np.frombuffer(key).tolist()
-            self._sub = CMAES(x0=x0, sigma0=self.cmaes_sigma0, seed=seed).setup(self.dim)
+            self._sub = CMAES(x0=x0, sigma0=self.cmaes_sigma0, popsize=popsize, seed=seed).setup(self.dim)
             start = f"from the best point so far (loss {f0:.4g}) with sigma0={self.cmaes_sigma0:g}"
             values.update(start=x0, start_loss=f0, sigma0=self.cmaes_sigma0)
         else:
-            self._sub = CMAES(seed=seed).setup(self.dim)
+            self._sub = CMAES(popsize=popsize, seed=seed).setup(self.dim)
             start = "from the centre with sigma0=0.3 (no point has succeeded yet)"
             values.update(start=None, start_loss=None, sigma0=0.3)
+        if popsize is not None:
+            start += f", population {popsize} (batch_size)"
+            values.update(popsize=popsize)
         self._phase = "cmaes"
         self._log_choice("cmaes", f"{reason}; CMA-ES {start}", **values)
 
