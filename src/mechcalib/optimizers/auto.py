@@ -239,7 +239,7 @@ class Auto(ResidualOptimizer):
             return int(self._design.shape[0])
         if self._phase == "check":
             assert self._check is not None
-            return len(self._fine_points(self._check)) + len(self._coarse_points(self._check))
+            return len(self._check_points(self._check))
         if self._phase == "recheck":
             assert self._check is not None
             return len(self._step_points(self._check, _H_MID))
@@ -269,7 +269,7 @@ class Auto(ResidualOptimizer):
             return self._design.copy()
         if self._phase == "check":
             assert self._check is not None
-            return np.array(self._fine_points(self._check) + self._coarse_points(self._check))
+            return np.array(self._check_points(self._check))
         if self._phase == "recheck":
             assert self._check is not None
             return np.array(self._step_points(self._check, _H_MID))
@@ -277,6 +277,14 @@ class Auto(ResidualOptimizer):
             assert isinstance(self._sub, CMAES)
             return self._sub.ask()
         return self._ask_lsq()
+
+    def _check_points(self, u: np.ndarray) -> list[np.ndarray]:
+        """The check's batch: the fine and coarse Jacobians' points, and the second look's where the batch has
+        room for it (``batch_size >= 3 d``: it then costs no round of its own)."""
+        pts = self._fine_points(u) + self._coarse_points(u)
+        if self.batch_size >= 3 * len(u) and self._remaining() >= 3 * len(u) + 1:
+            pts += self._step_points(u, _H_MID)
+        return pts
 
     def _coarse_points(self, u: np.ndarray) -> list[np.ndarray]:
         return self._step_points(u, _H_COARSE)
@@ -397,6 +405,8 @@ class Auto(ResidualOptimizer):
                 mismatch=mis,
                 smooth_tol=self.smooth_tol,
             )
+            if all(p.tobytes() in self._memo for p in self._step_points(u, _H_MID)):
+                self._after_recheck()  # asked with the check
             return None
         return self._fallback(
             f"noisy or non-smooth model: forward Jacobians with steps {_H_FINE:g} and {_H_COARSE:g} differ by "
