@@ -159,3 +159,11 @@ def test_the_cmaes_fallback_fills_the_batch_with_its_population():
     small = Auto(seed=0, batch_size=16)
     drive(small, 60)  # at most a tenth of what is left: the default population
     assert "popsize" not in next(c for c in small.choices if c["choice"] == "cmaes")
+
+
+def test_more_workers_than_the_budget_is_refused_before_a_folder_is_made(tmp_path):
+    cfg = tmp_path / "run.toml"
+    cfg.write_text(CONFIG)  # max_evals = 60
+    with pytest.raises(ConfigurationError, match=r"batch_size=64 \(the evaluator's workers\).*max_evals=60.*--workers"):
+        run_config(cfg, tmp_path / "r", workers=64)
+    assert not (tmp_path / "r").exists()

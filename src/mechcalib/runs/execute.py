@@ -195,8 +195,8 @@ def run_config(
     if not locked_by_another(out):
         _refuse_taken(out)  # early, before building; the check that decides is made under the lock
     built = _build(cfg)
-    fixed = _fixed_at_start(cfg, built[1], built[3])
     try:
+        fixed = _fixed_at_start(cfg, built[1], built[3])
         out.mkdir(parents=True, exist_ok=True)
         with folder_lock(out):
             _refuse_taken(out)
@@ -237,6 +237,13 @@ def _fixed_at_start(cfg: RunConfig, optimizer: Any, evaluator: Evaluator) -> dic
             slots = int(cfg.evaluator.workers or 1)
         optimizer.batch_size = max(1, slots)
         fixed["batch_size"] = optimizer.batch_size
+        budget = cfg.budget.max_evals
+        if budget is not None and optimizer.batch_size > budget:  # refused before the folder is made
+            raise ConfigurationError(
+                f"{optimizer.name}: batch_size={optimizer.batch_size} (the evaluator's workers) is larger than the "
+                f"budget max_evals={budget}: not one round fits; raise max_evals to at least "
+                f"{optimizer.batch_size} or run on fewer workers (--workers)"
+            )
     return fixed
 
 
