@@ -158,10 +158,36 @@ def test_rule_falls_back_to_cmaes_on_a_noisy_model():
         return R + 1e-3 * noise.standard_normal(R.shape)
 
     opt = _drive(Auto(seed=0), noisy, 40)
-    assert _kinds(opt)[:3] == ["design", "check", "cmaes"]
-    assert "noisy or non-smooth" in opt.choices[2]["reason"]
-    assert opt.jacobian_mismatch(opt._check) > 0.1
-    assert opt.choices[2]["mismatch"] == opt.jacobian_mismatch(opt._check) > opt.choices[2]["smooth_tol"]
+    # the first two Jacobians differ; the third (step 1e-4) differs from the coarse one too: CMA-ES
+    assert _kinds(opt)[:4] == ["design", "check", "recheck", "cmaes"]
+    assert "noisy or non-smooth" in opt.choices[3]["reason"]
+    assert opt.choices[2]["mismatch"] == opt.jacobian_mismatch(opt._check) > 0.1
+    assert opt.choices[3]["mismatch"] == opt.jacobian_mismatch(opt._check, 1e-4) > opt.choices[3]["smooth_tol"]
+
+
+def test_rule_keeps_least_squares_on_a_smooth_model_with_finite_difference_noise():
+    """A smooth model whose residuals carry noise of size 3e-7 (an integrator's tolerance; the residuals are of
+    order 1): noise / step is about 0.3 in the 1e-6 Jacobian, 3e-3 in the 1e-4 one, which agrees with the 1e-3
+    one, so least squares runs with step 1e-4 and lands instead of switching to CMA-ES. Measured over seeds
+    0-39: the two-step rule switched on 40 (32 with noise 1e-7), the rule with the second look on none."""
+    noise = np.random.default_rng(0)
+
+    def jittery(U):
+        R = _smooth(U)
+        return R + 3e-7 * noise.standard_normal(R.shape)
+
+    switched = 0
+    for seed in range(10):
+        opt = _drive(Auto(seed=seed), jittery, 60)
+        kinds = _kinds(opt)
+        assert kinds[:2] == ["design", "check"]
+        if "cmaes" in kinds:
+            switched += 1
+            continue
+        if kinds[2] == "recheck":  # the first look was fooled by the noise; the second is not
+            assert opt.choices[2]["mismatch"] > 0.1 and opt.choices[3]["fd_step"] == 1e-4
+        np.testing.assert_allclose(opt.best_x, [0.3, 0.6], atol=1e-3)
+    assert switched == 0
 
 
 def test_cmaes_starts_at_the_best_point_told_with_a_small_step():
@@ -324,3 +350,17 @@ def test_a_cmaes_step_outside_the_cube_is_refused(value):
     with pytest.raises(SettingError, match="cmaes_sigma0") as e:
         Auto(cmaes_sigma0=value)
     assert e.value.name == "cmaes_sigma0"
+
+
+def test_the_demo_stops_converged_though_a_difference_point_is_a_little_lower():
+    """On the demo (overlap objective, noisy data) every start ends at the same point, and a difference point
+    near it is lower by about 1.5e-6 (relative): the same basin, so the run stops converged (seed 1 used the
+    whole budget of 400 when only a loss within 1e-6 counted). Measured by benchmarks/efficiency_stop.py:
+    seeds 0-4 stop at evaluations 87-98, one least-squares start takes 37-42."""
+    from mechcalib.runs.demo import demo_config
+
+    prob = demo_config().build_problem()
+    res = mc.calibrate(prob, Auto(seed=1), max_evals=400)
+    assert res.stop_reason == "converged" and res.n_evals < 120, res.n_evals
+    rule = next(c for c in res.choices if c["choice"] == "converged")
+    assert rule["at_eval"] == res.n_evals

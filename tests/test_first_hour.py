@@ -72,7 +72,8 @@ def test_demo_writes_a_run_folder_that_show_report_and_uncertainty_open(tmp_path
     for cmd in ("show", "report", "uncertainty"):
         assert f"mechcalib {cmd} {folder}" in r.stdout  # the next commands, told
     res = json.loads((folder / "result.json").read_text())
-    assert res["model"] == "duffing" and res["n_evaluations"] == 40 and res["best"]["k"] > 0
+    # within its 40 (auto ends early when the next batch does not fit)
+    assert res["model"] == "duffing" and 30 <= res["n_evaluations"] <= 40 and res["best"]["k"] > 0
     shown = _ok("show", folder, "--json")
     assert json.loads(shown.stdout)["best"] == res["best"]
     written = _ok("report", folder).stdout

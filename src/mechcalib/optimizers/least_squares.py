@@ -343,6 +343,30 @@ class LeastSquares(ResidualOptimizer):
             self._table[key] = r.copy() if good else None
             self._loss[key] = float(fi)
 
+    # -- one start driven from outside (auto's lockstep starts) ---------------------------------------------
+    def pending_points(self) -> np.ndarray | None:
+        """The points the current start needs next (``(k, d)``), or ``None`` once it has ended (its end point
+        recorded, :attr:`finished_starts`); no further start is begun. Feed the answers with :meth:`record`."""
+        if self._start >= len(self._starts):
+            return None
+        try:
+            self._run_start()
+        except _Need as need:
+            return np.array(need.points)
+        self._start += 1
+        return None
+
+    def record(self, U: np.ndarray, f: np.ndarray, R: np.ndarray) -> None:
+        """Keep the losses ``f`` and residuals ``R`` (``(k, m)``, NaN rows: failed) of the points ``U`` for the
+        current start, outside ask/tell (the caller's evaluations answer :meth:`pending_points`)."""
+        self._mode = "residuals"
+        self._m = R.shape[1]
+        for x, fi, r in zip(U, f, R, strict=True):
+            key = x.tobytes()
+            good = bool(np.all(np.isfinite(r))) and math.isfinite(fi)
+            self._table[key] = r.copy() if good else None
+            self._loss[key] = float(fi)
+
     # -- scipy, replayed ------------------------------------------------------------------------------------
     def _lookup(self, u: np.ndarray) -> np.ndarray | None:
         """The told residuals at ``u`` (``None``: failed); raises :class:`_Need` when not told yet."""

@@ -216,6 +216,7 @@ def run_config(
         _refuse_taken(out)  # early, before building; the check that decides is made under the lock
     built = _build(cfg)
     try:
+        fixed = _fixed_at_start(cfg, built[1], built[3])
         out.mkdir(parents=True, exist_ok=True)
         with folder_lock(out):
             _refuse_taken(out)
@@ -226,6 +227,7 @@ def run_config(
                     "config_path": cfg.source,
                     "out": None if out_dir is None else os.fspath(out_dir),
                     "overrides": ov,
+                    **fixed,
                     "store": STORE_FILE,
                     "created": now(),
                 },
@@ -236,6 +238,42 @@ def run_config(
     except BaseException:
         built[3].close()  # the evaluator, when the run never reached it
         raise
+
+
+def _fixed_at_start(cfg: RunConfig, optimizer: Any, evaluator: Evaluator) -> dict[str, Any]:
+    """The settings a run fixes when it starts, recorded in ``run.json``: ``seed`` (drawn once when the
+    configuration gives none, so that every run can be repeated) and, for an optimiser with a ``batch_size``
+    (``auto``) that the configuration leaves out, ``batch_size``: the evaluator's workers (1 when serial; the
+    configured ``workers`` for a cluster that does not say)."""
+    fixed: dict[str, Any] = {}
+    if optimizer.seed is None:
+        optimizer.seed = int(np.random.SeedSequence().generate_state(1)[0])
+    if isinstance(optimizer.seed, int):
+        fixed["seed"] = optimizer.seed
+    if hasattr(optimizer, "batch_size") and "batch_size" not in cfg.optimizer.settings:
+        try:
+            slots = int(evaluator.n_workers)
+        except Exception:  # noqa: BLE001 - a cluster that cannot say yet: the configured workers
+            slots = int(cfg.evaluator.workers or 1)
+        optimizer.batch_size = max(1, slots)
+        fixed["batch_size"] = optimizer.batch_size
+        budget = cfg.budget.max_evals
+        if budget is not None and optimizer.batch_size > budget:  # refused before the folder is made
+            raise ConfigurationError(
+                f"{optimizer.name}: batch_size={optimizer.batch_size} (the evaluator's workers) is larger than the "
+                f"budget max_evals={budget}: not one round fits; raise max_evals to at least "
+                f"{optimizer.batch_size} or run on fewer workers (--workers)"
+            )
+    return fixed
+
+
+def _fixed_on_resume(man: dict[str, Any], optimizer: Any) -> None:
+    """A resume keeps the ``batch_size`` its run started with (``run.json``), whatever the workers now: the
+    batches asked, and so the result, do not depend on the cluster that finishes the run."""
+    if "batch_size" in man and hasattr(optimizer, "batch_size"):
+        optimizer.batch_size = int(man["batch_size"])
+    if isinstance(man.get("seed"), int) and optimizer.seed is None:
+        optimizer.seed = man["seed"]
 
 
 def _refuse_taken(out: Path) -> None:
@@ -313,9 +351,9 @@ def _resume_locked(
             budget=budget, seed=None, workers=workers, scheduler=scheduler, timeout=cfg.evaluator.timeout
         )
         cfg = output_as_given(apply_overrides(cfg, ov), man.get("out"))
-        return _calibrate_in(
-            out, cfg, _build(cfg), run_name=cfg.name, resume=False, progress=progress, plots=plots, t0=t0
-        )
+        built = _build(cfg)
+        _fixed_on_resume(man, built[1])
+        return _calibrate_in(out, cfg, built, run_name=cfg.name, resume=False, progress=progress, plots=plots, t0=t0)
     with RunStore(store_path(out), readonly=True) as store:
         if store.damage:  # writing more into a damaged file risks the rows still readable
             raise StoreDamagedError(
@@ -340,6 +378,7 @@ def _resume_locked(
     built = _build(cfg)
     if config is None:
         cfg, built = _as_fingerprinted(out, info.fingerprint, cfg, built, ov)
+    _fixed_on_resume(man, built[1])
     if ov:
         man = read_manifest(out)
         man.setdefault("run_name", name)

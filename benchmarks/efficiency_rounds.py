@@ -1,0 +1,310 @@
+"""Rounds to target: what a user with W workers waits for, beside the simulations.
+
+A *round* is one batch of at most W simulations run at once: a batch of n points asked by a method costs
+``ceil(n / W)`` rounds. *Rounds to target* is the number of rounds up to and including the one that holds
+the first evaluation meeting the problem's target (``efficiency_problems.target_fn``; within a batch larger
+than W, the points run W at a time in order). For each problem,
+method, W in {1, 8, 32, 128} and seed, one in-process run (no store, cache off) stops at its target (auto runs
+until it stops itself and is also judged at its end) or at its budget. Methods: ``auto`` with
+``batch_size = W`` (its budget 3x its own ``max_evals`` of efficiency.md, at least W: the total the issue
+allows it at W > 1; at W = 1 its ``max_evals``), ``eki`` with an ensemble of W (where the registry has it),
+CMA-ES with a population of W (pycma's default at W = 1), DE with a population of W (its default at W < 4),
+and multi-start least squares (``lsq``: TRF from 5 Latin-hypercube starts, one start at a time).
+
+``--success`` runs auto alone at W = 1 over the seeds (its success rate within its ``max_evals``).
+
+Every finished case is a line of ``results/efficiency_rounds.jsonl`` (the file is resumable: a case already
+in it is skipped). ``--tag`` names the code measured (``main``: today's code, run with ``PYTHONPATH`` on a
+checkout of main, whose ``auto`` has no ``batch_size`` and runs its batches as they come).
+
+    python benchmarks/efficiency_rounds.py --problems duffing,sdof --methods auto --workers 1,8,32,128 --seeds 1-5
+    python benchmarks/efficiency_rounds.py --success --seeds 1-20
+    python benchmarks/efficiency_rounds.py --report      # the section of efficiency.md, printed
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import efficiency_problems as ep  # noqa: E402
+import mechcalib as mc  # noqa: E402
+from mechcalib.optimizers import OPTIMIZERS, make_optimizer  # noqa: E402
+
+OUT = ep.RESULTS / "efficiency_rounds.jsonl"
+WORKERS = (1, 8, 32, 128)
+METHODS = ("auto", "eki", "cmaes", "de", "lsq")
+PROBLEMS = ("duffing", "sdof", "sdof5", "calorimetry", "sdof7", "frame", "arch")
+SMOOTH = ("duffing", "sdof", "sdof5", "calorimetry", "frame")
+#: problems on which auto too stops at its target (rounds to target only; its success is in efficiency.md)
+EXPENSIVE = ("frame", "arch")
+#: budgets of the others (efficiency.md's are 3000; the rounds table stops at the target, far below)
+META_BUDGET = 3000
+
+
+def done_keys() -> set[tuple]:
+    if not OUT.exists():
+        return set()
+    return {_key(json.loads(line)) for line in OUT.read_text().splitlines() if line.strip()}
+
+
+def _key(r: dict[str, Any]) -> tuple:
+    return (r["tag"], r["mode"], r["problem"], r["method"], r["W"], r["seed"])
+
+
+def make(method: str, key: str, W: int, seed: int, mode: str) -> tuple[Any, int] | None:
+    """The optimiser and its budget; ``None`` where the method is not available here."""
+    case = ep.CASES[key]
+    if method == "auto":
+        from mechcalib.optimizers.auto import Auto
+
+        budget = case.auto_budget if W == 1 or mode == "success" else max(3 * case.auto_budget, W)
+        try:
+            return Auto(seed=seed, batch_size=W), budget
+        except TypeError:  # today's auto: no batch_size
+            return Auto(seed=seed), budget
+    if method == "eki":
+        if "eki" not in OPTIMIZERS:
+            return None
+        return make_optimizer("eki", seed=seed, ensemble_size=max(W, len(ep.problem(key).space.free_names) + 1)), (
+            META_BUDGET
+        )
+    if method == "cmaes":
+        return make_optimizer("cmaes", seed=seed, popsize=W if W >= 2 else None), META_BUDGET
+    if method == "de":
+        return make_optimizer("de", seed=seed, pop_size=W if W >= 4 else None), META_BUDGET
+    if method == "lsq":
+        return make_optimizer("lsq", seed=seed), case.lsq_budget
+    raise ValueError(method)
+
+
+def run_case(tag: str, mode: str, key: str, method: str, W: int, seed: int, refs: dict[str, Any]) -> dict | None:
+    made = make(method, key, W, seed, mode)
+    if made is None:
+        return None
+    opt, budget = made
+    prob = ep.problem(key)
+    met, _ = ep.target_fn(key, refs)
+    space = prob.space
+    first: list[int] = []
+
+    def callback(_b: int, _opt: Any, hist: mc.History) -> bool:
+        if not first:
+            for i in range(hist.n_evals - (hist.evals_per_batch[-1] if hist.evals_per_batch else 0), hist.n_evals):
+                if math.isfinite(hist.losses[i]) and met(space.as_dict(space.to_full(hist.X[i])[0]), hist.losses[i]):
+                    first.append(i)
+                    break
+        return bool(first) and (method != "auto" or key in EXPENSIVE)
+
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = mc.calibrate(prob, opt, max_evals=budget, callback=callback, n_alternatives=0)
+    sizes = np.bincount(np.asarray(res.history.batch, int))
+    rounds = None
+    if first:
+        b = int(res.history.batch[first[0]])
+        pos = first[0] - int(sizes[:b].sum())  # its place in its batch, run W at a time in order
+        rounds = int(sum(math.ceil(n / W) for n in sizes[:b])) + pos // W + 1
+    end_ok = bool(met(res.best_params, res.best_loss))
+    return {
+        "tag": tag,
+        "mode": mode,
+        "problem": key,
+        "method": method,
+        "W": W,
+        "seed": seed,
+        "budget": budget,
+        "sims_to_target": None if not first else first[0] + 1,
+        "rounds_to_target": rounds,
+        "n_evals": int(res.n_evals),
+        "rounds": int(sum(math.ceil(n / W) for n in sizes)),
+        "end_ok": end_ok,
+        "stop": res.stop_reason,
+        "rule": next((c["choice"] for c in res.choices if c["choice"] in ("lsq", "cmaes")), None),
+        "mismatch": next((c.get("mismatch") for c in res.choices if c["choice"] in ("lsq", "cmaes")), None),
+        "converged_at": next((c["at_eval"] for c in res.choices if c["choice"] == "converged"), None),
+        "wall_s": round(time.perf_counter() - t0, 2),
+    }
+
+
+def _seeds(text: str) -> list[int]:
+    if "-" in text:
+        a, b = text.split("-")
+        return list(range(int(a), int(b) + 1))
+    return [int(s) for s in text.split(",")]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--tag", default="new")
+    ap.add_argument("--problems", default=",".join(PROBLEMS[:5]))
+    ap.add_argument("--methods", default=",".join(METHODS))
+    ap.add_argument("--workers", default=",".join(map(str, WORKERS)))
+    ap.add_argument("--seeds", default="1-3")
+    ap.add_argument("--success", action="store_true", help="auto alone at W = 1 (success over the seeds)")
+    ap.add_argument("--max-minutes", type=float, default=18.0)
+    ap.add_argument("--report", action="store_true")
+    a = ap.parse_args()
+    if a.report:
+        print("\n".join(section()))
+        return
+    mode = "success" if a.success else "rounds"
+    methods = ["auto"] if a.success else a.methods.split(",")
+    workers = [1] if a.success else [int(w) for w in a.workers.split(",")]
+    keys = a.problems.split(",")
+    refs = ep.references(keys)
+    have = done_keys()
+    t_end = time.time() + 60 * a.max_minutes
+    for key in keys:
+        for method in methods:
+            for W in workers:
+                for seed in _seeds(a.seeds):
+                    if (a.tag, mode, key, method, W, seed) in have:
+                        continue
+                    if time.time() > t_end:
+                        print("time is up; run again to go on", flush=True)
+                        return
+                    rec = run_case(a.tag, mode, key, method, W, seed, refs)
+                    if rec is None:
+                        continue
+                    with OUT.open("a") as fh:
+                        fh.write(json.dumps(rec) + "\n")
+                    print(json.dumps(rec), flush=True)
+
+
+# --------------------------------------------------------------------------------------------
+# Report: the section of efficiency.md
+# --------------------------------------------------------------------------------------------
+def _records() -> list[dict[str, Any]]:
+    if not OUT.exists():
+        return []
+    return [json.loads(line) for line in OUT.read_text().splitlines() if line.strip()]
+
+
+def _med(values: list[float]) -> str:
+    return "-" if not values else f"{float(np.median(values)):g}"
+
+
+def _cell(recs: list[dict[str, Any]]) -> str:
+    """``median rounds (median simulations to target; total simulations) ok/n``."""
+    if not recs:
+        return "-"
+    hit = [r for r in recs if r["rounds_to_target"] is not None]
+    ok = sum(r["rounds_to_target"] is not None and (r["method"] != "auto" or r["end_ok"]) for r in recs)
+    rounds = _med([r["rounds_to_target"] for r in hit])
+    sims = _med([r["sims_to_target"] for r in hit])
+    return f"{rounds} ({sims}; {_med([r['n_evals'] for r in recs])}) {ok}/{len(recs)}"
+
+
+def section() -> list[str]:
+    recs = _records()
+    if not recs:
+        return []
+    keys = [k for k in PROBLEMS if any(r["problem"] == k for r in recs)]
+    lines = ["## auto over 20 seeds, and rounds to target", ""]
+    lines += [
+        "Generated by `benchmarks/efficiency_rounds.py` (resumable: `results/efficiency_rounds.jsonl`, one line per "
+        "finished run, in-process, no store, cache off). *today*: the code before rounds (main at the start of the "
+        "work, run with `PYTHONPATH` on its checkout); *new*: this code. `sdof7` is the seven-parameter problem "
+        "(the SDOF with the Baber-Wen degrading law under a broadband force, 5 % noise; see "
+        "`efficiency_problems.py`), built in Python and run by `calibrate` without an optimiser (so `auto`).",
+        "",
+        "### auto's success over 20 seeds (one worker, its `max_evals`)",
+        "",
+        "| problem | max_evals | today: ends at target | new: ends at target | new: simulations to target, median "
+        "| new: simulations used, median | new: rule least squares / CMA-ES |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for k in keys:
+        old = [r for r in recs if r["tag"] == "main" and r["mode"] == "success" and r["problem"] == k]
+        new = [r for r in recs if r["tag"] == "new" and r["mode"] == "success" and r["problem"] == k]
+        if not new and not old:
+            continue
+
+        def rate(rs: list[dict[str, Any]]) -> str:
+            bad = [r["seed"] for r in rs if not r["end_ok"]]
+            return f"{len(rs) - len(bad)}/{len(rs)}" + (f" (missed: seeds {', '.join(map(str, bad))})" if bad else "")
+
+        rule = f"{sum(r.get('rule') == 'lsq' for r in new)} / {sum(r.get('rule') == 'cmaes' for r in new)}"
+        lines.append(
+            f"| {k} | {ep.CASES[k].auto_budget} | {rate(old)} | {rate(new)} | "
+            f"{_med([r['sims_to_target'] for r in new if r['sims_to_target']])} | "
+            f"{_med([r['n_evals'] for r in new])} | {rule} |"
+        )
+    lines += [
+        "",
+        "### Rounds to target",
+        "",
+        "A round is one batch of at most W simulations at once (a batch of n costs ceil(n / W) rounds; inside a "
+        "batch the points run W at a time in order). Each cell: median rounds to target (median simulations to "
+        "target; median simulations in all) and the runs that reached it (auto: that also ended at it). auto "
+        "runs with `batch_size = W` and a budget of 3x its `max_evals` (at least W) for W > 1; CMA-ES with a "
+        "population of W (pycma's default at W = 1), DE with a population of W (its default at W = 1), `lsq` "
+        "multi-start TRF (one start at a time: its batches are a Jacobian or a step). `eki`: not in this "
+        "branch's registry (the ensemble Kalman method is built on another branch), its column is empty.",
+        "",
+    ]
+    workers = sorted({r["W"] for r in recs if r["mode"] == "rounds"})
+    lines.append("| problem | method | " + " | ".join(f"W = {w}" for w in workers) + " |")
+    lines.append("|---|---|" + "---|" * len(workers))
+    for k in keys:
+        for tag, method in [("main", "auto"), ("new", "auto"), *[("new", m) for m in METHODS if m != "auto"]]:
+            rs = [r for r in recs if r["tag"] == tag and r["mode"] == "rounds" and r["problem"] == k]
+            rs = [r for r in rs if r["method"] == method]
+            label = f"{method} (today)" if tag == "main" else method
+            if not rs and method != "eki":
+                continue
+            cells = [_cell([r for r in rs if r["W"] == w]) for w in workers]
+            lines.append(f"| {k} | {label} | " + " | ".join(cells) + " |")
+    lines += ["", *targets(recs, keys), ""]
+    return lines
+
+
+def targets(recs: list[dict[str, Any]], keys: list[str]) -> list[str]:
+    """The issue's targets for auto at W = 32, each with its measured value."""
+    out = ["### auto's targets at W = 32", ""]
+    for k in keys:
+        r32 = [r for r in recs if r["tag"] == "new" and r["mode"] == "rounds" and r["problem"] == k]
+        r32 = [r for r in r32 if r["method"] == "auto" and r["W"] == 32]
+        r1 = [r for r in recs if r["tag"] == "new" and r["mode"] == "rounds" and r["problem"] == k]
+        r1 = [r for r in r1 if r["method"] == "auto" and r["W"] == 1]
+        t32 = [r for r in recs if r["tag"] == "main" and r["mode"] == "rounds" and r["problem"] == k]
+        t32 = [r for r in t32 if r["method"] == "auto" and r["W"] == 32]
+        if not r32:
+            continue
+        med = float(np.median([r["rounds_to_target"] or math.inf for r in r32]))
+        if k == "arch":  # its target is half of today's rounds; its W = 1 runs are efficiency.md's
+            today = float(np.median([r["rounds_to_target"] or math.inf for r in t32])) if t32 else math.nan
+            out.append(
+                f"- `arch`: median rounds to target {med:g} over {len(r32)} seeds (target <= half of today's "
+                f"{today:g}: {'met' if med <= today / 2 else 'missed'}); simulations to target, median "
+                f"{_med([r['sims_to_target'] for r in r32 if r['sims_to_target']])} (today "
+                f"{_med([r['sims_to_target'] for r in t32 if r['sims_to_target']])}): CMA-ES with a population of 32."
+            )
+            continue
+        if not r1:
+            continue
+        limit = 25 if k == "sdof7" else 10
+        tot32, tot1 = float(np.median([r["n_evals"] for r in r32])), float(np.median([r["n_evals"] for r in r1]))
+        today = float(np.median([r["rounds_to_target"] or math.inf for r in t32])) if t32 else math.nan
+        out.append(
+            f"- `{k}`: median rounds to target {med:g} (target <= {limit}: {'met' if med <= limit else 'missed'}; "
+            f"today {today:g}); simulations in all {tot32:g} against {tot1:g} at W = 1 "
+            f"({tot32 / tot1:.2f}x; target <= 3x: {'met' if tot32 <= 3 * tot1 else 'missed'})."
+        )
+    return out
+
+
+if __name__ == "__main__":
+    main()

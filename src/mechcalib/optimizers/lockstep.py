@@ -1,0 +1,174 @@
+"""Least-squares starts in lockstep: ``auto``'s polishing.
+
+Several single-start least-squares runs (:class:`~mechcalib.optimizers.least_squares.LeastSquares`, one start
+each) advance together: each round is one batch holding every active start's next request (a Jacobian's
+columns, a trial step), and, where the batch has room (``batch_size``, the evaluator's slots), the forward
+Jacobian at each trial point asked ahead, which the start needs next if scipy accepts the step. A start that
+ends is replaced by the next one (the queue of distinct design points, then uniform random points), so
+``width`` starts stay active. Every request is answered from ``memo`` (the losses and residuals told so far,
+keyed by the exact unit-cube point) when it can be; only the unknown points are asked.
+
+A start within ``FACE`` (0.05) of a face of the unit cube runs TRF instead of LM (:func:`_near_face`).
+
+With one slot (``batch_size`` 1) one start runs at a time and nothing is asked ahead: the run asks exactly
+what the sequential polishing asked.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import numpy as np
+
+from .least_squares import LeastSquares, fd_steps, stepped
+
+#: ``memo`` values: (loss, residuals or ``None`` when failed)
+Memo = dict[bytes, tuple[float, np.ndarray | None]]
+
+
+class Lockstep:
+    """``width`` least-squares starts advancing in rounds (module docstring).
+
+    Args:
+        dim: free parameters.
+        method: ``"lm"`` or ``"trf"``.
+        fd_step: the forward-difference step (unit cube).
+        starts: the first starts, in order (unit-cube points).
+        width: how many starts run at once.
+        batch_size: the round's capacity; requests beyond it are still asked, look-ahead points only within it.
+        seed: seed of the random starts after ``starts``.
+    """
+
+    def __init__(
+        self, *, dim: int, method: str, fd_step: float, starts: list[np.ndarray], width: int, batch_size: int, seed: int
+    ) -> None:
+        self.dim, self.method, self.fd_step = dim, method, fd_step
+        self.width, self.batch_size = max(1, width), max(1, batch_size)
+        self.queue = [np.asarray(s, float) for s in starts]
+        self.rng = np.random.default_rng(seed)
+        self.active: list[LeastSquares] = []
+        self.ends: list[tuple[float, bool]] = []  # per finished start: its end loss, scipy met a tolerance
+        self.end_at: list[list[float] | None] = []  # and its end point (None: its first simulation failed)
+        self.end_points: list[tuple[list[float], float]] = []
+        self.n_started = 0
+        self.requests: list[np.ndarray] = []  # per active start: the unknown points it waits for
+
+    # -- planning ----------------------------------------------------------------------------------
+    def advance(self, memo: Memo) -> bool:
+        """Run every active start up to its next unknown points (:attr:`requests`), answering it from ``memo``;
+        ``True`` when a start ended meanwhile (it is recorded and removed: check convergence, then call again)."""
+        self._fill()
+        ended = False
+        self.requests = []
+        keep = []
+        for sub in self.active:
+            need = _next_unknown(sub, memo)
+            if need is None:
+                self._end(sub)
+                ended = True
+                continue
+            keep.append(sub)
+            self.requests.append(need)
+        self.active = keep
+        return ended
+
+    def batch(self, memo: Memo, left: float) -> np.ndarray | None:
+        """The round's points: the requests, in order, that fit the ``left`` evaluations (a request is asked
+        whole or not at all), then look-ahead Jacobians while the batch has room; ``None``: none fits."""
+        out: list[np.ndarray] = []
+        seen: set[bytes] = set()
+
+        def add(points: list[np.ndarray] | np.ndarray, room: float) -> bool:
+            new = [p for p in points if p.tobytes() not in seen and p.tobytes() not in memo]
+            if len(new) > room - len(out):
+                return False
+            for p in new:
+                seen.add(p.tobytes())
+                out.append(p)
+            return True
+
+        for req in self.requests:
+            add(req, left)
+        if not out:
+            return None
+        for req in self.requests:
+            if req.shape[0] == 1:  # a trial step (or a start's first point): its Jacobian comes next if accepted
+                p = req[0]
+                add(
+                    [stepped(p, i, s) for i, ss in enumerate(fd_steps(p, self.fd_step, False)) for s in ss],
+                    min(left, self.batch_size),
+                )
+        return np.array(out)
+
+    # -- bookkeeping -------------------------------------------------------------------------------
+    def _fill(self) -> None:
+        while len(self.active) < self.width:
+            u = self.queue.pop(0) if self.queue else self.rng.random(self.dim)
+            u = np.clip(u, 0.0, 1.0)
+            method = "trf" if self.method == "lm" and _near_face(u) else self.method
+            sub = LeastSquares(method=method, x0=[u.tolist()], restart=False, fd_step=self.fd_step, seed=0)
+            sub.setup(self.dim)
+            self.active.append(sub)
+            self.n_started += 1
+
+    def _end(self, sub: LeastSquares) -> None:
+        (f, met), *_ = sub.finished_starts or [(math.inf, False)]
+        self.ends.append((float(f), bool(met)))
+        self.end_at.append(sub.end_points[0][0].tolist() if sub.end_points else None)
+        for u, fe in sub.end_points:
+            self.end_points.append((u.tolist(), float(fe)))
+
+    def checkpoint_copy(self) -> Lockstep:
+        """A copy whose starts hold their checkpoint states (told residual vectors left out)."""
+        out = Lockstep.__new__(Lockstep)
+        out.__dict__ = copy.deepcopy({k: v for k, v in vars(self).items() if k != "active"})
+        out.active = [sub.checkpoint_copy() for sub in self.active]  # type: ignore[misc]
+        return out
+
+    def restore_told(self, U: np.ndarray, R: np.ndarray) -> None:
+        for sub in self.active:
+            sub.restore_told(U, R)
+
+
+#: a start closer than this to a face of the unit cube polishes with TRF, not LM (see :func:`_near_face`)
+FACE = 0.05
+
+
+def _near_face(u: np.ndarray) -> bool:
+    """LM searches ``z`` with ``u = (1 - cos(pi z)) / 2``, which is flat at the faces (``u`` grows as ``z**2``
+    there): from a start near a face its linear model is poor and it crawls (measured on the Duffing problem,
+    seeds 32 and 36 of ``tests/test_auto.py``: from the same best design point, near the faces of k and k3,
+    LM took 48 and 56 simulations to the optimum, TRF 20 and 24, so that LM's first start ran out of the
+    50-simulation budget). TRF works on ``u`` with its bounds and takes such a start. The distance 0.05 was
+    measured on the cheap problems of ``benchmarks/efficiency.py`` (auto over seeds 1-20, one worker): runs
+    ending at the target with 0.05 / 0.1 / TRF for every start: SDOF noise-free 19 / 17 / 13 of 20, SDOF 5 %
+    noise 19 / 19 / 17 (LM everywhere, as before: 19 and 18); Duffing, calorimetry and the seven-parameter
+    problem 20 of 20 with each."""
+    return bool(np.any(np.minimum(u, 1.0 - u) < FACE))
+
+
+def _next_unknown(sub: LeastSquares, memo: Memo) -> np.ndarray | None:
+    """``sub``'s next points not in ``memo`` (those in it are recorded into ``sub`` on the way); ``None``: it
+    ended."""
+    while True:
+        P = sub.pending_points()
+        if P is None:
+            return None
+        known = np.array([p.tobytes() in memo for p in P])
+        if known.any():
+            K = P[known]
+            f = np.array([memo[p.tobytes()][0] for p in K])
+            sub.record(K, f, _rows(memo, K))
+        if not known.all():
+            return P[~known]
+
+
+def _rows(memo: Memo, U: np.ndarray) -> np.ndarray:
+    m = next(r.shape[0] for _, r in memo.values() if r is not None)
+    out = np.full((U.shape[0], m), np.nan)
+    for j, u in enumerate(U):
+        r = memo[u.tobytes()][1]
+        if r is not None:
+            out[j] = r
+    return out

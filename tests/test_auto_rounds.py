@@ -1,0 +1,169 @@
+"""``auto``'s rounds: least-squares starts in lockstep filling a batch of ``batch_size`` simulations, the batch
+size fixed when a run starts (``run.json``), and the settings that cannot work refused."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+import mechcalib as mc
+from mechcalib.errors import ConfigurationError, SettingError
+from mechcalib.models import get_model
+from mechcalib.objectives.curves import L2
+from mechcalib.optimizers.auto import Auto
+from mechcalib.runs import resume_run, run_config
+
+CONFIG = """
+seed = 3
+[model]
+name = "duffing"
+preset = "default"
+[[experiments]]
+kind = "synthetic"
+name = "clean"
+noise = 0.0
+[objective]
+name = "l2"
+options = { channels = ["displacement"] }
+[budget]
+max_evals = 60
+[evaluator]
+kind = "pool"
+[output]
+directory = "out"
+"""
+
+
+def _duffing():
+    model = get_model("duffing")
+    truth = model.preset("default")
+    exp = mc.experiment_from_model(model, truth, noise=0.0, seed=0, name="d")
+    return mc.Problem(model, exp, L2(channels=("displacement",))), truth
+
+
+def _rounds_to(res, truth, W):
+    """Rounds (batches of W simulations) until the first evaluation within 1 % of the truth."""
+    sizes = np.bincount(res.history.batch)
+    names = list(truth)  # the free parameters, in order
+    for x, b in zip(res.history.X, res.history.batch, strict=True):
+        if max(abs(x[j] - truth[k]) / abs(truth[k]) for j, k in enumerate(names)) < 0.01:
+            return sum(math.ceil(n / W) for n in sizes[: b + 1])
+    return None
+
+
+@pytest.mark.parametrize("bad", [0, -2, 1.5, True])
+def test_a_batch_size_that_is_not_a_positive_integer_is_refused(bad):
+    with pytest.raises(SettingError, match="batch_size must be an integer >= 1.*--workers"):
+        Auto(batch_size=bad)
+
+
+def test_a_batch_larger_than_the_budget_is_refused_naming_the_fix():
+    prob, _ = _duffing()
+    with pytest.raises(
+        ConfigurationError, match=r"batch_size=64 is larger than the budget max_evals=50.*raise max_evals"
+    ):
+        mc.calibrate(prob, Auto(batch_size=64, seed=0), max_evals=50)
+
+
+def test_one_slot_runs_one_start_at_a_time_and_a_batch_runs_several_in_fewer_rounds():
+    prob, truth = _duffing()
+    seq = mc.calibrate(prob, Auto(seed=1), max_evals=150)
+    wide = mc.calibrate(prob, Auto(seed=1, batch_size=16), max_evals=150)
+    assert next(c for c in seq.choices if c["choice"] == "polish")["width"] == 1
+    assert next(c for c in wide.choices if c["choice"] == "polish")["width"] == 4  # 16 // (3 + 1)
+    r1 = _rounds_to(seq, truth, 1)
+    r16 = _rounds_to(wide, truth, 16)
+    assert r1 is not None and r16 is not None
+    # measured (seed 1): 31 rounds (110 simulations) with one slot, 6 (150) with 16
+    assert r16 <= r1 / 3, (r1, r16)
+    assert wide.n_evals <= 150
+
+
+def test_run_json_fixes_seed_and_batch_size_and_a_resume_on_other_workers_replays_exactly(tmp_path):
+    cfg = tmp_path / "run.toml"
+    cfg.write_text(CONFIG.replace("seed = 3\n", ""))  # no seed: one is drawn and recorded
+    whole = run_config(cfg, tmp_path / "whole", workers=4)
+    man = json.loads((tmp_path / "whole" / "run.json").read_text())
+    assert man["batch_size"] == 4 and isinstance(man["seed"], int)
+    assert json.loads((tmp_path / "whole" / "result.json").read_text())["seed"] == man["seed"]
+    cfg.write_text(CONFIG.replace("seed = 3", f"seed = {man['seed']}"))
+
+    class Stop(Exception):
+        pass
+
+    def stop_at_20(done, _total, _best):
+        if done >= 20:
+            raise Stop
+
+    with pytest.raises(Stop):
+        run_config(cfg, tmp_path / "cut", workers=4, progress=stop_at_20)
+    resumed = resume_run(tmp_path / "cut", workers=2)  # another number of workers: the same batches
+    assert json.loads((tmp_path / "cut" / "run.json").read_text())["batch_size"] == 4
+    np.testing.assert_array_equal(resumed.result.history.losses, whole.result.history.losses)
+    np.testing.assert_array_equal(resumed.result.history.batch, whole.result.history.batch)
+
+
+def test_a_killed_run_of_lockstep_starts_resumes_from_its_checkpoint_exactly(tmp_path):
+    prob, _ = _duffing()
+    ref = mc.calibrate(prob, Auto(seed=2, batch_size=8), max_evals=120)
+    seen = []
+
+    class Stop(Exception):
+        pass
+
+    def hook(idx, batch, outcome):
+        if outcome.source != "replay":
+            seen.append(idx)
+            if len(seen) == 45:  # inside the polishing, between rounds of several starts
+                raise Stop
+
+    from mechcalib.storage import RunStore
+
+    with RunStore(tmp_path / "r.db") as store:
+        with pytest.raises(Stop):
+            mc.calibrate(prob, Auto(seed=2, batch_size=8), max_evals=120, store=store, run_name="r", on_evaluation=hook)
+        res = mc.calibrate(prob, Auto(batch_size=8), max_evals=120, store=store, run_name="r")
+    assert res.n_simulated == res.n_evals - len(seen)  # no stored evaluation simulated again
+    np.testing.assert_array_equal(res.history.losses, ref.history.losses)
+    assert res.choices == ref.choices
+
+
+def test_the_cmaes_fallback_fills_the_batch_with_its_population():
+    noise = np.random.default_rng(0)
+
+    def noisy(U):  # a stochastic simulator: new noise at every evaluation
+        R = np.column_stack([U[:, 0] - 0.3, 2.0 * (U[:, 1] - 0.6)])
+        return R + 1e-3 * noise.standard_normal(R.shape)
+
+    def drive(opt, n):
+        opt.set_budget(n)
+        opt.setup(2)
+        sizes = []
+        while opt.n_evals < n - 16 and not opt.converged:
+            U = opt.ask()
+            sizes.append(len(U))
+            R = noisy(U)
+            opt.tell(U, np.sum(R**2, axis=1), residuals=R)
+        return sizes
+
+    wide = Auto(seed=0, batch_size=16)
+    sizes = drive(wide, 400)
+    rec = next(c for c in wide.choices if c["choice"] == "cmaes")
+    assert rec["popsize"] == 16 and set(sizes[-3:]) == {16}  # the generations fill the 16 workers
+    one = Auto(seed=0)
+    drive(one, 400)
+    assert "popsize" not in next(c for c in one.choices if c["choice"] == "cmaes")  # pycma's default
+    small = Auto(seed=0, batch_size=16)
+    drive(small, 60)  # at most a tenth of what is left: the default population
+    assert "popsize" not in next(c for c in small.choices if c["choice"] == "cmaes")
+
+
+def test_more_workers_than_the_budget_is_refused_before_a_folder_is_made(tmp_path):
+    cfg = tmp_path / "run.toml"
+    cfg.write_text(CONFIG)  # max_evals = 60
+    with pytest.raises(ConfigurationError, match=r"batch_size=64 \(the evaluator's workers\).*max_evals=60.*--workers"):
+        run_config(cfg, tmp_path / "r", workers=64)
+    assert not (tmp_path / "r").exists()
