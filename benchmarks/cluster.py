@@ -144,7 +144,8 @@ def _table(rows: list[dict], budget: int, stats: bool = False) -> str:
                 continue
             line = (
                 f"| {method} | {mode} | {len(rs)} | {np.median([r['wall'] for r in rs]):.1f} | "
-                f"{np.median([r['util'] for r in rs]):.1%} | {np.median([r['loss'] for r in rs]):.4g} |"
+                f"{np.median([r['util'] for r in rs]):.1%} (lowest {min(r['util'] for r in rs):.1%}) | "
+                f"{np.median([r['loss'] for r in rs]):.4g} |"
             )
             if stats:
                 first = [r["loss"] for r in rs if r["seed"] < 5]
