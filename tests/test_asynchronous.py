@@ -63,6 +63,17 @@ def test_async_cmaes_updates_once_a_population_is_told():
     assert opt._es.countiter == 1  # six told: one update; points 6-8 go towards the next one
 
 
+def test_async_cmaes_with_more_in_flight_than_lambda_updates_twice_between_asks():
+    opt = CMAES(seed=0, popsize=4).setup(3)
+    U = opt.ask_async(10)
+    for t in range(8):  # two populations told with no ask between them (pycma alone refuses the second tell)
+        opt.tell_async(t, U[t], float(t))
+    assert opt._es.countiter == 2 and opt.n_tells == 2
+    slots = ClockSlots(12, duration)  # 12 in flight, lambda 8: a whole run
+    r = minimize(sphere, LO, HI, CMAES(seed=1, popsize=8), max_evals=600, asynchronous=slots)
+    assert r.n_evals == 600 and r.best_loss < 1e-3
+
+
 def test_auto_design_is_submitted_as_slots_free():
     slots = ClockSlots(4, duration)
     r = minimize(sphere, LO, HI, Auto(seed=1), max_evals=120, asynchronous=slots)

@@ -290,33 +290,44 @@ class CMAES(Optimizer):
 
     def ask_async(self, n: int) -> np.ndarray:
         """Asynchronous CMA-ES: each freed slot gets a point sampled from the distribution as it stands now;
-        :meth:`tell_async` updates the distribution once ``lambda`` told points have accumulated (points
-        sampled before an update are told to the next one: the asynchronous strategy updates of Glasmachers
-        2013, there for a natural evolution strategy), so the search never waits
-        for the slowest simulation of a generation."""
-        st = self.__dict__.setdefault("_steady", {"slot": {}, "told": [], "run": 0})
+        :meth:`tell_async` updates the distribution once ``lambda`` told points have accumulated, in told
+        order, whatever distribution each was sampled from (the asynchronous strategy updates of Glasmachers
+        2013, there for a natural evolution strategy): pycma's update recomputes each point's step from its
+        genotype and the current mean, so a point sampled before the last update enters it as an
+        injected solution would (Hansen 2011), and the search never waits for the slowest simulation."""
+        st = self.__dict__.setdefault("_steady", {"slot": {}, "told": []})
+        n = int(n)
+        if n <= 0:
+            return np.zeros((0, int(self.dim)))
+        with self._own_global_rng():
+            asked = self._es.ask(n)
         rows = []
-        for _ in range(int(n)):
-            with self._own_global_rng():
-                a = self._es.ask(1)[0]
+        for a in asked:
             st["slot"][self._tickets] = (len(self._runs), a)
             self._tickets_add(1)
             rows.append(np.array(a, dtype=float)[: self.dim])
-        return np.clip(np.array(rows, dtype=float).reshape(-1, int(self.dim)), 0.0, 1.0)
+        return np.clip(np.array(rows, dtype=float), 0.0, 1.0)
 
     def tell_async(self, ticket: int, u: np.ndarray, f: float, residuals: np.ndarray | None = None) -> None:
-        """Accumulate the told point; a full population of ``lambda`` updates the distribution (and may
-        restart). A point sampled in an earlier run (before a restart) only counts towards the best."""
+        """Accumulate the told point; the first ``lambda`` accumulated update the distribution (and may
+        restart), the rest wait for the next update. A point sampled in an earlier run (before a restart)
+        only counts towards the best."""
         st = self.__dict__["_steady"]
         run, a = st["slot"].pop(ticket)
         self._note_async_best(u, f)
         if run != len(self._runs) or self._done:
             return
         st["told"].append((a, np.inf if np.isnan(f) else float(f)))
-        if len(st["told"]) < int(self._es.popsize):
+        lam = int(self._es.popsize)
+        if len(st["told"]) < lam:
             return
-        told, st["told"] = st["told"], []
+        told, st["told"] = st["told"][:lam], st["told"][lam:]
         self._asked = [a for a, _ in told]
-        fs = np.array([v for _, v in told], dtype=float)
-        self._tell(np.array(self._asked)[:, : self.dim], fs)
+        # pycma refuses a second tell before the next ask, and a tell while the mirrored directions of its
+        # last tell (popsize < 6) are not all asked: guards against misuse of the synchronous loop. Here
+        # points are asked as slots free, so two populations can fill between two asks (more points in
+        # flight than lambda) and the directions go partly unused; they are dropped, as a skipped ask would
+        self._es._flgtelldone = False
+        self._es.pop_injection_directions = []
+        self._tell(np.array(self._asked)[:, : self.dim], np.array([v for _, v in told], dtype=float))
         self.n_tells += 1
