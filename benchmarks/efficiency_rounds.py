@@ -251,8 +251,8 @@ def section() -> list[str]:
         "target; median simulations in all) and the runs that reached it (auto: that also ended at it). auto "
         "runs with `batch_size = W` and a budget of 3x its `max_evals` (at least W) for W > 1; CMA-ES with a "
         "population of W (pycma's default at W = 1), DE with a population of W (its default at W = 1), `lsq` "
-        "multi-start TRF (one start at a time: its batches are a Jacobian or a step). `eki`: not in this "
-        "branch's registry (the ensemble Kalman method is built on another branch), its column is empty.",
+        "multi-start TRF (one start at a time: its batches are a Jacobian or a step), `eki` with an ensemble of "
+        "W (at least the free parameters + 1; its default stop rules, no target set for it).",
         "",
     ]
     workers = sorted({r["W"] for r in recs if r["mode"] == "rounds"})

@@ -26,7 +26,7 @@ MANY = 10  # parameters
 LONG = 100  # lines
 MAX_MANY = 10  # functions with MANY or more parameters allowed outside the exceptions
 # where no function may run over LONG lines (numba kernels excepted)
-SHORT_PLACES = ("calibrate.py", "storage/", "runs/", "optimizers/", "config/build.py")
+SHORT_PLACES = ("calibrate/", "storage/", "runs/", "optimizers/", "config/build.py")
 
 
 @dataclass(frozen=True)

@@ -171,7 +171,7 @@ class EKI(ResidualOptimizer):
                 "little progress). "
                 "Use an objective with residuals (l2, f1, f2, overlap_rss) or a derivative-free global optimizer",
                 UserWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
         return super().prepare_problem(problem, max_evals=max_evals)
 

@@ -225,7 +225,7 @@ class LeastSquares(ResidualOptimizer):
                 "False); it fits sqrt(loss) as one residual instead, which needs loss >= 0 and converges slowly. "
                 "Use an objective with residuals (l2, f1, f2, overlap_rss, smoothed_overlap_rss) or a derivative-free optimizer (de, lhs)",
                 LeastSquaresWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
         return super().prepare_problem(problem, max_evals=max_evals)
 
