@@ -152,3 +152,40 @@ def test_a_run_cut_before_a_batch_that_did_not_fit_is_reopened_by_a_larger_budge
     assert more.n_replayed == cut.n_evals and more.n_simulated == more.n_evals - cut.n_evals > 0
     assert more.stop_reason == "converged" and more.best_loss <= cut.best_loss
     assert [c["choice"] for c in more.choices].count("budget") == 1
+
+
+SDOF_CONFIG = """\
+name = "sd"
+seed = 2
+[model]
+name = "sdof_boucwen"
+preset = "default"
+[[experiments]]
+kind = "synthetic"
+name = "synth"
+seed = 7
+[budget]
+max_evals = 30
+[output]
+plots = false
+"""
+SDOF_TRUTH = {"a1": 2.0, "a2": 1.0, "a3": 0.5, "a4": 2.0}  # the preset, noise-free
+
+
+def test_resume_with_a_larger_budget_reaches_the_sdof_target_the_small_budget_missed(tmp_path):
+    cfg = tmp_path / "sd.toml"
+    cfg.write_text(SDOF_CONFIG)
+    run = tmp_path / "run"
+    _cli("run", cfg, "--out", run, "-q")
+    before = _result(run)
+    err = lambda best: max(abs(best[k] - v) / v for k, v in SDOF_TRUTH.items())  # noqa: E731
+    assert before["stop_reason"] == "budget" and err(before["best"]) > 1e-2  # missed: stopped by its budget
+    with RunStore(run / STORE_FILE, readonly=True) as st:
+        stored = [np.asarray(r.u).tobytes() for r in st.evaluations("sd")]
+    _cli("resume", run, "--budget", 300, "-q")
+    after = _result(run)
+    assert after["n_replayed"] == before["n_evaluations"]  # nothing stored is simulated again
+    with RunStore(run / STORE_FILE, readonly=True) as st:
+        points = [np.asarray(r.u).tobytes() for r in st.evaluations("sd")]
+    assert points[: len(stored)] == stored and len(set(points)) == len(points)
+    assert after["stop_reason"] == "converged" and err(after["best"]) < 1e-4
