@@ -68,7 +68,7 @@ def _problem(method: str, seed: int, budget: int, slow: bool) -> tuple[Any, Any,
             (slow_sphere if slow else sphere),
             [-2.0] * DIM,
             [2.0] * DIM,
-            Auto(seed=seed),
+            Auto(seed=seed, batch_size=WORKERS),  # a round fills the 32 workers (lockstep starts)
             Termination(max_evals=budget, target=1e-6),
         )
     opt: Any = CMAES(seed=seed, popsize=WORKERS) if method == "cmaes" else DE(seed=seed, pop_size=WORKERS)

@@ -267,13 +267,19 @@ def _fixed_at_start(cfg: RunConfig, optimizer: Any, evaluator: Evaluator) -> dic
     return fixed
 
 
-def _fixed_on_resume(man: dict[str, Any], optimizer: Any) -> None:
-    """A resume keeps the ``batch_size`` its run started with (``run.json``), whatever the workers now: the
-    batches asked, and so the result, do not depend on the cluster that finishes the run."""
-    if "batch_size" in man and hasattr(optimizer, "batch_size"):
-        optimizer.batch_size = int(man["batch_size"])
-    if isinstance(man.get("seed"), int) and optimizer.seed is None:
-        optimizer.seed = man["seed"]
+def _fixed_on_resume(man: dict[str, Any], optimizer: Any, info: Any = None) -> None:
+    """A resume keeps the ``batch_size`` and seed its run started with (``run.json``; the store's record of the
+    run, ``info``, where ``run.json`` was lost), whatever the workers now: the batches asked, and so the
+    result, do not depend on the cluster that finishes the run."""
+    stored = dict(getattr(info, "settings", None) or {})
+    if isinstance(getattr(info, "seed", None), int):
+        stored["seed"] = info.seed
+    batch_size = man.get("batch_size", stored.get("batch_size"))
+    if batch_size is not None and hasattr(optimizer, "batch_size"):
+        optimizer.batch_size = int(batch_size)
+    seed = man.get("seed", stored.get("seed"))
+    if isinstance(seed, int) and optimizer.seed is None:
+        optimizer.seed = seed
 
 
 def _refuse_taken(out: Path) -> None:
@@ -378,7 +384,7 @@ def _resume_locked(
     built = _build(cfg)
     if config is None:
         cfg, built = _as_fingerprinted(out, info.fingerprint, cfg, built, ov)
-    _fixed_on_resume(man, built[1])
+    _fixed_on_resume(man, built[1], info)
     if ov:
         man = read_manifest(out)
         man.setdefault("run_name", name)
