@@ -92,9 +92,9 @@ class LiveProgress:
     def _draw(self) -> None:
         s = self.state
         if self.where == "notebook":
-            from IPython.display import display
-
             if self.handle is None:
+                from IPython.display import display  # present wherever a notebook runs
+
                 self.handle = display(_Bar(s), display_id=True)
             else:
                 self.handle.update(_Bar(s))
