@@ -164,6 +164,7 @@ preset = "default"
 kind = "synthetic"
 name = "synth"
 seed = 7
+conditions = { t_end = 10.0, fs = 200.0 }
 [budget]
 max_evals = 30
 [output]
