@@ -6,7 +6,7 @@
 * :mod:`.figures`: the fit of every experiment with its residuals, the force-displacement loop, the corner
   samples and the predictive band, from the problem rebuilt out of the stored configuration (cached per best).
 * :mod:`.page`: the HTML page and its script (``static/dashboard.js``); plotly.js's cartesian bundle
-  (``static/plotly-cartesian.min.js``).
+  (``static/plotly-cartesian.min.js.gz``).
 * :mod:`.server`: the standard library's HTTP server, and the static report (:func:`write_html`).
 """
 
