@@ -302,7 +302,7 @@ _WALLTIME = re.compile(r"^(\d+-)?\d{1,4}:[0-5]\d:[0-5]\d$")
 #: the evaluator kinds that start their workers as batch-scheduler jobs (dask-jobqueue)
 CLUSTER_KINDS = ("slurm", "pbs")
 #: the keys only a cluster kind takes
-_CLUSTER_KEYS = (
+CLUSTER_KEYS = (
     "cores",
     "memory",
     "walltime",
@@ -353,7 +353,7 @@ class EvaluatorSection(_Section):
                 '`ship_code` only with kind = "dask", "slurm" or "pbs"', f"kind = {self.kind!r}", ("ship_code",)
             )
         if self.kind not in CLUSTER_KINDS:
-            for k in _CLUSTER_KEYS:
+            for k in CLUSTER_KEYS:
                 if k in self.model_fields_set:
                     raise _fail(f'`{k}` only with kind = "slurm" or "pbs"', f"kind = {self.kind!r}", (k,))
             return self
@@ -364,7 +364,7 @@ class EvaluatorSection(_Section):
         # the cluster keys are stored only with a cluster kind: the other kinds keep their stored form
         d = handler(self)
         if self.kind not in CLUSTER_KINDS and isinstance(d, dict):
-            drop = (*_CLUSTER_KEYS, "ship_code") if self.kind in ("serial", "pool") else _CLUSTER_KEYS
+            drop = (*CLUSTER_KEYS, "ship_code") if self.kind in ("serial", "pool") else CLUSTER_KEYS
             d = {k: v for k, v in d.items() if k not in drop}
         return d
 

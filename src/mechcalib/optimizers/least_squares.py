@@ -317,15 +317,7 @@ class LeastSquares(ResidualOptimizer):
         raise RuntimeError(f"{self.name}: no start asked for a simulation")  # pragma: no cover
 
     def _tell(self, X: np.ndarray, f: np.ndarray) -> None:
-        R = self._take_residuals()
-        mode = "loss" if R is None else "residuals"
-        if self._mode is None:
-            self._mode = mode
-        elif mode != self._mode:
-            raise ConfigurationError(
-                f"{self.name}: told {'no residuals' if R is None else 'residuals'} after a run told "
-                f"{self._mode}; tell residuals with every batch or with none"
-            )
+        R = self._take_told()
         if R is None:
             R = np.where(np.isfinite(f) & (f >= 0), np.sqrt(np.maximum(f, 0.0)), np.nan)[:, None]
         if R.shape[0] != X.shape[0]:

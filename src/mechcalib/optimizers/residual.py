@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.problem import ProblemLike, residual_problem
+from ..errors import ConfigurationError
 from ._base import Optimizer
 
 
@@ -28,6 +29,7 @@ class ResidualOptimizer(Optimizer):
     """Base class of the optimisers that are told residual vectors with the losses (module docstring)."""
 
     _told: np.ndarray | None = None
+    _mode: str | None = None  # "residuals" or "loss": what the run's first tell gave
 
     def prepare_problem(self, problem: ProblemLike, *, max_evals: int | None) -> ProblemLike:
         """Check ``problem`` and the run's budget (``max_evals``, ``None``: none) before a run and return the
@@ -50,4 +52,18 @@ class ResidualOptimizer(Optimizer):
     def _take_residuals(self) -> np.ndarray | None:
         """The residuals told with the batch ``_tell`` receives (``None``: told losses only), taken once."""
         R, self._told = self._told, None
+        return R
+
+    def _take_told(self) -> np.ndarray | None:
+        """:meth:`_take_residuals`, holding a run to what its first tell gave (``self._mode``: ``"residuals"``
+        or ``"loss"``): a run that switches between residuals and losses alone is refused."""
+        R = self._take_residuals()
+        mode = "loss" if R is None else "residuals"
+        if self._mode is None:
+            self._mode = mode
+        elif mode != self._mode:
+            raise ConfigurationError(
+                f"{self.name}: told {'no residuals' if R is None else 'residuals'} after a run told "
+                f"{self._mode}; tell residuals with every batch or with none"
+            )
         return R

@@ -16,7 +16,7 @@ from pathlib import Path, PurePath
 from typing import Any
 
 from ..config import ConfigFileError, RunConfig, load_config
-from ..config.schema import CLUSTER_KINDS
+from ..config.schema import CLUSTER_KEYS, CLUSTER_KINDS
 from ..errors import ConfigurationError
 from ..execution import Evaluator, make_evaluator
 from ..storage import RunStore
@@ -84,16 +84,7 @@ def build_evaluator(cfg: RunConfig) -> Evaluator:
     if e.kind in CLUSTER_KINDS:
         from ..execution.jobqueue import JobQueueEvaluator
 
-        keys: tuple[str, ...] = (
-            "cores",
-            "memory",
-            "walltime",
-            "queue",
-            "account",
-            "job_extra_directives",
-            "job_script_prologue",
-        )
-        keys += ("minimum_jobs", "maximum_jobs", "adaptive", "processes", "death_timeout", "timeout", "ship_code")
+        keys = (*CLUSTER_KEYS, "timeout", "ship_code")
         return JobQueueEvaluator(e.kind, **{k: getattr(e, k) for k in keys})
     opts: dict[str, Any] = {"address": e.scheduler, "timeout": e.timeout, "ship_code": e.ship_code}
     if e.workers is not None:
