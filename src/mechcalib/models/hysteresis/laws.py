@@ -197,7 +197,9 @@ def _opensees_tangent(law: int, a: np.ndarray, c: int, r: float, u: float, s: fl
     return kp + kh * h * (a[c, 5] - az * psi)
 
 
-@nb.njit(cache=True, inline="always")
+# Not inlined: only the literal right-hand side calls it, and inlining it beside tangent_row into every RK4
+# stage doubled the integrators' compile time (about 80 s of an empty numba cache) for no speed in the default.
+@nb.njit(cache=True)
 def rate_row(law: int, a: np.ndarray, c: int, r: float, u: float, udot: float, eps: float) -> float:
     """Literal eq. 1, ``r' = f(r, u, u', a[c])``, with every sign function evaluated at the state (eq. 5)."""
     s = sgn(udot)
