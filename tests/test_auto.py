@@ -273,7 +273,7 @@ def test_killed_polishing_run_resumes_identically_without_recomputing(tmp_path):
     assert res.best_loss == ref.best_loss and res.n_evals == ref.n_evals
     # the choices survive the kill and the resume: the result and the run record hold those of the
     # uninterrupted run (design size, the starts, the rule's measured values, the phase boundaries)
-    assert [c["choice"] for c in ref.choices] == ["design", "check", "lsq", "polish", "stop"]
+    assert [c["choice"] for c in ref.choices] == ["design", "check", "lsq", "polish", "converged"]
     assert res.choices == ref.choices and record.choices == ref.choices
     assert stopped == ref.choices[:4]
     np.testing.assert_array_equal(res.best_x, ref.best_x)
