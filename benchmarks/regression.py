@@ -251,7 +251,13 @@ def _killed_and_resumed_arrays() -> dict[str, np.ndarray]:
             os.kill(child.pid, signal.SIGKILL)
             child.wait(30)
             _cli("resume", f"{tmp}/r", "--quiet", cwd=tmp)
-            return _folder_arrays("folder/killed", Path(tmp) / "r", tmp, ("result.json",))
+            out = _folder_arrays("folder/killed", Path(tmp) / "r", tmp, ("result.json",))
+            # how many evaluations the resume replayed and simulated tells when the kill came (a batch stores
+            # several at once): only their sum is the run's
+            result = _scrub(json.loads((Path(tmp) / "r" / "result.json").read_text()), tmp)
+            split = result.pop("n_replayed") + result.pop("n_simulated")
+            out["folder/killed/result.json"] = _text({**result, "n_replayed + n_simulated": split})
+            return out
     raise RuntimeError("the run to kill finished before 40 evaluations were stored, five times")
 
 
