@@ -73,11 +73,11 @@ def test_one_slot_runs_one_start_at_a_time_and_a_batch_runs_several_in_fewer_rou
     seq = mc.calibrate(prob, Auto(seed=1), max_evals=150)
     wide = mc.calibrate(prob, Auto(seed=1, batch_size=16), max_evals=150)
     assert next(c for c in seq.choices if c["choice"] == "polish")["width"] == 1
-    assert next(c for c in wide.choices if c["choice"] == "polish")["width"] == 4  # 16 // (3 + 1)
+    assert next(c for c in wide.choices if c["choice"] == "polish")["width"] == 3  # 16 // (3 + 1), at most 3
     r1 = _rounds_to(seq, truth, 1)
     r16 = _rounds_to(wide, truth, 16)
     assert r1 is not None and r16 is not None
-    # measured (seed 1): 31 rounds (110 simulations) with one slot, 6 (150) with 16
+    # measured (seed 1): 31 rounds (47 simulations) with one slot, 6 (118) with 16
     assert r16 <= r1 / 3, (r1, r16)
     assert wide.n_evals <= 150
 
