@@ -36,7 +36,8 @@ class Auto(ResidualOptimizer):
 
     1. **Design**: ``n0 = max(2 d + 2, ceil(design_fraction * budget))`` points of a scrambled Sobol sequence
        (:class:`scipy.stats.qmc.Sobol`, seeded), capped at a quarter of the budget (at least ``d + 1``) so that
-       polishing keeps most of it. The budget is ``max_evals`` (calibrate passes it through
+       polishing keeps most of it, and with a batch (``batch_size > 1``) at two rounds (``2 batch_size``
+       points, at least ``2 d + 2``): at 32 workers a tenth of the arch's budget was six rounds of design. The budget is ``max_evals`` (calibrate passes it through
        :meth:`~mechcalib.optimizers._base.Optimizer.set_budget`); without one, ``n0 = max(2 d + 2, 10)``.
     2. **Rule** (choosing least squares or CMA-ES), stated and tested: CMA-ES when (a) the batches are told
        without residual vectors (an objective without residuals, ``has_residuals`` False, or direct ask/tell),
@@ -200,6 +201,8 @@ class Auto(ResidualOptimizer):
         if self._budget is None:
             return max(2 * dim + 2, 10)
         n0 = max(2 * dim + 2, math.ceil(self.design_fraction * self._budget))
+        if self.batch_size > 1:  # at most two rounds: a design of many rounds keeps a cluster from polishing
+            n0 = min(n0, max(2 * self.batch_size, 2 * dim + 2))
         return max(min(n0, self._budget // 4), min(dim + 1, self._budget))
 
     def _init_state(self) -> None:
