@@ -25,7 +25,7 @@ Problems (every one a :class:`mechcalib.Problem` with an L2-type objective that 
     broadband force (24 sines of 0.05-0.6 Hz with random phases, seed 7, RMS 3.5 N, 20 s, 100 Hz), 5 %
     noise, L2 on the acceleration; beta, gamma, n, delta_A and m, c, k free in boxes a factor 4-10 wide
     around rough guesses (gamma's sign open: [-2, 2]), delta_nu and delta_eta fixed; target: within 1 % of
-    the best-fit point (``reference``).
+    the best-fit point (``reference``). Built from ``examples/hysteresis_sdof7.toml`` (no ``[optimizer]``).
 ``arch``
     Kibriya et al.'s (2023) arch, Pulatsu's geometry, objective 1 against its shipped reference; target: the
     best known loss (the best of the arch rerun's objective-1 runs on this geometry,
@@ -150,27 +150,15 @@ def broadband_force(seed: int = 7, t_end: float = 20.0, rms: float = 3.5) -> dic
     return {"t": t, "force": rms * np.asarray(force) / np.std(force)}
 
 
-def _sdof7() -> mc.Problem:
-    from mechcalib.core.parameters import Parameter, ParameterSpace
-    from mechcalib.models import get_model
+#: the seven-parameter problem's configuration (no ``[optimizer]``: the method is ``auto``); its force record
+#: ``examples/data/broadband_force.csv`` is :func:`broadband_force` written with every digit
+SDOF7_CONFIG = ROOT.parent / "examples" / "hysteresis_sdof7.toml"
 
-    model = get_model("sdof_degradation")
-    cond = {"force": broadband_force(), "fs": 100.0}
-    exp = mc.experiment_from_model(model, model.preset("default"), conditions=cond, noise=0.05, seed=0, name="sdof7")
-    space = ParameterSpace(
-        [
-            Parameter("a1", 0.75, 6.0),  # beta
-            Parameter("a2", -2.0, 2.0),  # gamma, either sign
-            Parameter("a3", 1.0, 4.0),  # n
-            Parameter("a4", 0.005, 0.05, scale="log"),  # delta_A
-            Parameter("a5", 0.01, 0.04, fixed=0.02),
-            Parameter("a6", 0.01, 0.04, fixed=0.02),
-            Parameter("m", 0.4, 2.5),
-            Parameter("c", 0.05, 0.5),
-            Parameter("k", 0.3, 3.0),
-        ]
-    )
-    return mc.Problem(model, exp, mc.L2(channels=("acceleration",)), space=space)
+
+def _sdof7() -> mc.Problem:
+    from mechcalib.config import load_config
+
+    return load_config(SDOF7_CONFIG).build_problem()
 
 
 def _arch() -> mc.Problem:

@@ -219,7 +219,8 @@ def section() -> list[str]:
         "work, run with `PYTHONPATH` on its checkout; the frame was added later and has none); *new*: this code "
         "(auto stops at its first converged start, `confirm = 1`, and polishes at most 3 starts at once). `sdof7` is the seven-parameter problem "
         "(the SDOF with the Baber-Wen degrading law under a broadband force, 5 % noise; see "
-        "`efficiency_problems.py`), built in Python and run by `calibrate` without an optimiser (so `auto`).",
+        "`efficiency_problems.py`), built from `examples/hysteresis_sdof7.toml`, a configuration without `[optimizer]` "
+        "(so `auto`).",
         "",
         "### auto's success over 20 seeds (one worker, its `max_evals`)",
         "",
