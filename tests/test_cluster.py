@@ -143,9 +143,12 @@ def test_jobs_start_are_recorded_and_cancelled_on_exit(tmp_path, scheduler):
 
 
 def test_jobs_are_cancelled_even_when_dask_fails_to_close_the_cluster(tmp_path, scheduler, monkeypatch):
-    ev = evaluator(tmp_path, adaptive=False, maximum_jobs=2)
+    # a worker that has not reached the scheduler within death_timeout ends its job by itself (a loaded 2-core
+    # machine starts the second job slowly): a long one keeps both jobs alive until the close cancels them
+    ev = evaluator(tmp_path, adaptive=False, maximum_jobs=2, death_timeout=120)
     ev.start(problem())
     assert len(list(ev.submit(np.full((2, 2), 0.5)))) == 2
+    assert wait_for(lambda: len(alive_jobs(scheduler)) == 2)
     cluster = ev._cluster
     real_close = cluster.close
 
@@ -156,7 +159,7 @@ def test_jobs_are_cancelled_even_when_dask_fails_to_close_the_cluster(tmp_path, 
     try:
         ev.close()  # no exception: the run's result is not lost to a failed close
         jobs = read_jobs(tmp_path)["jobs"]
-        assert {j["state"] for j in jobs.values()} == {"cancelled"}
+        assert len(jobs) == 2 and {j["state"] for j in jobs.values()} == {"cancelled"}
         assert wait_for(lambda: not alive_jobs(scheduler))
     finally:
         real_close()
