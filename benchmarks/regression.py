@@ -11,6 +11,12 @@ The baseline holds a SHA-256 digest of every array's float64 bytes and shape (th
 of each key). The check exits 1 when any array differs. The granular model runs on its ``tiny``
 specimen so that the whole check takes a few minutes.
 
+The digests hold on the machine that wrote them: numba compiles for the CPU it runs on, and another CPU
+(another vector width, fused multiply-add or not) changes the last bits of the models' outputs. On another
+machine write the baseline from a checkout of main first (``git worktree add /tmp/base main``, then
+``PYTHONPATH=/tmp/base/src python benchmarks/regression.py --write /tmp/base.npz`` from there) and check
+against that.
+
 Run folders are made through the ``mechcalib`` command line, so the check holds whatever module the Python side
 lives in. Their JSON files are compared without what differs between two identical runs (times, dates,
 versions, the temporary folder's path); a JSON document is kept as the bytes of its canonical text.

@@ -311,6 +311,10 @@ def show(
         _print_intervals(s["uncertainty"])
     elif s["best"]:
         _print_best(s["best"], s.get("bounds"))
+    spread = s.get("ensemble_spread")
+    if spread:
+        cells = ", ".join(f"{k} {v['min']:.4g} to {v['max']:.4g}" for k, v in spread["parameters"].items())
+        echo_plain(f"ensemble: {cells} ({spread['note'].split(' (')[0]})")  # the note's head: "..., not an interval"
     _warn_bounds(s)
     for f in s["recent_failures"]:
         echo_plain(f"failed evaluation {f['idx']} ({f['status']}): {f['error']}")

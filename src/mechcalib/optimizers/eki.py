@@ -307,6 +307,7 @@ class EKI(ResidualOptimizer):
             "benchmarks/results/eki_coverage.md); intervals come from mechcalib uncertainty",
             mean=u.mean(axis=0).tolist(),
             std=u.std(axis=0, ddof=1).tolist(),
+            members=u.tolist(),  # result.json and show give the spread in the parameters' units from these
         )
 
     def _prior(self, n: int) -> np.ndarray:

@@ -10,9 +10,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..calibrate import Result
 from ..config import RunConfig
-from ..core.parameters import bound_warnings, bounds_report
+from ..core.parameters import Parameter, bound_warnings, bounds_report
 from ..errors import ConfigurationError
 from ..execution import Evaluator
 from ..execution.dask_backend import event_counts
@@ -101,6 +103,7 @@ def result_summary(
         "stop": stop_note(result.stop_reason, result.choices, result.n_evals, cfg.budget.max_evals),
         "alternatives": [{"params": p, "loss": f} for p, f in result.alternatives],
         "choices": result.choices,
+        **_spread_entry(info.space, result.choices),
         "n_simulated": result.n_simulated,
         "n_cached": result.n_cached,
         "n_replayed": result.n_replayed,
@@ -119,6 +122,34 @@ def result_summary(
         "versions": info.versions,
         "written": now(),
     }
+
+
+def ensemble_spread(space: list[dict[str, Any]], choices: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The final ensemble of an ensemble method (``eki``'s ``spread`` choice) in the parameters' units: per free
+    parameter the members' ``mean``, ``std``, ``min`` and ``max``, with a ``note`` that it is a spread, not an
+    interval; ``None`` for other methods (or a run recorded before the members were kept)."""
+    spread = next((c for c in reversed(choices) if c.get("choice") == "spread" and "members" in c), None)
+    if spread is None:
+        return None
+    free = [p for p in space if p.get("fixed") is None]
+    U = np.asarray(spread["members"], dtype=float)
+    if U.ndim != 2 or U.shape[1] != len(free):
+        return None
+    out: dict[str, Any] = {}
+    for j, p in enumerate(free):
+        par = Parameter(p["name"], p["lower"], p["upper"], scale=p.get("scale", "linear"), sign=p.get("sign") or "any")
+        x = par.from_unit(U[:, j])
+        out[p["name"]] = {"mean": float(x.mean()), "std": float(x.std(ddof=1)), "min": float(x.min()),
+                          "max": float(x.max())}  # fmt: skip
+    reason = str(spread.get("reason", "a spread, not an interval"))
+    note = reason.replace("the final ensemble's spread (unit cube)", f"the final ensemble of {U.shape[0]} members")
+    return {"parameters": out, "note": note}
+
+
+def _spread_entry(space: list[dict[str, Any]], choices: list[dict[str, Any]]) -> dict[str, Any]:
+    """``{"ensemble_spread": ...}`` for a run with an ensemble, else nothing (other methods' files unchanged)."""
+    spread = ensemble_spread(space, choices)
+    return {} if spread is None else {"ensemble_spread": spread}
 
 
 def stop_note(reason: str | None, choices: list[dict[str, Any]], n_evals: int, max_evals: int | None) -> str | None:
@@ -215,6 +246,7 @@ def run_summary(out_dir: str | os.PathLike[str], *, run: str | None = None, n_fa
             "uncertainty": folder_uncertainty_brief(out, best.idx if best is not None else None),
             "best_source": None if best is None else f"evaluation {best.idx}",
             "cluster": event_counts(out) if out.is_dir() else {},
+            "ensemble_spread": ensemble_spread(info.space, info.choices),
         }
     )
     apply_polished_best(summary, read_uncertainty(out), summary["best_index"])
