@@ -210,6 +210,43 @@ def test_a_job_killed_mid_batch_loses_nothing_and_is_told(tmp_path, scheduler):
     ev.close()
 
 
+def test_an_asynchronous_run_tells_a_lost_job_as_it_goes(tmp_path, scheduler):
+    from mechcalib.execution.slots import DaskSlots, slots_for
+
+    ev = evaluator(tmp_path, adaptive=False, maximum_jobs=2)
+    ev.start(problem())
+    slots = slots_for(2, ev)
+    assert isinstance(slots, DaskSlots)  # one task per set on the job queue's cluster, not a thread each
+    X = np.random.default_rng(4).random((60, 2))
+    for t in range(2):
+        slots.submit(t, X[t])
+    got, sent = {}, 2
+    while len(got) < sent:
+        t, o = slots.next_done()
+        got[t] = o
+        told = bool(read_jobs(tmp_path)["events"])
+        if sent < len(X) and (len(got) < 10 or not told):  # sets go on until the loss is told (or 60)
+            slots.submit(sent, X[sent])
+            sent += 1
+        if len(got) == 1:  # the job of a worker that runs a set (a set sleeps 0.3 s) is killed under it
+            assert wait_for(lambda: any(ev.client.processing().values()), timeout=5)
+            busy = next(a for a, keys in ev.client.processing().items() if keys)
+            name = ev.client.scheduler_info()["workers"][busy]["name"]
+            victim = next(j for j, i in read_jobs(tmp_path)["jobs"].items() if str(name).startswith(i["name"]))
+            subprocess.run(["scancel", victim], check=True)
+    # the loss was recorded while the run went on (before the slots' close), with the simulation it was running
+    assert told, "no cluster event was recorded while the run went on"
+    assert {o.status for o in got.values()} == {"ok"} and sorted(got) == list(range(sent))
+    np.testing.assert_allclose([got[t].loss for t in range(sent)], np.sum(X[:sent] ** 2, axis=1))
+    events = read_jobs(tmp_path)["events"]
+    lost = [e for e in events if e["event"] == "lost_worker"]
+    assert len(lost) == 1 and lost[0]["job"] == victim, events
+    resent = sum(e["simulations"] for e in events if e["event"] == "resubmitted")
+    assert resent == lost[0]["simulations"] >= 1
+    slots.close()
+    ev.close()
+
+
 def test_a_job_at_its_walltime_ends_and_its_simulations_are_run_again(tmp_path, scheduler):
     import dask
 

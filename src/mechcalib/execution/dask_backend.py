@@ -233,6 +233,7 @@ class DaskEvaluator(Evaluator):
         self._seen_events = 0
         self._names_at = -math.inf
         self._sets_of: dict[str, int] = {}  # task key -> parameter sets, of the batch in flight
+        self._slot_keys: set[str] = set()  # the one-set tasks of an asynchronous run (DaskSlots), kept to its end
 
     @property
     def client(self) -> Any:
@@ -417,7 +418,7 @@ class DaskEvaluator(Evaluator):
             return
         self._seen_events, lost = events
         for address, keys in lost:
-            sets = sum(self._sets_of.get(k, 0) for k in keys)
+            sets = sum(self._sets_of.get(k, 1 if k in self._slot_keys else 0) for k in keys)
             self._worker_lost(self._workers.get(address, address), len(keys), sets)
             if sets:  # the scheduler runs them again elsewhere
                 log.warning("%d simulation(s) running on worker %s are run again on another worker", sets, address)

@@ -12,6 +12,7 @@ tests an asynchronous run and its resume against.
 from __future__ import annotations
 
 import heapq
+import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
@@ -146,6 +147,7 @@ class DaskSlots(Slots):
             _run_chunk, ev._problem_on_cluster(), x, [0], ev.timeout, ev.chunk_size is not None, pure=False
         )
         self._tickets[fut.key] = (ticket, x[0], fut)
+        ev._slot_keys.add(str(fut.key))  # a worker lost while it runs is counted with its simulation
         if self._queue is None:
             self._queue = as_completed([fut], with_results=True, raise_errors=False)
         else:
@@ -153,6 +155,9 @@ class DaskSlots(Slots):
 
     def next_done(self) -> tuple[int, Outcome]:
         fut, res = next(self._queue)
+        ev: Any = self.evaluator
+        if time.monotonic() - ev._names_at > 1.0:
+            ev._look_at_cluster()  # lost workers told as the run goes (the progress line reads jobs.json)
         ticket, x, _ = self._tickets.pop(fut.key)
         if fut.status != "finished":  # lost with its worker (or the problem with it): the evaluator's rules
             return ticket, _one(self.evaluator, x)
@@ -162,6 +167,8 @@ class DaskSlots(Slots):
         rest = [f for _, _, f in self._tickets.values()]
         if rest:
             self.evaluator.client.cancel(rest)  # type: ignore[attr-defined]
+        self.evaluator._look_at_cluster()  # type: ignore[attr-defined]
+        self.evaluator._slot_keys.clear()  # type: ignore[attr-defined]
         self._tickets.clear()
         self._queue = None
 
@@ -176,7 +183,9 @@ def slots_for(asynchronous: bool | int | Slots, evaluator: Evaluator) -> Slots:
             f"the {evaluator.name!r} evaluator runs one batch at a time. Use the dask evaluator "
             "(a LocalCluster on this machine) or turn asynchronous off"
         )
-    kind = DaskSlots if evaluator.name == "dask" else ThreadSlots
+    from .dask_backend import DaskEvaluator  # no dask import: the module imports it lazily
+
+    kind = DaskSlots if isinstance(evaluator, DaskEvaluator) else ThreadSlots  # SLURM and PBS too
     if asynchronous is True:
         count = getattr(evaluator, "worker_slots", None)
         width = int(count()) if callable(count) else int(evaluator.n_workers)
