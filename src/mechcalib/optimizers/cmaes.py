@@ -260,11 +260,13 @@ class CMAES(Optimizer):
             self._asked = self._es.ask()
         return np.array(self._asked, dtype=float)[:, : self.dim]
 
-    def _tell(self, X: np.ndarray, f: np.ndarray) -> None:
+    def _tell(self, X: np.ndarray, f: np.ndarray, stale: bool = False) -> None:
         fc, self._worst = failure_penalty(f, self._worst)
         with self._own_global_rng():
-            # pycma's own asked arrays: it finds each point's genotype by them
-            self._es.tell(self._asked, fc.tolist())
+            # pycma's own asked arrays: it finds each point's genotype by them. ``stale``: points sampled before
+            # the last update (asynchronous), whose long steps from the current mean are clipped as pycma clips
+            # injected solutions (Hansen 2011)
+            self._es.tell(self._asked, fc.tolist(), check_points=True if stale else None)
             stop = dict(self._es.stop())
         self._asked = None
         if not np.isfinite(f).any():
@@ -294,7 +296,8 @@ class CMAES(Optimizer):
         order, whatever distribution each was sampled from (the asynchronous strategy updates of Glasmachers
         2013, there for a natural evolution strategy): pycma's update recomputes each point's step from its
         genotype and the current mean, so a point sampled before the last update enters it as an
-        injected solution would (Hansen 2011), and the search never waits for the slowest simulation."""
+        injected solution would (Hansen 2011), its step clipped to a length a sample of the current distribution
+        could have (``check_points``), and the search never waits for the slowest simulation."""
         st = self.__dict__.setdefault("_steady", {"slot": {}, "told": []})
         n = int(n)
         if n <= 0:
@@ -329,5 +332,5 @@ class CMAES(Optimizer):
         # flight than lambda) and the directions go partly unused; they are dropped, as a skipped ask would
         self._es._flgtelldone = False
         self._es.pop_injection_directions = []
-        self._tell(np.array(self._asked)[:, : self.dim], np.array([v for _, v in told], dtype=float))
+        self._tell(np.array(self._asked)[:, : self.dim], np.array([v for _, v in told], dtype=float), stale=True)
         self.n_tells += 1
