@@ -67,3 +67,22 @@ def test_errors_are_value_errors_and_unknown_names_listed():
 def test_contains():
     s = ParameterSpace.from_bounds([0, -1], [1, 1])
     assert s.contains(np.array([[0.5, 0.0], [1.0, -1.0], [1.1, 0.0]])).tolist() == [True, True, False]
+
+
+def test_a_stored_record_rebuilds_the_same_unit_cube_map():
+    # the record a run stores keeps no sign: a negative log-scaled parameter must still map as it did
+    from mechcalib.storage.session import space_record
+
+    space = ParameterSpace(
+        [
+            Parameter("a", 0.1, 10.0, scale="log", unit="MPa"),
+            Parameter("b", -100.0, -0.01, scale="log", sign="negative"),
+            Parameter("c", -1.0, 2.0),
+            Parameter("d", 0.0, 1.0, fixed=0.5),
+        ]
+    )
+    back = ParameterSpace.from_record(space_record(space))
+    assert back.names == space.names and back.free_names == ("a", "b", "c") and back["a"].unit == "MPa"
+    U = np.random.default_rng(0).random((7, 3))
+    np.testing.assert_array_equal(back.from_unit(U), space.from_unit(U))
+    assert np.all(back.from_unit(U)[:, 1] < 0)

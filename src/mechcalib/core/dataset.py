@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigurationError, DataError
-from .parameters import Parameter, ParameterSpace
+from .parameters import ParameterSpace
 
 SeedLike = int | np.random.Generator | None
 
@@ -507,10 +507,7 @@ class Dataset:
         as :meth:`from_arrays`."""
         info = store.run(run)
         data = dict(store.dataset(run))
-        space = ParameterSpace(
-            Parameter(p["name"], p["lower"], p["upper"], scale=p.get("scale", "linear"), fixed=p.get("fixed"))
-            for p in info.space
-        )
+        space = ParameterSpace.from_record(info.space)
         data["lower"], data["upper"] = space.lower, space.upper
         path = getattr(store, "path", "store")
         ds = cls.from_arrays(

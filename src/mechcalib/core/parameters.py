@@ -252,6 +252,24 @@ class ParameterSpace:
         names = list(names) if names is not None else [f"x{i}" for i in range(len(lower))]
         return cls(Parameter(n, lo, hi) for n, lo, hi in zip(names, lower, upper, strict=True))
 
+    @classmethod
+    def from_record(cls, records: Iterable[Mapping[str, Any]]) -> ParameterSpace:
+        """The space of a stored run's record (``storage.session.space_record``: name, bounds, scale, unit,
+        fixed). The record keeps no sign; the one sign that changes the unit-cube map is derived: a log scale
+        below zero is ``"negative"``."""
+        return cls(
+            Parameter(
+                r["name"],
+                r["lower"],
+                r["upper"],
+                scale=r.get("scale", "linear"),
+                unit=r.get("unit") or "",
+                fixed=r.get("fixed"),
+                sign="negative" if r.get("scale") == "log" and r["upper"] < 0 else "any",
+            )
+            for r in records
+        )
+
     def with_fixed(self, **values: float) -> ParameterSpace:
         """A copy where the named parameters are fixed at the given values."""
         unknown = set(values) - set(self.names)

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..calibrate import Result
 from ..config import RunConfig
-from ..core.parameters import Parameter, bound_warnings, bounds_report
+from ..core.parameters import ParameterSpace, bound_warnings, bounds_report
 from ..errors import ConfigurationError
 from ..execution import Evaluator
 from ..execution.dask_backend import event_counts
@@ -131,16 +131,13 @@ def ensemble_spread(space: list[dict[str, Any]], choices: list[dict[str, Any]]) 
     spread = next((c for c in reversed(choices) if c.get("choice") == "spread" and "members" in c), None)
     if spread is None:
         return None
-    free = [p for p in space if p.get("fixed") is None]
+    ps = ParameterSpace.from_record(space)
     U = np.asarray(spread["members"], dtype=float)
-    if U.ndim != 2 or U.shape[1] != len(free):
+    if U.ndim != 2 or U.shape[1] != ps.dim:
         return None
-    out: dict[str, Any] = {}
-    for j, p in enumerate(free):
-        par = Parameter(p["name"], p["lower"], p["upper"], scale=p.get("scale", "linear"), sign=p.get("sign") or "any")
-        x = par.from_unit(U[:, j])
-        out[p["name"]] = {"mean": float(x.mean()), "std": float(x.std(ddof=1)), "min": float(x.min()),
-                          "max": float(x.max())}  # fmt: skip
+    X = ps.from_unit(U)
+    out = {name: {"mean": float(x.mean()), "std": float(x.std(ddof=1)), "min": float(x.min()), "max": float(x.max())}
+           for name, x in zip(ps.free_names, X.T, strict=True)}  # fmt: skip
     reason = str(spread.get("reason", "a spread, not an interval"))
     note = reason.replace("the final ensemble's spread (unit cube)", f"the final ensemble of {U.shape[0]} members")
     return {"parameters": out, "note": note}
