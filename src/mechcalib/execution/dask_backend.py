@@ -310,8 +310,7 @@ class DaskEvaluator(Evaluator):
         self._look_at_cluster()
         try:
             for o in self._collect({p: X[p.start : p.stop] for p in self._plan(X.shape[0])}):
-                if time.monotonic() - self._names_at > 1.0:
-                    self._look_at_cluster()  # told while the batch runs (the progress line reads jobs.json)
+                self._look_now_and_then()
                 yield o
         finally:
             self._look_at_cluster()
@@ -321,6 +320,18 @@ class DaskEvaluator(Evaluator):
         return self.client.submit(
             _run_chunk, self._problem_on_cluster(), X, list(positions), self.timeout, one_call, pure=False
         )
+
+    def _send_one(self, x: np.ndarray) -> Any:
+        """One set as a task of its own (a slot of an asynchronous run), counted as one simulation should its
+        worker be lost while it runs."""
+        fut = self._send([0], np.asarray(x, dtype=float).reshape(1, -1))
+        self._slot_keys.add(str(fut.key))
+        return fut
+
+    def _slots_closed(self) -> None:
+        """The asynchronous run's slots are closed: a last look at the cluster, then its tasks forgotten."""
+        self._look_at_cluster()
+        self._slot_keys.clear()
 
     def _collect(self, slices: dict[range, np.ndarray]) -> Iterator[Outcome]:
         from distributed import as_completed
@@ -406,6 +417,11 @@ class DaskEvaluator(Evaluator):
         """``n`` simulations lost with their worker are sent again."""
         log.warning("%d simulation(s) lost with their worker were submitted again", n)
         self._event("resubmitted", simulations=n)
+
+    def _look_now_and_then(self) -> None:
+        """Look at the cluster while work runs, at most once a second (the progress line reads jobs.json)."""
+        if time.monotonic() - self._names_at > 1.0:
+            self._look_at_cluster()
 
     def _look_at_cluster(self) -> None:
         """Log and record the workers the cluster lost since the last look (not those retired by scaling)."""

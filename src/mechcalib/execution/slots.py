@@ -12,7 +12,6 @@ tests an asynchronous run and its resume against.
 from __future__ import annotations
 
 import heapq
-import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
@@ -139,15 +138,8 @@ class DaskSlots(Slots):
     def submit(self, ticket: int, x: np.ndarray) -> None:
         from distributed import as_completed
 
-        from .dask_backend import _run_chunk
-
-        ev: Any = self.evaluator
-        x = np.array(x, dtype=float).reshape(1, -1)
-        fut = ev.client.submit(
-            _run_chunk, ev._problem_on_cluster(), x, [0], ev.timeout, ev.chunk_size is not None, pure=False
-        )
-        self._tickets[fut.key] = (ticket, x[0], fut)
-        ev._slot_keys.add(str(fut.key))  # a worker lost while it runs is counted with its simulation
+        fut = self.evaluator._send_one(x)  # type: ignore[attr-defined]
+        self._tickets[fut.key] = (ticket, np.array(x, dtype=float).ravel(), fut)
         if self._queue is None:
             self._queue = as_completed([fut], with_results=True, raise_errors=False)
         else:
@@ -155,9 +147,7 @@ class DaskSlots(Slots):
 
     def next_done(self) -> tuple[int, Outcome]:
         fut, res = next(self._queue)
-        ev: Any = self.evaluator
-        if time.monotonic() - ev._names_at > 1.0:
-            ev._look_at_cluster()  # lost workers told as the run goes (the progress line reads jobs.json)
+        self.evaluator._look_now_and_then()  # type: ignore[attr-defined]  # lost workers told as the run goes
         ticket, x, _ = self._tickets.pop(fut.key)
         if fut.status != "finished":  # lost with its worker (or the problem with it): the evaluator's rules
             return ticket, _one(self.evaluator, x)
@@ -167,8 +157,7 @@ class DaskSlots(Slots):
         rest = [f for _, _, f in self._tickets.values()]
         if rest:
             self.evaluator.client.cancel(rest)  # type: ignore[attr-defined]
-        self.evaluator._look_at_cluster()  # type: ignore[attr-defined]
-        self.evaluator._slot_keys.clear()  # type: ignore[attr-defined]
+        self.evaluator._slots_closed()  # type: ignore[attr-defined]
         self._tickets.clear()
         self._queue = None
 
