@@ -307,6 +307,28 @@ def targets(recs: list[dict[str, Any]], keys: list[str]) -> list[str]:
             f"{'today ' + format(today, 'g') if t32 else 'today not measured'}); simulations in all {tot32:g} against {tot1:g} at W = 1 "
             f"({tot32 / tot1:.2f}x; target <= 3x: {'met' if tot32 <= 3 * tot1 else 'missed'})."
         )
+    held = _held_out(recs, keys)
+    return out + (["", *held] if held else [])
+
+
+def _held_out(recs: list[dict[str, Any]], keys: list[str]) -> list[str]:
+    """auto at W = 32 on seeds not looked at when its batch settings (starts at once, the design's cap, confirm)
+    were chosen on seeds 1-5: the rows tagged ``heldout``."""
+    out = []
+    for k in keys:
+        rs = [r for r in recs if r["tag"] == "heldout" and r["problem"] == k and r["method"] == "auto" and r["W"] == 32]
+        if not rs:
+            continue
+        seeds = sorted(r["seed"] for r in rs)
+        rounds = [r["rounds_to_target"] or math.inf for r in rs]
+        out.append(
+            f"- `{k}`, seeds {seeds[0]}-{seeds[-1]}: median rounds to target {float(np.median(rounds)):g} "
+            f"(most {max(rounds):g}), {sum(r['rounds_to_target'] is not None for r in rs)}/{len(rs)} reached it; "
+            f"simulations in all, median {float(np.median([r['n_evals'] for r in rs])):g}."
+        )
+    if out:
+        out.insert(0, "Seeds not looked at when auto's batch settings were chosen (`--tag heldout`, W = 32):")
+        out.insert(1, "")
     return out
 
 
