@@ -6,6 +6,7 @@ State lives in the folder named by ``MECHCALIB_FAKE_SCHEDULER`` (one file per jo
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import re
@@ -31,9 +32,13 @@ def _walltime(script: str) -> float | None:
 
 
 def _new_id(d: Path) -> int:
+    """The next job id, under a lock: dask-jobqueue submits a cluster's jobs at once, and two sbatch calls that
+    read the counter together would share an id (one job hidden behind the other)."""
     counter = d / "counter"
-    n = int(counter.read_text()) + 1 if counter.exists() else 1000
-    counter.write_text(str(n))
+    with open(d / "counter.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        n = int(counter.read_text()) + 1 if counter.exists() else 1000
+        counter.write_text(str(n))
     return n
 
 
