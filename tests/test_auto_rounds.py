@@ -161,6 +161,82 @@ def test_the_cmaes_fallback_fills_the_batch_with_its_population():
     assert "popsize" not in next(c for c in small.choices if c["choice"] == "cmaes")
 
 
+def test_with_a_batch_the_design_is_one_round_and_the_cmaes_generations_inject_a_model_optimum():
+    assert Auto(batch_size=32).design_size(3) == 10  # no budget: the plain rule, max(2 d + 2, 10)
+    opt = Auto(batch_size=32)
+    opt.set_budget(1800)
+    assert opt.design_size(3) == 32  # a tenth of the budget is 180: one round of 32
+    opt.set_budget(60)
+    assert opt.design_size(3) == 8  # a tenth is 6: at least 2 d + 2
+    one = Auto()
+    one.set_budget(1800)
+    assert one.design_size(3) == 180  # one worker: a tenth of the budget
+
+    noise = np.random.default_rng(0)
+
+    def rough(U):  # a stochastic simulator: new noise at every evaluation, so CMA-ES runs
+        D = U - np.array([0.62, 0.35])
+        R = np.column_stack([D[:, 0], 3.0 * D[:, 1]])
+        return R + 1e-3 * noise.standard_normal(R.shape)
+
+    def drive(opt, n):
+        opt.set_budget(n)
+        opt.setup(2)
+        while opt.n_evals < n - 16 and not opt.converged:
+            U = opt.ask()
+            R = rough(U)
+            opt.tell(U, np.sum(R**2, axis=1), residuals=R)
+        return opt
+
+    wide = drive(Auto(seed=1, batch_size=16), 400)
+    rec = next(c for c in wide.choices if c["choice"] == "cmaes")
+    assert rec["model_injection"] is True and "quadratic model" in rec["reason"]
+    assert wide._sub._model.count > wide.n_evals - rec["at_eval"]  # the design and the check started the model
+    off = drive(Auto(seed=1, batch_size=16, cmaes_model=False), 400)
+    assert "model_injection" not in next(c for c in off.choices if c["choice"] == "cmaes")
+    assert off._sub._model is None
+    one = drive(Auto(seed=1), 400)  # one worker: pycma's default population, no injection
+    assert "model_injection" not in next(c for c in one.choices if c["choice"] == "cmaes")
+
+
+@pytest.mark.parametrize("bad", ["yes", 1, None])
+def test_cmaes_model_must_be_true_or_false(bad):
+    with pytest.raises(SettingError, match="cmaes_model") as e:
+        Auto(cmaes_model=bad)
+    assert e.value.name == "cmaes_model"
+
+
+def test_a_killed_run_in_the_cmaes_phase_with_injection_resumes_exactly(tmp_path):
+    def rough(X):
+        return np.sum((X - 0.4) ** 2, axis=1) + 1e-3 * np.sum(np.floor(X * 50.0), axis=1)
+
+    from mechcalib.calibrate import minimize
+    from mechcalib.storage import RunStore
+
+    lo, hi = [-1.0] * 3, [1.0] * 3
+    ref = minimize(rough, lo, hi, Auto(seed=5, batch_size=16), max_evals=300)
+    assert any(c["choice"] == "cmaes" and c.get("model_injection") for c in ref.choices)
+    seen = []
+
+    class Stop(Exception):
+        pass
+
+    def hook(idx, batch, outcome):
+        if outcome.source != "replay":
+            seen.append(idx)
+            if len(seen) == 150:  # inside the CMA-ES generations
+                raise Stop
+
+    with RunStore(tmp_path / "r.db") as store:
+        with pytest.raises(Stop):
+            minimize(rough, lo, hi, Auto(seed=5, batch_size=16), max_evals=300, store=store, run_name="r",
+                     on_evaluation=hook)  # fmt: skip
+        res = minimize(rough, lo, hi, Auto(batch_size=16), max_evals=300, store=store, run_name="r")
+    assert res.n_simulated == res.n_evals - len(seen)
+    np.testing.assert_array_equal(res.history.losses, ref.history.losses)
+    assert res.choices == ref.choices
+
+
 def test_more_workers_than_the_budget_is_refused_before_a_folder_is_made(tmp_path):
     cfg = tmp_path / "run.toml"
     cfg.write_text(CONFIG)  # max_evals = 60

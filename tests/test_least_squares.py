@@ -157,9 +157,64 @@ def test_multi_start_keeps_distinct_end_points_and_reports_alternatives():
     assert res.alternatives[0][1] == res.best_loss
 
 
+# -- a batch: the starts in lockstep ----------------------------------------------------------------------
+def _rounds(res, W):
+    return int(sum(np.ceil(n / W) for n in np.bincount(np.asarray(res.history.batch, int))))
+
+
+@pytest.mark.parametrize("method", ["trf", "lm"])
+def test_a_batch_runs_the_starts_in_lockstep_to_the_same_end_in_fewer_rounds(method):
+    seq = LeastSquares(method=method, seed=1, restart=False)
+    one = mc.calibrate(_duffing_problem(), seq, max_evals=600)
+    wide = LeastSquares(method=method, seed=1, restart=False, batch_size=32)
+    res = mc.calibrate(_duffing_problem(), wide, max_evals=600)
+    assert res.stop_reason == one.stop_reason == "converged"
+    assert np.allclose(res.best_x, one.best_x, rtol=1e-6) and res.best_loss <= 1.0001 * one.best_loss + 1e-18
+    assert len(wide.finished_starts) == len(seq.finished_starts) == 5
+    assert len(wide.end_points) == len(seq.end_points) and wide.tolerances_met == seq.tolerances_met
+    # five starts, each round their requests and the Jacobians at their trial points: a fraction of the rounds
+    assert _rounds(res, 32) * 4 <= _rounds(one, 1)
+
+
+def test_one_slot_asks_what_the_sequential_run_asks():
+    a = mc.calibrate(_duffing_problem(), LeastSquares(seed=3), max_evals=120)
+    b = mc.calibrate(_duffing_problem(), LeastSquares(seed=3, batch_size=1), max_evals=120)
+    assert a.history.losses == b.history.losses and np.array_equal(a.history.batch, b.history.batch)
+
+
+@pytest.mark.parametrize("bad", [0, -2, 2.5, "8"])
+def test_a_batch_size_that_is_not_a_positive_integer_is_refused(bad):
+    with pytest.raises(SettingError, match="batch_size"):
+        LeastSquares(batch_size=bad)
+
+
 # -- resume ----------------------------------------------------------------------------------------------
 class _Stop(KeyboardInterrupt):
     pass
+
+
+@pytest.mark.parametrize("checkpoint_every", [1, None])
+def test_a_killed_run_of_starts_in_lockstep_resumes_to_the_identical_result(checkpoint_every):
+    total, k = 150, 40
+    ref = mc.calibrate(_duffing_problem(), LeastSquares(seed=4, batch_size=8), max_evals=total)
+    store = MemoryStore()
+    seen = []
+
+    def hook(idx, batch, outcome):
+        if outcome.source == "live":
+            seen.append(idx)
+            if len(seen) == k:
+                raise _Stop
+
+    kw = dict(max_evals=total, store=store, run_name="r", cache=False, checkpoint_every=checkpoint_every)
+    with pytest.raises(_Stop):
+        mc.calibrate(_duffing_problem(CountingDuffing()), LeastSquares(seed=4, batch_size=8), on_evaluation=hook, **kw)
+    prob = _duffing_problem(CountingDuffing())
+    CountingDuffing.calls = []
+    res = mc.calibrate(prob, LeastSquares(batch_size=8), **kw)
+    assert res.history.losses == ref.history.losses and np.array_equal(res.history.U, ref.history.U)
+    assert res.n_replayed == k and res.n_simulated == total - k == sum(CountingDuffing.calls)
+    assert res.best_loss == ref.best_loss
 
 
 @pytest.mark.parametrize("name", ["lsq-trf", "lsq-lm", "lsq"])

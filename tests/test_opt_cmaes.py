@@ -95,6 +95,7 @@ def test_default_population_size_and_settings():
         "tolx": 1e-11,
         "tolfun": 1e-11,
         "x0": None,
+        "model_injection": False,
     }
     p = make_optimizer("cmaes", preset="default", seed=1, restarts="bipop")
     assert isinstance(p, CMAES) and p.settings() == CMAES(seed=1, restarts="bipop").settings()
@@ -120,6 +121,7 @@ def test_default_population_size_and_settings():
         ("x0", ["low", 0.5]),
         ("x0", []),
         ("x0", [[0.2, 0.3], [0.4, 0.5]]),
+        ("model_injection", "yes"),
     ],
 )
 def test_bad_settings_name_the_rule(setting, value):
@@ -268,12 +270,13 @@ def test_the_global_random_state_is_left_untouched():
     np.testing.assert_array_equal(np.random.random(5), expected)  # noqa: NPY002
 
 
-def test_pickled_state_dict_mid_run_continues_identically():
+@pytest.mark.parametrize("model_injection", [False, True])
+def test_pickled_state_dict_mid_run_continues_identically(model_injection):
     """A checkpoint (pickled like the run store's) taken mid-run, in the first run and in a later one, continues
-    with the same asks, the same restarts and the same population sizes."""
+    with the same asks, the same restarts and the same population sizes (the injected model's data included)."""
     crossed = []
     for n_before in (3, 25):
-        opt = CMAES(seed=2, tolx=1e-2, restarts="bipop").setup(3)
+        opt = CMAES(seed=2, tolx=1e-2, restarts="bipop", model_injection=model_injection).setup(3)
         _asks(opt, _sphere, n_before)
         state = pickle.loads(pickle.dumps(opt.state_dict()))
         n_runs = len(opt.runs)
@@ -285,6 +288,40 @@ def test_pickled_state_dict_mid_run_continues_identically():
         assert restored.runs == opt.runs and restored.best_f == opt.best_f and restored.n_evals == opt.n_evals
         crossed.append(len(opt.runs) - n_runs)
     assert all(k >= 1 for k in crossed)  # both continuations went through a restart
+
+
+# -- model injection -------------------------------------------------------------------------------------
+
+
+def test_model_injection_asks_the_minimiser_of_a_quadratic_loss_first():
+    """On a quadratic loss the linear-quadratic model is exact once it has a full quadratic's data: each
+    generation's first point is then the minimiser (clipped to the cube where it lies outside)."""
+    for centre in (np.array([0.3, 0.7, 0.45]), np.array([1.4, 0.2, 0.5])):
+
+        def quad(U, c=centre):
+            D = U - c
+            return D[:, 0] ** 2 + 10.0 * D[:, 1] ** 2 + 3.0 * D[:, 2] ** 2 + 2.0 * D[:, 0] * D[:, 1]
+
+        opt = CMAES(seed=3, popsize=12, model_injection=True).setup(3)
+        firsts = [U[0] for U in _asks(opt, quad, 4)]
+        want = np.clip(centre, 0.0, 1.0)
+        assert np.max(np.abs(firsts[-1] - want)) < 1e-6
+        assert np.max(np.abs(firsts[0] - want)) > 1e-2  # the first generation has no data yet: a plain sample
+        plain = _asks(CMAES(seed=3, popsize=12).setup(3), quad, 4)
+        assert min(np.max(np.abs(U - want), axis=1).min() for U in plain) > 1e-3
+
+
+def test_model_injection_data_told_outside_and_failures():
+    opt = CMAES(seed=0, popsize=8, model_injection=True).setup(2)
+    U = np.random.default_rng(0).random((12, 2))
+    f = np.sum((U - 0.4) ** 2, axis=1)
+    f[3] = np.inf  # a failed simulation does not enter the model
+    opt.add_model_data(U, f)
+    assert opt._model.size == 11
+    assert np.allclose(opt.ask()[0], 0.4, atol=1e-6)  # a design alone places the first injected point
+    off = CMAES(seed=0, popsize=8).setup(2)
+    off.add_model_data(U, f)  # without model_injection: nothing kept
+    assert off._model is None
 
 
 # -- failed evaluations -------------------------------------------------------------------------------------

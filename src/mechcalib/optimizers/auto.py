@@ -15,7 +15,8 @@ from ..core.problem import ProblemLike, residual_problem
 from ..errors import ConfigurationError, SettingError
 from ._base import Optimizer, SeedLike, check_choice, check_positive_int, check_range
 from .cmaes import CMAES
-from .least_squares import TOLD, fd_steps, refill, snap, stepped
+from .differences import fd_steps, snap, stepped
+from .least_squares import TOLD, LeastSquares, refill
 from .lockstep import Lockstep
 from .residual import ResidualOptimizer
 
@@ -36,8 +37,9 @@ class Auto(ResidualOptimizer):
 
     1. **Design**: ``n0 = max(2 d + 2, ceil(design_fraction * budget))`` points of a scrambled Sobol sequence
        (:class:`scipy.stats.qmc.Sobol`, seeded), capped at a quarter of the budget (at least ``d + 1``) so that
-       polishing keeps most of it, and with a batch (``batch_size > 1``) at two rounds (``2 batch_size``
-       points, at least ``2 d + 2``): at 32 workers a tenth of the arch's budget was six rounds of design. The budget is ``max_evals`` (calibrate passes it through
+       polishing keeps most of it, and with a batch (``batch_size > 1``) at one round (``batch_size`` points, at
+       least ``2 d + 2``): at 32 workers a tenth of the arch's budget was six rounds of design, and a second
+       round cost the smooth problems a round each (``benchmarks/efficiency.md``). The budget is ``max_evals`` (calibrate passes it through
        :meth:`~mechcalib.optimizers._base.Optimizer.set_budget`); without one, ``n0 = max(2 d + 2, 10)``.
     2. **Rule** (choosing least squares or CMA-ES), stated and tested: CMA-ES when (a) the batches are told
        without residual vectors (an objective without residuals, ``has_residuals`` False, or direct ask/tell),
@@ -72,7 +74,11 @@ class Auto(ResidualOptimizer):
        with step size ``cmaes_sigma0`` (0.1 of each range): the design has already located the best basin it
        saw, so the first run refines it instead of searching the whole cube again from its centre. When no
        point has succeeded, it starts at the centre with pycma's ``sigma0 = 0.3``. Measured on the masonry arch
-       of ``benchmarks/efficiency.md`` (non-smooth), with a check on seeds not used to choose the step.
+       of ``benchmarks/efficiency.md`` (non-smooth), with a check on seeds not used to choose the step. With a
+       population of ``batch_size`` (below), and ``cmaes_model`` true, each generation's first point is the
+       minimiser of a linear-quadratic model fitted to the points told, the design's included
+       (:class:`~mechcalib.optimizers.cmaes.CMAES`'s ``model_injection``: lq-CMA-ES's model, Hansen 2019,
+       injected as Hansen 2011 describes).
 
     Choices are logged (logger ``mechcalib.optimizers.auto``) and kept in :attr:`choices` (part of the
     optimiser state that checkpoints store; :func:`~mechcalib.calibrate` puts them in ``Result.choices``,
@@ -105,6 +111,8 @@ class Auto(ResidualOptimizer):
             gives it, and records it in ``run.json``, so that a resume on another number of workers asks the
             same batches. It must not exceed the budget. Where the rule chose CMA-ES, its population is
             ``batch_size`` when that is larger than pycma's default, at most a tenth of the budget left.
+        cmaes_model: with a CMA-ES population of ``batch_size``, spend one point a generation on the optimum of
+            a quadratic model of the loss (phase 4). One worker (pycma's default population) never does.
         seed: seed of the design and of the methods it runs.
     """
 
@@ -122,9 +130,13 @@ class Auto(ResidualOptimizer):
         cmaes_sigma0: float = 0.1,
         confirm: int = 1,
         batch_size: int = 1,
+        cmaes_model: bool = True,
         seed: SeedLike = None,
     ) -> None:
         super().__init__(seed=seed)
+        if not isinstance(cmaes_model, bool | np.bool_):
+            raise SettingError(self.name, "cmaes_model", "true or false", cmaes_model)
+        self.cmaes_model = bool(cmaes_model)
         self.design_fraction = check_range(self.name, "design_fraction", design_fraction, 0.0, 1.0, hi_open=True)
         self.smooth_tol = check_range(self.name, "smooth_tol", smooth_tol, 0.0, np.inf, lo_open=True)
         self.distinct = check_range(self.name, "distinct", distinct, 0.0, 1.0)
@@ -201,8 +213,8 @@ class Auto(ResidualOptimizer):
         if self._budget is None:
             return max(2 * dim + 2, 10)
         n0 = max(2 * dim + 2, math.ceil(self.design_fraction * self._budget))
-        if self.batch_size > 1:  # at most two rounds: a design of many rounds keeps a cluster from polishing
-            n0 = min(n0, max(2 * self.batch_size, 2 * dim + 2))
+        if self.batch_size > 1:  # one round: a design of many rounds keeps a cluster from polishing
+            n0 = min(n0, max(self.batch_size, 2 * dim + 2))
         return max(min(n0, self._budget // 4), min(dim + 1, self._budget))
 
     def _init_state(self) -> None:
@@ -308,6 +320,7 @@ class Auto(ResidualOptimizer):
         request fits the budget."""
         lock = self._sub
         assert isinstance(lock, Lockstep)
+        lock.start_type = lock.start_type or LeastSquares  # a checkpoint from before start_type
         while True:
             ended = lock.advance(self._memo)
             confirmed = self._confirmed(lock)
@@ -486,6 +499,7 @@ class Auto(ResidualOptimizer):
             width=width,
             batch_size=self.batch_size,
             seed=int(self.rng.integers(2**31)),
+            start_type=LeastSquares,
         )
         self._phase = "lsq"
         self._log_choice(
@@ -514,19 +528,28 @@ class Auto(ResidualOptimizer):
         told = [(f, k) for k, (f, _) in self._memo.items() if math.isfinite(f)]
         seed = int(self.rng.integers(2**31))
         popsize = self._cmaes_popsize()
+        inject = popsize is not None and self.cmaes_model  # a generation of a whole batch has a point to spare
         if told:
             f0, key = min(told)
             x0 = np.frombuffer(key).tolist()
-            self._sub = CMAES(x0=x0, sigma0=self.cmaes_sigma0, popsize=popsize, seed=seed).setup(self.dim)
+            self._sub = CMAES(
+                x0=x0, sigma0=self.cmaes_sigma0, popsize=popsize, model_injection=inject, seed=seed
+            ).setup(self.dim)
             start = f"from the best point so far (loss {f0:.4g}) with sigma0={self.cmaes_sigma0:g}"
             values.update(start=x0, start_loss=f0, sigma0=self.cmaes_sigma0)
         else:
-            self._sub = CMAES(popsize=popsize, seed=seed).setup(self.dim)
+            self._sub = CMAES(popsize=popsize, model_injection=inject, seed=seed).setup(self.dim)
             start = "from the centre with sigma0=0.3 (no point has succeeded yet)"
             values.update(start=None, start_loss=None, sigma0=0.3)
         if popsize is not None:
             start += f", population {popsize} (batch_size)"
             values.update(popsize=popsize)
+        if inject:
+            start += ", one point a generation the optimum of a quadratic model"
+            values.update(model_injection=True)
+            if told:  # the design and the check points start the model
+                assert isinstance(self._sub, CMAES)
+                self._sub.add_model_data(np.array([np.frombuffer(k) for _, k in told]), np.array([f for f, _ in told]))
         self._phase = "cmaes"
         self._log_choice("cmaes", f"{reason}; CMA-ES {start}", **values)
 

@@ -115,6 +115,12 @@ class CMAES(Optimizer):
         tolfun: pycma's ``tolfun``, stop when the losses of the recent generations span less than it (loss units).
         x0: the first run's mean, a unit-cube point (every coordinate in ``[0, 1]``); ``None``: the centre.
             ``auto`` passes the best point it has evaluated, with a smaller ``sigma0``.
+        model_injection: each generation's first point is the minimiser of a linear-quadratic model of the
+            loss fitted to the points told (pycma's ``LQModel``, the model of lq-CMA-ES, Hansen 2019), clipped to
+            the cube and injected as an external solution (Hansen 2011: pycma clips its step in the update, so a
+            poor model costs one point of the generation, not the distribution). Points told outside the
+            strategy (a design) join the model through :meth:`add_model_data`. Each run (restart) starts a
+            new model. Synchronous generations only; ``auto`` turns it on when its population is the batch.
         seed: random seed or generator.
 
     The first run starts at ``x0`` (by default the centre of the cube); restarts start at uniform random points.
@@ -135,9 +141,13 @@ class CMAES(Optimizer):
         tolx: float = 1e-11,
         tolfun: float = 1e-11,
         x0: list[float] | None = None,
+        model_injection: bool = False,
         seed: SeedLike = None,
     ) -> None:
         super().__init__(seed=seed)
+        if not isinstance(model_injection, bool | np.bool_):
+            raise SettingError(self.name, "model_injection", "true or false", model_injection)
+        self.model_injection = bool(model_injection)
         self.popsize = None if popsize is None else check_positive_int(self.name, "popsize", popsize, minimum=2)
         self.sigma0 = check_range(self.name, "sigma0", sigma0, 0.0, 1.0, lo_open=True)
         if isinstance(restarts, bool | float):
@@ -190,6 +200,7 @@ class CMAES(Optimizer):
         self._evals_large = 0
         self._n_large = 0
         self._done = False
+        self._model: Any = None  # the linear-quadratic model of the current run (model_injection)
         self._es = self._start(self._first_mean(), self.sigma0, self.base_popsize, "first", None)
         self._maxiter0 = float(self._es.opts["maxiter"])
 
@@ -234,6 +245,10 @@ class CMAES(Optimizer):
             opts["maxiter"] = maxiter
         with self._own_global_rng():
             es = cma.CMAEvolutionStrategy(list(x0), sigma, opts)
+        if self.model_injection:
+            from cma.fitness_models import LQModel
+
+            self._model = LQModel()
         self._runs.append({"regime": regime, "popsize": int(es.popsize), "sigma0": sigma, "evals": 0, "stop": []})
         return es
 
@@ -255,12 +270,40 @@ class CMAES(Optimizer):
     def _next_batch_size(self) -> int:
         return int(self._es.popsize)
 
+    def add_model_data(self, U: np.ndarray, f: np.ndarray) -> None:
+        """Points told outside the strategy (unit cube, ``(n, dim)``, with their losses) for the model of
+        ``model_injection``; failed ones (non-finite losses) are left out."""
+        if self._model is None:
+            return
+        for u, v in zip(np.atleast_2d(np.asarray(U, dtype=float)), np.asarray(f, dtype=float), strict=True):
+            if math.isfinite(v):
+                self._model.add_data_row(np.array(u, dtype=float), float(v))
+
+    def _model_optimum(self) -> np.ndarray | None:
+        """The genotype of the model's minimiser in the cube (a 1-D search's dummy coordinate at the mean), or ``None``
+        while the model has fewer than ``dim + 2`` points or its minimiser is not finite."""
+        m = self._model
+        if m is None or m.size < int(self.dim) + 2:
+            return None
+        x = np.asarray(m.xopt, dtype=float)
+        if x.shape != (int(self.dim),) or not np.all(np.isfinite(x)):
+            return None
+        u = np.concatenate([np.clip(x, 0.0, 1.0), np.full(self._n_cma - int(self.dim), 0.5)])
+        g = np.asarray(self._es.boundary_handler.inverse(u), dtype=float)  # the genotype that pycma maps to u
+        g[int(self.dim) :] = self._es.mean[int(self.dim) :]
+        return g
+
     def _ask(self) -> np.ndarray:
         with self._own_global_rng():
+            x = self._model_optimum()
+            if x is not None:
+                self._es.inject([x], force=True)  # asked as it is; the update clips its step
             self._asked = self._es.ask()
         return np.array(self._asked, dtype=float)[:, : self.dim]
 
     def _tell(self, X: np.ndarray, f: np.ndarray, stale: bool = False) -> None:
+        if not stale:
+            self.add_model_data(X, f)
         fc, self._worst = failure_penalty(f, self._worst)
         with self._own_global_rng():
             # pycma's own asked arrays: it finds each point's genotype by them. ``stale``: points sampled before

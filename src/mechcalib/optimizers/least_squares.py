@@ -62,6 +62,8 @@ from scipy.stats import qmc
 from ..core.problem import ProblemLike, residual_problem, residual_source
 from ..errors import ConfigurationError
 from ._base import SeedLike, check_choice, check_positive_int, check_range, check_unit_points
+from .differences import fd_steps, snap, stepped
+from .lockstep import Lockstep
 from .residual import ResidualOptimizer
 
 log = logging.getLogger(__name__)
@@ -99,34 +101,6 @@ def z_from_unit(u: np.ndarray) -> np.ndarray:
     return np.arccos(np.clip(1.0 - 2.0 * np.asarray(u, float), -1.0, 1.0)) / np.pi
 
 
-def fd_steps(u: np.ndarray, h: float, central: bool) -> list[tuple[float, ...]]:
-    """The primary steps of each coordinate: ``(+h, -h)`` (central, both inside ``[0, 1]``) or one step
-    (forward: ``+h``, or ``-h`` where ``u_i + h > 1``)."""
-    out: list[tuple[float, ...]] = []
-    for ui in u:
-        if central and ui - h >= 0.0 and ui + h <= 1.0:
-            out.append((h, -h))
-        else:
-            out.append((h,) if ui + h <= 1.0 else (-h,))
-    return out
-
-
-_GRID = 2.0**40
-
-
-def snap(u: np.ndarray) -> np.ndarray:
-    """``u`` rounded to multiples of 2**-40 (about 1e-12; exact in float64): scipy's MINPACK path can differ
-    in the last bits from one run to the next (its reductions depend on memory alignment), and the points it
-    asks must repeat exactly for a replay to find what was told."""
-    return np.round(np.asarray(u, float) * _GRID) / _GRID
-
-
-def stepped(u: np.ndarray, i: int, s: float) -> np.ndarray:
-    p = u.copy()
-    p[i] = min(max(u[i] + s, 0.0), 1.0)
-    return p
-
-
 def fd_column(r0: np.ndarray, got: dict[float, np.ndarray | None], u_i: float) -> np.ndarray | None:
     """One Jacobian column from the residuals ``got`` at steps ``{step: r or None (failed)}``: central when
     both sides of a central pair succeeded, else one-sided on the surviving step; ``None``: none did."""
@@ -161,6 +135,11 @@ class LeastSquares(ResidualOptimizer):
         max_nfev: scipy's residual evaluations per start (default: scipy's).
         x0: starts of its own ``(k, d)`` in the unit cube, run before the design (e.g. the best points of a
             global search to polish; ``n_starts`` then defaults to 0).
+        batch_size: the simulations the evaluator runs at once (a round). 1 (default): one start at a time, each
+            batch a Jacobian or a step. Larger: ``batch_size // (J + 1)`` starts (``J`` the simulations of a
+            Jacobian; at most the starts of ``x0`` and the design) advance in lockstep, each round holding their requests and, with room, the Jacobian at
+            each trial point asked ahead (:mod:`~mechcalib.optimizers.lockstep`, as ``auto``'s polishing); the
+            run then ends when its starts have (``restart=False``) or goes on from random points.
         seed: seed of the design and the restarts.
     """
 
@@ -181,9 +160,11 @@ class LeastSquares(ResidualOptimizer):
         gtol: float = 1e-8,
         max_nfev: int | None = None,
         x0: list[list[float]] | None = None,
+        batch_size: int = 1,
         seed: SeedLike = None,
     ) -> None:
         super().__init__(seed=seed)
+        self.batch_size = check_positive_int(self.name, "batch_size", batch_size)
         self.method = check_choice(self.name, "method", method or self._default_method, ("trf", "lm"))
         self.x0 = None if x0 is None else check_unit_points(self.name, "x0", x0)
         default = self._default_starts if self.x0 is None else 0
@@ -232,23 +213,34 @@ class LeastSquares(ResidualOptimizer):
     @property
     def end_points(self) -> list[tuple[np.ndarray, float]]:
         """The distinct end points of the finished starts ``(u, loss)``, best first."""
-        return sorted(((u.copy(), f) for u, f in self._ends), key=lambda e: e[1])
+        lock = getattr(self, "_lock", None)
+        if lock is None:
+            return sorted(((u.copy(), f) for u, f in self._ends), key=lambda e: e[1])
+        ends: list[tuple[np.ndarray, float]] = []
+        for u, f in lock.end_points:
+            _keep_distinct(ends, np.asarray(u, dtype=float), f)
+        return sorted(ends, key=lambda e: e[1])
 
     @property
     def finished_starts(self) -> list[tuple[float, bool]]:
         """Per finished start, in order: the loss it ended at and whether scipy met a tolerance."""
+        lock = getattr(self, "_lock", None)
+        if lock is not None:
+            return list(lock.ends)
         return list(zip(self._end_losses, self._end_status, strict=True))
 
     @property
     def tolerances_met(self) -> list[bool]:
         """Per finished start, whether scipy stopped on ``ftol``/``xtol``/``gtol`` (``False``: on its
         evaluation cap ``max_nfev``)."""
-        return list(self._end_status)
+        return [met for _, met in self.finished_starts]
 
     @property
     def converged(self) -> bool:
         if self.dim is None or self.restart:
             return False
+        if self._lock is not None:  # every start ended
+            return self._next_batch_size() == 0
         # the start index before a batch planned by next_batch_size, which runs scipy (and may end a start)
         start = self._start if self._planned is None else self._start_at_plan
         return start >= len(self.x0 or ()) + self.n_starts
@@ -275,10 +267,32 @@ class LeastSquares(ResidualOptimizer):
         self._end_losses = []  # per finished start: the loss it ended at
         self._planned: np.ndarray | None = None  # the next batch, when next_batch_size planned it
         self._start_at_plan = 0
+        self._lock: Lockstep | None = None
+        if self.batch_size > 1:  # the starts in lockstep, their evaluations in one memory
+            self._memo: dict[bytes, tuple[float, np.ndarray | None]] = {}
+            self._lock = Lockstep(
+                dim=d,
+                method=self.method,
+                fd_step=self.fd_step or (1e-6 if self.difference == "forward" else 1e-4),
+                starts=list(self._starts),
+                # the listed starts at most: random restarts at once would spend a round's room on new starts
+                width=min(self.batch_size // (self.evals_per_jacobian(d) + 1), max(1, len(self._starts))),
+                batch_size=self.batch_size,
+                seed=int(self.rng.integers(2**31)),
+                restart=self.restart,
+                central=self.difference == "central",
+                options={"ftol": self.ftol, "xtol": self.xtol, "gtol": self.gtol, "max_nfev": self.max_nfev},
+                face_trf=False,
+                start_type=LeastSquares,
+            )
 
     def _next_batch_size(self) -> int:
         """The next batch is known only by running scipy up to its next request: plan it now and keep it for
         ``ask``; the run (its RNG draws included) is the same as planning it in ``ask``."""
+        if self._lock is not None:
+            if self._planned is None:
+                self._planned = self._plan_lockstep()
+            return int(self._planned.shape[0])
         if self._planned is None:
             self._start_at_plan = self._start
             self._planned = self._plan_batch()
@@ -287,6 +301,11 @@ class LeastSquares(ResidualOptimizer):
     def checkpoint_state(self) -> dict[str, Any]:
         """:meth:`state_dict` without the told residual vectors (keys kept, values :data:`TOLD`) and the
         Jacobians derived from them, in residual mode; :meth:`restore_told` fills them in again."""
+        if self._lock is not None:
+            state = copy.deepcopy({k: v for k, v in vars(self).items() if k not in ("_memo", "_lock")})
+            state["_memo"] = {k: (f, None if r is None else TOLD) for k, (f, r) in self._memo.items()}
+            state["_lock"] = self._lock.checkpoint_copy()
+            return state
         if self._mode != "residuals":
             return self.state_dict()
         big = ("_table", "_jacs")
@@ -296,10 +315,25 @@ class LeastSquares(ResidualOptimizer):
         return state
 
     def restore_told(self, U: np.ndarray, R: np.ndarray) -> None:
+        if self._lock is not None:
+            self._memo = refill(self._memo, U, R, self.name, put=lambda v, r: (v[0], r))
+            self._lock.restore_told(U, R)
+            return
         self._table = refill(self._table, U, R, self.name)
 
+    def _plan_lockstep(self) -> np.ndarray:
+        """The starts' next round less the points answered from memory (empty once every start has ended)."""
+        lock = self._lock
+        assert lock is not None
+        while lock.advance(self._memo):
+            pass
+        U = lock.batch(self._memo, math.inf) if lock.requests else None
+        return np.zeros((0, int(self.dim))) if U is None else U
+
     def _ask(self) -> np.ndarray:
-        X = self._planned if self._planned is not None else self._plan_batch()
+        if self._planned is None:
+            self._planned = self._plan_lockstep() if self._lock is not None else self._plan_batch()
+        X = self._planned
         self._planned = None
         return X
 
@@ -332,6 +366,9 @@ class LeastSquares(ResidualOptimizer):
         for x, fi, r in zip(X, f, R, strict=True):
             key = x.tobytes()
             good = bool(np.all(np.isfinite(r))) and math.isfinite(fi)
+            if self._lock is not None:
+                self._memo[key] = (float(fi), r.copy() if good else None)
+                continue
             self._table[key] = r.copy() if good else None
             self._loss[key] = float(fi)
 
@@ -493,16 +530,21 @@ class LeastSquares(ResidualOptimizer):
         f_end = self._loss.get(u_end.tobytes(), math.inf)
         self._end_losses.append(float(f_end))
         log.info("%s: start %d ended (%s) at loss %.6g", self.name, self._start, msg, f_end)
-        near = [j for j, (u, _) in enumerate(self._ends) if np.max(np.abs(u_end - u)) <= _DISTINCT]
-        if not near:
-            self._ends.append((u_end.copy(), f_end))
-        elif f_end < self._ends[near[0]][1]:  # the same basin, ended lower
-            self._ends[near[0]] = (u_end.copy(), f_end)
+        _keep_distinct(self._ends, u_end, f_end)
 
     def _pad_rows(self, J: np.ndarray) -> np.ndarray:
         if J.shape[0] < self.dim:
             return np.vstack([J, np.zeros((self.dim - J.shape[0], self.dim))])
         return J
+
+
+def _keep_distinct(ends: list[tuple[np.ndarray, float]], u_end: np.ndarray, f_end: float) -> None:
+    """Add an end point to ``ends``, or let it replace the one within ``_DISTINCT`` (max-norm) that it betters."""
+    near = [j for j, (u, _) in enumerate(ends) if np.max(np.abs(u_end - u)) <= _DISTINCT]
+    if not near:
+        ends.append((u_end.copy(), f_end))
+    elif f_end < ends[near[0]][1]:  # the same basin, ended lower
+        ends[near[0]] = (u_end.copy(), f_end)
 
 
 TOLD = "told"  # in a checkpoint, a residual vector left out (restore_told puts it back)

@@ -1,4 +1,4 @@
-"""Least-squares starts in lockstep: ``auto``'s polishing.
+"""Least-squares starts in lockstep: ``auto``'s polishing, and ``lsq`` with a ``batch_size``.
 
 Several single-start least-squares runs (:class:`~mechcalib.optimizers.least_squares.LeastSquares`, one start
 each) advance together: each round is one batch holding every active start's next request (a Jacobian's
@@ -18,10 +18,14 @@ from __future__ import annotations
 
 import copy
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .least_squares import LeastSquares, fd_steps, stepped
+from .differences import fd_steps, stepped
+
+if TYPE_CHECKING:
+    from .least_squares import LeastSquares
 
 #: ``memo`` values: (loss, residuals or ``None`` when failed)
 Memo = dict[bytes, tuple[float, np.ndarray | None]]
@@ -38,12 +42,37 @@ class Lockstep:
         width: how many starts run at once.
         batch_size: the round's capacity; requests beyond it are still asked, look-ahead points only within it.
         seed: seed of the random starts after ``starts``.
+        restart: after ``starts``, start again from uniform random points (``False``: the run ends with them).
+        central: the starts difference centrally (look-ahead Jacobians too).
+        options: further settings of each start's :class:`LeastSquares` (tolerances, ``max_nfev``).
+        face_trf: an LM start near a face of the cube runs TRF (:func:`_near_face`; ``auto``'s choice).
+        start_type: the class of a start, :class:`~mechcalib.optimizers.least_squares.LeastSquares` (given, not
+            imported here: least squares runs its own starts through this module).
     """
 
+    #: a checkpoint from before ``start_type`` existed has none; its owner sets it (``auto``)
+    start_type: type[LeastSquares] | None = None
+
     def __init__(
-        self, *, dim: int, method: str, fd_step: float, starts: list[np.ndarray], width: int, batch_size: int, seed: int
+        self,
+        *,
+        dim: int,
+        method: str,
+        fd_step: float,
+        starts: list[np.ndarray],
+        width: int,
+        batch_size: int,
+        seed: int,
+        restart: bool = True,
+        central: bool = False,
+        options: dict | None = None,
+        face_trf: bool = True,
+        start_type: type[LeastSquares] | None = None,
     ) -> None:
+        self.start_type = start_type
         self.dim, self.method, self.fd_step = dim, method, fd_step
+        self.restart, self.central, self.face_trf = restart, central, face_trf
+        self.options = dict(options or {})
         self.width, self.batch_size = max(1, width), max(1, batch_size)
         self.queue = [np.asarray(s, float) for s in starts]
         self.rng = np.random.default_rng(seed)
@@ -96,18 +125,29 @@ class Lockstep:
             if req.shape[0] == 1:  # a trial step (or a start's first point): its Jacobian comes next if accepted
                 p = req[0]
                 add(
-                    [stepped(p, i, s) for i, ss in enumerate(fd_steps(p, self.fd_step, False)) for s in ss],
+                    [stepped(p, i, s) for i, ss in enumerate(fd_steps(p, self.fd_step, self.central)) for s in ss],
                     min(left, self.batch_size),
                 )
         return np.array(out)
 
     # -- bookkeeping -------------------------------------------------------------------------------
     def _fill(self) -> None:
-        while len(self.active) < self.width:
+        # getattr: a checkpoint of a run from before these settings has none of them (auto's defaults)
+        while len(self.active) < self.width and (self.queue or getattr(self, "restart", True)):
             u = self.queue.pop(0) if self.queue else self.rng.random(self.dim)
             u = np.clip(u, 0.0, 1.0)
-            method = "trf" if self.method == "lm" and _near_face(u) else self.method
-            sub = LeastSquares(method=method, x0=[u.tolist()], restart=False, fd_step=self.fd_step, seed=0)
+            face = getattr(self, "face_trf", True)
+            method = "trf" if face and self.method == "lm" and _near_face(u) else self.method
+            assert self.start_type is not None, "Lockstep needs start_type (the LeastSquares class)"
+            sub = self.start_type(
+                method=method,
+                x0=[u.tolist()],
+                restart=False,
+                fd_step=self.fd_step,
+                difference="central" if getattr(self, "central", False) else "forward",
+                seed=0,
+                **getattr(self, "options", {}),
+            )
             sub.setup(self.dim)
             self.active.append(sub)
             self.n_started += 1

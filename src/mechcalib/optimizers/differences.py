@@ -1,0 +1,35 @@
+"""Finite-difference points in the unit cube, shared by least squares and the starts it runs in lockstep."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["fd_steps", "snap", "stepped"]
+
+
+def fd_steps(u: np.ndarray, h: float, central: bool) -> list[tuple[float, ...]]:
+    """The primary steps of each coordinate: ``(+h, -h)`` (central, both inside ``[0, 1]``) or one step
+    (forward: ``+h``, or ``-h`` where ``u_i + h > 1``)."""
+    out: list[tuple[float, ...]] = []
+    for ui in u:
+        if central and ui - h >= 0.0 and ui + h <= 1.0:
+            out.append((h, -h))
+        else:
+            out.append((h,) if ui + h <= 1.0 else (-h,))
+    return out
+
+
+_GRID = 2.0**40
+
+
+def snap(u: np.ndarray) -> np.ndarray:
+    """``u`` rounded to multiples of 2**-40 (about 1e-12; exact in float64): scipy's MINPACK path can differ
+    in the last bits from one run to the next (its reductions depend on memory alignment), and the points it
+    asks must repeat exactly for a replay to find what was told."""
+    return np.round(np.asarray(u, float) * _GRID) / _GRID
+
+
+def stepped(u: np.ndarray, i: int, s: float) -> np.ndarray:
+    p = u.copy()
+    p[i] = min(max(u[i] + s, 0.0), 1.0)
+    return p
