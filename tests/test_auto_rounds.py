@@ -91,14 +91,11 @@ def test_run_json_fixes_seed_and_batch_size_and_a_resume_on_other_workers_replay
     assert json.loads((tmp_path / "whole" / "result.json").read_text())["seed"] == man["seed"]
     cfg.write_text(CONFIG.replace("seed = 3", f"seed = {man['seed']}"))
 
-    class Stop(Exception):
-        pass
-
     def stop_at_20(done, _total, _best):
         if done >= 20:
-            raise Stop
+            raise _Stop
 
-    with pytest.raises(Stop):
+    with pytest.raises(_Stop):
         run_config(cfg, tmp_path / "cut", workers=4, progress=stop_at_20)
     resumed = resume_run(tmp_path / "cut", workers=2)  # another number of workers: the same batches
     assert json.loads((tmp_path / "cut" / "run.json").read_text())["batch_size"] == 4
@@ -106,24 +103,32 @@ def test_run_json_fixes_seed_and_batch_size_and_a_resume_on_other_workers_replay
     np.testing.assert_array_equal(resumed.result.history.batch, whole.result.history.batch)
 
 
-def test_a_killed_run_of_lockstep_starts_resumes_from_its_checkpoint_exactly(tmp_path):
-    prob, _ = _duffing()
-    ref = mc.calibrate(prob, Auto(seed=2, batch_size=8), max_evals=120)
-    seen = []
+class _Stop(Exception):
+    pass
 
-    class Stop(Exception):
-        pass
+
+def _stop_after(n: int, seen: list[int]):
+    """An ``on_evaluation`` hook that raises after the ``n``-th evaluation not replayed (a killed run)."""
 
     def hook(idx, batch, outcome):
         if outcome.source != "replay":
             seen.append(idx)
-            if len(seen) == 45:  # inside the polishing, between rounds of several starts
-                raise Stop
+            if len(seen) == n:
+                raise _Stop
+
+    return hook
+
+
+def test_a_killed_run_of_lockstep_starts_resumes_from_its_checkpoint_exactly(tmp_path):
+    prob, _ = _duffing()
+    ref = mc.calibrate(prob, Auto(seed=2, batch_size=8), max_evals=120)
+    seen: list[int] = []
+    hook = _stop_after(45, seen)  # inside the polishing, between rounds of several starts
 
     from mechcalib.storage import RunStore
 
     with RunStore(tmp_path / "r.db") as store:
-        with pytest.raises(Stop):
+        with pytest.raises(_Stop):
             mc.calibrate(prob, Auto(seed=2, batch_size=8), max_evals=120, store=store, run_name="r", on_evaluation=hook)
         res = mc.calibrate(prob, Auto(batch_size=8), max_evals=120, store=store, run_name="r")
     assert res.n_simulated == res.n_evals - len(seen)  # no stored evaluation simulated again
@@ -216,19 +221,11 @@ def test_a_killed_run_in_the_cmaes_phase_with_injection_resumes_exactly(tmp_path
     lo, hi = [-1.0] * 3, [1.0] * 3
     ref = minimize(rough, lo, hi, Auto(seed=5, batch_size=16), max_evals=300)
     assert any(c["choice"] == "cmaes" and c.get("model_injection") for c in ref.choices)
-    seen = []
-
-    class Stop(Exception):
-        pass
-
-    def hook(idx, batch, outcome):
-        if outcome.source != "replay":
-            seen.append(idx)
-            if len(seen) == 150:  # inside the CMA-ES generations
-                raise Stop
+    seen: list[int] = []
+    hook = _stop_after(150, seen)  # inside the CMA-ES generations
 
     with RunStore(tmp_path / "r.db") as store:
-        with pytest.raises(Stop):
+        with pytest.raises(_Stop):
             minimize(rough, lo, hi, Auto(seed=5, batch_size=16), max_evals=300, store=store, run_name="r",
                      on_evaluation=hook)  # fmt: skip
         res = minimize(rough, lo, hi, Auto(batch_size=16), max_evals=300, store=store, run_name="r")

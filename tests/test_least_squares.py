@@ -193,35 +193,12 @@ class _Stop(KeyboardInterrupt):
     pass
 
 
+@pytest.mark.parametrize(("name", "batch_size"), [("lsq-trf", 1), ("lsq-lm", 1), ("lsq", 1), ("lsq", 8)])
 @pytest.mark.parametrize("checkpoint_every", [1, None])
-def test_a_killed_run_of_starts_in_lockstep_resumes_to_the_identical_result(checkpoint_every):
-    total, k = 150, 40
-    ref = mc.calibrate(_duffing_problem(), LeastSquares(seed=4, batch_size=8), max_evals=total)
-    store = MemoryStore()
-    seen = []
-
-    def hook(idx, batch, outcome):
-        if outcome.source == "live":
-            seen.append(idx)
-            if len(seen) == k:
-                raise _Stop
-
-    kw = dict(max_evals=total, store=store, run_name="r", cache=False, checkpoint_every=checkpoint_every)
-    with pytest.raises(_Stop):
-        mc.calibrate(_duffing_problem(CountingDuffing()), LeastSquares(seed=4, batch_size=8), on_evaluation=hook, **kw)
-    prob = _duffing_problem(CountingDuffing())
-    CountingDuffing.calls = []
-    res = mc.calibrate(prob, LeastSquares(batch_size=8), **kw)
-    assert res.history.losses == ref.history.losses and np.array_equal(res.history.U, ref.history.U)
-    assert res.n_replayed == k and res.n_simulated == total - k == sum(CountingDuffing.calls)
-    assert res.best_loss == ref.best_loss
-
-
-@pytest.mark.parametrize("name", ["lsq-trf", "lsq-lm", "lsq"])
-@pytest.mark.parametrize("checkpoint_every", [1, None])
-def test_killed_run_resumes_to_the_identical_result_without_recomputing(name, checkpoint_every):
+def test_killed_run_resumes_to_the_identical_result_without_recomputing(name, batch_size, checkpoint_every):
+    """Also with a batch: several starts in lockstep, killed between rounds, resume exactly."""
     total, k = 45, 13
-    ref = mc.calibrate(_duffing_problem(), make_optimizer(name, seed=4), max_evals=total)
+    ref = mc.calibrate(_duffing_problem(), make_optimizer(name, seed=4, batch_size=batch_size), max_evals=total)
     store = MemoryStore()
     seen = []
 
@@ -233,10 +210,11 @@ def test_killed_run_resumes_to_the_identical_result_without_recomputing(name, ch
 
     kw = dict(max_evals=total, store=store, run_name="r", cache=False, checkpoint_every=checkpoint_every)
     with pytest.raises(_Stop):
-        mc.calibrate(_duffing_problem(CountingDuffing()), make_optimizer(name, seed=4), on_evaluation=hook, **kw)
+        opt = make_optimizer(name, seed=4, batch_size=batch_size)
+        mc.calibrate(_duffing_problem(CountingDuffing()), opt, on_evaluation=hook, **kw)
     prob = _duffing_problem(CountingDuffing())
     CountingDuffing.calls = []
-    res = mc.calibrate(prob, make_optimizer(name), **kw)
+    res = mc.calibrate(prob, make_optimizer(name, batch_size=batch_size), **kw)
     assert res.history.losses == ref.history.losses and np.array_equal(res.history.U, ref.history.U)
     assert res.best_loss == ref.best_loss and np.array_equal(res.best_x, ref.best_x)
     assert res.n_replayed == k and res.n_simulated == total - k == sum(CountingDuffing.calls)
