@@ -243,7 +243,7 @@ def run_config(
 def _fixed_at_start(cfg: RunConfig, optimizer: Any, evaluator: Evaluator) -> dict[str, Any]:
     """The settings a run fixes when it starts, recorded in ``run.json``: ``seed`` (drawn once when the
     configuration gives none, so that every run can be repeated) and, for an optimiser with a ``batch_size``
-    (``auto``) that the configuration leaves out, ``batch_size``: the evaluator's workers (1 when serial; the
+    (``auto``, least squares) that the configuration leaves out, ``batch_size``: the evaluator's workers (1 when serial; the
     configured ``workers`` for a cluster that does not say)."""
     fixed: dict[str, Any] = {}
     if optimizer.seed is None:
