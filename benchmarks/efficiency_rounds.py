@@ -76,7 +76,9 @@ def make(method: str, key: str, W: int, seed: int, mode: str) -> tuple[Any, int]
         budget = case.auto_budget if W == 1 or mode == "success" else max(3 * case.auto_budget, W)
         try:
             return Auto(seed=seed, batch_size=W, **AUTO_OPTIONS), budget
-        except TypeError:  # today's auto: no batch_size
+        except TypeError:  # today's auto: no batch_size (a misspelt --auto-option must not land here)
+            if AUTO_OPTIONS:
+                raise
             return Auto(seed=seed), budget
     if method == "eki":
         if "eki" not in OPTIMIZERS:

@@ -273,6 +273,12 @@ def check_positive_int(owner: str, name: str, value: Any, minimum: int = 1) -> i
     return int(value)
 
 
+def check_bool(owner: str, name: str, value: Any) -> bool:
+    if not isinstance(value, bool | np.bool_):
+        raise SettingError(owner, name, "true or false", value)
+    return bool(value)
+
+
 def check_range(owner: str, name: str, value: Any, lo: float, hi: float, *, lo_open=False, hi_open=False) -> float:
     try:
         v = float(value)

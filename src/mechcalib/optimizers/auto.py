@@ -13,10 +13,10 @@ from scipy.stats import qmc
 
 from ..core.problem import ProblemLike, residual_problem
 from ..errors import ConfigurationError, SettingError
-from ._base import Optimizer, SeedLike, check_choice, check_positive_int, check_range
+from ._base import Optimizer, SeedLike, check_bool, check_choice, check_positive_int, check_range
 from .cmaes import CMAES
 from .differences import fd_steps, snap, stepped
-from .least_squares import TOLD, LeastSquares, refill
+from .least_squares import LeastSquares, memo_checkpoint, memo_refilled
 from .lockstep import Lockstep
 from .residual import ResidualOptimizer
 
@@ -134,9 +134,7 @@ class Auto(ResidualOptimizer):
         seed: SeedLike = None,
     ) -> None:
         super().__init__(seed=seed)
-        if not isinstance(cmaes_model, bool | np.bool_):
-            raise SettingError(self.name, "cmaes_model", "true or false", cmaes_model)
-        self.cmaes_model = bool(cmaes_model)
+        self.cmaes_model = check_bool(self.name, "cmaes_model", cmaes_model)
         self.design_fraction = check_range(self.name, "design_fraction", design_fraction, 0.0, 1.0, hi_open=True)
         self.smooth_tol = check_range(self.name, "smooth_tol", smooth_tol, 0.0, np.inf, lo_open=True)
         self.distinct = check_range(self.name, "distinct", distinct, 0.0, 1.0)
@@ -269,12 +267,12 @@ class Auto(ResidualOptimizer):
         """:meth:`state_dict` without the told residual vectors (the memory's and the polisher's), which
         :meth:`restore_told` fills in again from the stored responses."""
         state = copy.deepcopy({k: v for k, v in vars(self).items() if k not in ("_memo", "_sub")})
-        state["_memo"] = {k: (f, None if r is None else TOLD) for k, (f, r) in self._memo.items()}
+        state["_memo"] = memo_checkpoint(self._memo)
         state["_sub"] = None if self._sub is None else self._sub.checkpoint_copy()
         return state
 
     def restore_told(self, U: np.ndarray, R: np.ndarray) -> None:
-        self._memo = refill(self._memo, U, R, self.name, put=lambda v, r: (v[0], r))
+        self._memo = memo_refilled(self._memo, U, R, self.name)
         if isinstance(self._sub, Lockstep):
             self._sub.restore_told(U, R)
 

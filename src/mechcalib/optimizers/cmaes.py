@@ -57,7 +57,7 @@ import numpy as np
 
 from ..core.presets import Preset, presets_by_name
 from ..errors import ConfigurationError, SettingError
-from ._base import Optimizer, SeedLike, check_choice, check_positive_int, check_range, check_unit_points
+from ._base import Optimizer, SeedLike, check_bool, check_choice, check_positive_int, check_range, check_unit_points
 
 __all__ = ["CMAES", "default_popsize", "failure_penalty"]
 
@@ -145,9 +145,7 @@ class CMAES(Optimizer):
         seed: SeedLike = None,
     ) -> None:
         super().__init__(seed=seed)
-        if not isinstance(model_injection, bool | np.bool_):
-            raise SettingError(self.name, "model_injection", "true or false", model_injection)
-        self.model_injection = bool(model_injection)
+        self.model_injection = check_bool(self.name, "model_injection", model_injection)
         self.popsize = None if popsize is None else check_positive_int(self.name, "popsize", popsize, minimum=2)
         self.sigma0 = check_range(self.name, "sigma0", sigma0, 0.0, 1.0, lo_open=True)
         if isinstance(restarts, bool | float):

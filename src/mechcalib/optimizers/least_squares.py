@@ -144,6 +144,8 @@ class LeastSquares(ResidualOptimizer):
     """
 
     name: ClassVar[str] = "lsq"
+    #: the starts in lockstep (``batch_size > 1``); none in a checkpoint from before ``batch_size`` existed
+    _lock: Lockstep | None = None
     _default_method: ClassVar[str] = "trf"
     _default_starts: ClassVar[int] = 5
 
@@ -213,20 +215,18 @@ class LeastSquares(ResidualOptimizer):
     @property
     def end_points(self) -> list[tuple[np.ndarray, float]]:
         """The distinct end points of the finished starts ``(u, loss)``, best first."""
-        lock = getattr(self, "_lock", None)
-        if lock is None:
+        if self._lock is None:
             return sorted(((u.copy(), f) for u, f in self._ends), key=lambda e: e[1])
         ends: list[tuple[np.ndarray, float]] = []
-        for u, f in lock.end_points:
+        for u, f in self._lock.end_points:
             _keep_distinct(ends, np.asarray(u, dtype=float), f)
         return sorted(ends, key=lambda e: e[1])
 
     @property
     def finished_starts(self) -> list[tuple[float, bool]]:
         """Per finished start, in order: the loss it ended at and whether scipy met a tolerance."""
-        lock = getattr(self, "_lock", None)
-        if lock is not None:
-            return list(lock.ends)
+        if self._lock is not None:
+            return list(self._lock.ends)
         return list(zip(self._end_losses, self._end_status, strict=True))
 
     @property
@@ -267,7 +267,7 @@ class LeastSquares(ResidualOptimizer):
         self._end_losses = []  # per finished start: the loss it ended at
         self._planned: np.ndarray | None = None  # the next batch, when next_batch_size planned it
         self._start_at_plan = 0
-        self._lock: Lockstep | None = None
+        self._lock = None
         if self.batch_size > 1:  # the starts in lockstep, their evaluations in one memory
             self._memo: dict[bytes, tuple[float, np.ndarray | None]] = {}
             self._lock = Lockstep(
@@ -303,7 +303,7 @@ class LeastSquares(ResidualOptimizer):
         Jacobians derived from them, in residual mode; :meth:`restore_told` fills them in again."""
         if self._lock is not None:
             state = copy.deepcopy({k: v for k, v in vars(self).items() if k not in ("_memo", "_lock")})
-            state["_memo"] = {k: (f, None if r is None else TOLD) for k, (f, r) in self._memo.items()}
+            state["_memo"] = memo_checkpoint(self._memo)
             state["_lock"] = self._lock.checkpoint_copy()
             return state
         if self._mode != "residuals":
@@ -316,7 +316,7 @@ class LeastSquares(ResidualOptimizer):
 
     def restore_told(self, U: np.ndarray, R: np.ndarray) -> None:
         if self._lock is not None:
-            self._memo = refill(self._memo, U, R, self.name, put=lambda v, r: (v[0], r))
+            self._memo = memo_refilled(self._memo, U, R, self.name)
             self._lock.restore_told(U, R)
             return
         self._table = refill(self._table, U, R, self.name)
@@ -565,6 +565,17 @@ def refill(table: dict[bytes, Any], U: np.ndarray, R: np.ndarray, owner: str, pu
             v = r if put is None else put(v, r)
         out[k] = v
     return out
+
+
+def memo_checkpoint(memo: dict[bytes, tuple[float, np.ndarray | None]]) -> dict[bytes, tuple[float, Any]]:
+    """A memory of ``(loss, residuals or None)`` for a checkpoint: each told residual vector left out
+    (:data:`TOLD`), put back by :func:`memo_refilled`."""
+    return {k: (f, None if r is None else TOLD) for k, (f, r) in memo.items()}
+
+
+def memo_refilled(memo: dict[bytes, tuple[float, Any]], U: np.ndarray, R: np.ndarray, owner: str) -> dict:
+    """:func:`memo_checkpoint`'s memory with its residual vectors put back from the stored ``U``, ``R``."""
+    return refill(memo, U, R, owner, put=lambda v, r: (v[0], r))
 
 
 class LeastSquaresTRF(LeastSquares):

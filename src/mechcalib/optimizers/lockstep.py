@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -50,8 +50,13 @@ class Lockstep:
             imported here: least squares runs its own starts through this module).
     """
 
-    #: a checkpoint from before ``start_type`` existed has none; its owner sets it (``auto``)
+    # A checkpoint from before these settings has none of them: these are its (``auto``'s) values, and
+    # ``start_type``, which cannot be imported here, its owner sets again (``auto``)
     start_type: type[LeastSquares] | None = None
+    restart = True
+    central = False
+    face_trf = True
+    options: dict[str, Any] = {}  # noqa: RUF012  (read, never changed in place)
 
     def __init__(
         self,
@@ -132,21 +137,19 @@ class Lockstep:
 
     # -- bookkeeping -------------------------------------------------------------------------------
     def _fill(self) -> None:
-        # getattr: a checkpoint of a run from before these settings has none of them (auto's defaults)
-        while len(self.active) < self.width and (self.queue or getattr(self, "restart", True)):
+        while len(self.active) < self.width and (self.queue or self.restart):
             u = self.queue.pop(0) if self.queue else self.rng.random(self.dim)
             u = np.clip(u, 0.0, 1.0)
-            face = getattr(self, "face_trf", True)
-            method = "trf" if face and self.method == "lm" and _near_face(u) else self.method
+            method = "trf" if self.face_trf and self.method == "lm" and _near_face(u) else self.method
             assert self.start_type is not None, "Lockstep needs start_type (the LeastSquares class)"
             sub = self.start_type(
                 method=method,
                 x0=[u.tolist()],
                 restart=False,
                 fd_step=self.fd_step,
-                difference="central" if getattr(self, "central", False) else "forward",
+                difference="central" if self.central else "forward",
                 seed=0,
-                **getattr(self, "options", {}),
+                **self.options,
             )
             sub.setup(self.dim)
             self.active.append(sub)
