@@ -3,8 +3,8 @@
 A dask LocalCluster of 32 single-thread workers (threads of this process: the model only sleeps, which
 costs no CPU) evaluates a test function whose every evaluation sleeps a lognormal duration (median
 ``--median`` seconds, default the issue's 1 s; spread factor 2: ``sigma = ln 2``; the duration is drawn from
-the parameter values, so it is the same for the same point in both modes). CMA-ES (popsize 32) and DE
-(NP 32) each spend ``--budget`` simulations, synchronously (a batch waits for its slowest simulation) and
+the parameter values, so it is the same for the same point in both modes). CMA-ES (popsize 32, and its
+default population of 10, which asynchronous evaluation keeps whatever the workers) and DE (NP 32) each spend ``--budget`` simulations, synchronously (a batch waits for its slowest simulation) and
 asynchronously (32 in flight, each told as it finishes); worker utilisation is the summed evaluation time
 over 32 x the wall time. ``auto`` runs on the same cluster to a target. dask's statistical profiler of the
 workers is turned off (``--profile`` keeps it): 32 in-process workers sampled every 10 ms cost a large
@@ -84,7 +84,11 @@ def _problem(method: str, seed: int, budget: int, slow: bool, fn: str = "rastrig
             Auto(seed=seed, batch_size=WORKERS),  # a round fills the 32 workers (lockstep starts)
             Termination(max_evals=budget, target=1e-6),
         )
-    opt: Any = CMAES(seed=seed, popsize=WORKERS) if method == "cmaes" else DE(seed=seed, pop_size=WORKERS)
+    opt: Any = {
+        "cmaes": lambda: CMAES(seed=seed, popsize=WORKERS),
+        "cmaes-default": lambda: CMAES(seed=seed),  # pycma's population, 4 + 3 ln 8 = 10
+        "de": lambda: DE(seed=seed, pop_size=WORKERS),
+    }[method]()
     f, h = FUNCTIONS[fn]
     return (slow_rastrigin if slow else f), [-h] * DIM, [h] * DIM, opt, Termination(max_evals=budget)
 
@@ -109,16 +113,28 @@ def _clock_one(method: str, mode: str, seed: int, budget: int, fn: str = "rastri
             "rounds": int(opt.n_tells), "stop": r.stop_reason}  # fmt: skip
 
 
+LABELS = {"cmaes": "CMA-ES, popsize 32", "cmaes-default": "CMA-ES, popsize 10 (pycma's default)", "de": "DE, NP 32"}
+
+
+def _pvalues(rs: list[dict], method: str) -> str:
+    """The "async worse" p-values of ``method``: against the synchronous runs of the same population, and for the
+    default population also against synchronous CMA-ES with popsize 32 (the population that fills the workers)."""
+    p = _worse_p(rs, method)
+    return f"{p} / {_worse_p(rs, method, 'cmaes')}" if method == "cmaes-default" else p
+
+
 def _unimodal_table(rows: dict[str, list[dict]]) -> str:
     out = ["| function | method | sync: median best loss | async: median best loss | seeds 0-4, sync / async "
            "| async worse (p) |", "|---|---|---|---|---|---|"]  # fmt: skip
     for fn, rs in rows.items():
-        for method in ("cmaes", "de"):
+        for method in LABELS:
             loss = {m: [r["loss"] for r in sorted(rs, key=lambda r: r["seed"]) if r["method"] == method
                         and r["mode"] == m] for m in ("sync", "async")}  # fmt: skip
+            if not loss["sync"] or not loss["async"]:
+                continue
             out.append(
-                f"| {fn} | {method} | {np.median(loss['sync']):.4g} | {np.median(loss['async']):.4g} | "
-                f"{np.median(loss['sync'][:5]):.4g} / {np.median(loss['async'][:5]):.4g} | {_worse_p(rs, method)} |"
+                f"| {fn} | {LABELS[method]} | {np.median(loss['sync']):.4g} | {np.median(loss['async']):.4g} | "
+                f"{np.median(loss['sync'][:5]):.4g} / {np.median(loss['async'][:5]):.4g} | {_pvalues(rs, method)} |"
             )
     return "\n".join(out)
 
@@ -150,12 +166,13 @@ def _one(ev: DaskEvaluator, method: str, mode: str, seed: int, budget: int) -> d
             "rounds": int(opt.n_tells), "stop": r.stop_reason, "load": [load, os.getloadavg()[0]]}  # fmt: skip
 
 
-def _worse_p(rs: list[dict], method: str) -> str:
-    """One-sided Mann-Whitney U p-value of "the asynchronous losses are larger" (scipy), or a dash."""
+def _worse_p(rs: list[dict], method: str, against: str | None = None) -> str:
+    """One-sided Mann-Whitney U p-value of "the asynchronous losses of ``method`` are larger than the
+    synchronous ones of ``against`` (default: ``method``)" (scipy), or a dash."""
     from scipy.stats import mannwhitneyu
 
     a = [r["loss"] for r in rs if r["method"] == method and r["mode"] == "async"]
-    b = [r["loss"] for r in rs if r["method"] == method and r["mode"] == "sync"]
+    b = [r["loss"] for r in rs if r["method"] == (against or method) and r["mode"] == "sync"]
     if len(a) < 3 or len(b) < 3:
         return "-"
     return f"{mannwhitneyu(a, b, alternative='greater').pvalue:.2f}"
@@ -166,20 +183,20 @@ def _table(rows: list[dict], budget: int, stats: bool = False) -> str:
     out = [head + (" seeds 0-4: median | seeds 20-39: median | async worse (p) |" if stats
                    else " losses (per seed) |"),
            "|---|---|---|---|---|---|---|" + ("---|---|" if stats else "")]  # fmt: skip
-    for method in ("cmaes", "de"):
+    for method in LABELS:
         for mode in ("sync", "async"):
             rs = sorted((r for r in rows if r["method"] == method and r["mode"] == mode), key=lambda r: r["seed"])
             if not rs:
                 continue
             line = (
-                f"| {method} | {mode} | {len(rs)} | {np.median([r['wall'] for r in rs]):.1f} | "
+                f"| {LABELS[method]} | {mode} | {len(rs)} | {np.median([r['wall'] for r in rs]):.1f} | "
                 f"{np.median([r['util'] for r in rs]):.1%} (lowest {min(r['util'] for r in rs):.1%}) | "
                 f"{np.median([r['loss'] for r in rs]):.4g} |"
             )
             if stats:
                 first = [r["loss"] for r in rs if r["seed"] < 5]
-                p = _worse_p(rows, method) if mode == "async" else ""
-                later = [r["loss"] for r in rs if 20 <= r["seed"] < 40]  # not looked at when the clip was chosen
+                p = _pvalues(rows, method) if mode == "async" else ""
+                later = [r["loss"] for r in rs if 20 <= r["seed"] < 40]  # not looked at for the choices
                 held = f"{np.median(later):.4g}" if later else "-"
                 line += f" {np.median(first):.4g} ({', '.join(f'{v:.3g}' for v in first)}) | {held} | {p} |"
             else:
@@ -220,6 +237,9 @@ def _dask_runs(a: argparse.Namespace, log: Path) -> list[dict]:
     plan = [(m, mode, 0) for m in ("cmaes", "de") for mode in ("sync", "async")]
     plan += [("auto", mode, 0) for mode in ("sync", "async")]
     plan += [(m, mode, s) for s in range(1, a.seeds) for m in ("cmaes", "de") for mode in ("sync", "async")]
+    # CMA-ES with its default population: asynchronously on every seed; synchronously (205 rounds of 10
+    # on 32 workers, about 7 minutes) on seed 0 only
+    plan += [("cmaes-default", "async", s) for s in range(a.seeds)] + [("cmaes-default", "sync", 0)]
     if not a.profile:
         dask.config.set({"distributed.worker.profile.enabled": False})
     import cma  # noqa: F401 - imported before any run is timed
@@ -251,7 +271,7 @@ def main() -> None:
         log.unlink(missing_ok=True)
     t0 = time.perf_counter()
     rows = _dask_runs(a, logs[0])
-    plan = [(m, mode, s) for m in ("cmaes", "de") for s in range(a.clock_seeds) for mode in ("sync", "async")]
+    plan = [(m, mode, s) for m in LABELS for s in range(a.clock_seeds) for mode in ("sync", "async")]
     clock = _runs(logs[1], plan + [("auto", mode, 0) for mode in ("sync", "async")],
                   lambda m, mode, s: _clock_one(m, mode, s, 2048), lambda r: r.get("budget") == 2048)  # fmt: skip
     unimodal = {
@@ -289,7 +309,9 @@ duration drawn from its parameter values: median {a.median:g} s, spread factor {
 CMA-ES (popsize {WORKERS}) and DE (NP {WORKERS}) minimise 8-D Rastrigin over [-5.12, 5.12]^8 with
 {a.budget} simulations each; `sync` = the synchronous batches of `calibrate` (one generation of {WORKERS} per
 batch, one set per task), `async` = `calibrate(..., asynchronous=True)`: {WORKERS} evaluations in flight,
-steady-state DE and asynchronous CMA-ES. Utilisation = summed evaluation time / ({WORKERS} x wall time), the
+steady-state DE and asynchronous CMA-ES. CMA-ES also runs with its default population (`CMAES()`: pycma's
+4 + 3 ln 8 = 10): asynchronously {WORKERS} simulations are in flight whatever the population (an update per 10
+told), synchronously a round holds one generation of 10 and leaves 22 workers idle (seed 0 only: 205 rounds). Utilisation = summed evaluation time / ({WORKERS} x wall time), the
 wall time from `calibrate`'s start (the cluster already up) to its end, the last simulations' drain included.
 {len({r["seed"] for r in rows if r["method"] != "auto"})} seed(s): the losses of one seed say little (see the
 clock below for the comparison of losses).
@@ -302,9 +324,12 @@ clock below for the comparison of losses).
 factor 2, 2048 simulations per run, {a.clock_seeds} seeds (0 to {a.clock_seeds - 1}); nothing sleeps.
 Synchronous batches are scheduled in ask order on the first free of 32 workers (a batch's wall time is its
 makespan). This isolates what the method's schedule allows from the overheads of the cluster above. "seeds
-0-4" gives the issue's 5 seeds; seeds 20-39 were not looked at when the asynchronous CMA-ES's clipping of stale
-steps was chosen (on seeds 0-19); "async worse (p)" is the one-sided Mann-Whitney U test (scipy) of the
-asynchronous losses being larger than the synchronous ones over all {a.clock_seeds} seeds (a small p: worse).
+0-4" gives the issue's 5 seeds; seeds 20-39 were looked at neither when the asynchronous CMA-ES's clipping of
+stale steps was chosen nor when the default population was chosen for asynchronous CMA-ES (both on seeds 0-19);
+"async worse (p)" is the one-sided Mann-Whitney U test (scipy) of the asynchronous losses being larger than the
+synchronous ones over all {a.clock_seeds} seeds (a small p: worse); for CMA-ES with the default population two
+values: against synchronous CMA-ES with the same population / with popsize {WORKERS}, the population that
+fills the workers.
 
 {_table(clock, 2048, stats=True)}
 

@@ -74,6 +74,15 @@ def test_async_cmaes_with_more_in_flight_than_lambda_updates_twice_between_asks(
     assert r.n_evals == 600 and r.best_loss < 1e-3
 
 
+def test_async_cmaes_keeps_its_default_population_on_many_slots():
+    opt = CMAES(seed=3)  # pycma's default population in 4-D: 8, with 32 simulations in flight
+    slots = ClockSlots(32, duration)
+    r = minimize(sphere, LO, HI, opt, max_evals=2000, asynchronous=slots)
+    first = opt._runs[0]  # the run before the first IPOP restart: an update per 8 told, whatever the slots
+    assert first["popsize"] == 8 and first["evals"] % 8 == 0 and first["evals"] >= 80
+    assert r.best_loss < 1e-4 and slots.busy / (32 * slots.now) > 0.9
+
+
 def test_auto_design_is_submitted_as_slots_free():
     slots = ClockSlots(4, duration)
     r = minimize(sphere, LO, HI, Auto(seed=1), max_evals=120, asynchronous=slots)
