@@ -214,6 +214,29 @@ def _table(rows: list[dict], budget: int, stats: bool = False) -> str:
     return "\n".join(out)
 
 
+def _seeds_table(rows: list[dict], clock: list[dict], n: int) -> str:
+    """The best losses on the dask cluster over seeds ``0..n-1``: asynchronous runs as measured, synchronous
+    ones from the dask runs where they ran and from the clock's otherwise (the same points and losses: a
+    synchronous run does not depend on timing; checked where both ran)."""
+    sync = {(r["method"], r["seed"]): r["loss"] for r in clock if r["mode"] == "sync"}
+    for r in rows:
+        if r["mode"] == "sync" and (r["method"], r["seed"]) in sync:
+            assert r["loss"] == sync[r["method"], r["seed"]], f"synchronous {r['method']} seed {r['seed']} differs"
+        if r["mode"] == "sync":
+            sync[r["method"], r["seed"]] = r["loss"]
+    out = ["| method | sync: losses | sync: median | async: losses | async: median |", "|---|---|---|---|---|"]
+    for method in LABELS:
+        a = {r["seed"]: r["loss"] for r in rows if r["method"] == method and r["mode"] == "async" and r["seed"] < n}
+        if len(a) < n:
+            continue
+        b = [sync[method, k] for k in range(n)]
+        out.append(
+            f"| {LABELS[method]} | {', '.join(f'{v:.3g}' for v in b)} | {np.median(b):.4g} | "
+            f"{', '.join(f'{a[k]:.3g}' for k in range(n))} | {np.median(list(a.values())):.4g} |"
+        )
+    return "\n".join(out)
+
+
 def _runs(log: Path, plan: list[tuple], run: Any, same: Any) -> list[dict]:
     """The rows of ``plan``: those in ``log`` (a .jsonl) whose settings match (``same(row)``), the others run
     with ``run(*key)`` and appended as they finish."""
@@ -240,6 +263,9 @@ def _dask_runs(a: argparse.Namespace, log: Path) -> list[dict]:
     # CMA-ES with its default population: asynchronously on every seed; synchronously (205 rounds of 10
     # on 32 workers, about 7 minutes) on seed 0 only
     plan += [("cmaes-default", "async", s) for s in range(a.seeds)] + [("cmaes-default", "sync", 0)]
+    # more asynchronous seeds: a synchronous run's points, and so its losses, do not depend on timing (its
+    # losses on these seeds are the clock's, checked where both ran)
+    plan += [(m, "async", s) for s in range(a.seeds, a.async_seeds) for m in ("cmaes", "cmaes-default", "de")]
     if not a.profile:
         dask.config.set({"distributed.worker.profile.enabled": False})
     import cma  # noqa: F401 - imported before any run is timed
@@ -258,6 +284,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--budget", type=int, default=2048)
     ap.add_argument("--seeds", type=int, default=1, help="seeds of the dask comparison (seed 0 first, then auto)")
+    ap.add_argument("--async-seeds", type=int, default=5, help="seeds of the asynchronous runs on dask (>= --seeds)")
     ap.add_argument("--clock-seeds", type=int, default=40, help="seeds of the simulated-clock comparison")
     ap.add_argument("--median", type=float, default=1.0, help="median simulated duration, seconds")
     ap.add_argument("--profile", action="store_true", help="keep dask's worker profiler on")
@@ -295,8 +322,8 @@ def _write(
     loads = [v for r in rows for v in r["load"]]
     text = f"""# Synchronous batches against asynchronous evaluation on a simulated cluster
 
-`python benchmarks/cluster.py --budget {a.budget} --seeds {a.seeds} --median {a.median} --clock-seeds
-{a.clock_seeds}` (this session: {seconds:.0f} s for the runs not already in `cluster_runs.jsonl` and
+`python benchmarks/cluster.py --budget {a.budget} --seeds {a.seeds} --async-seeds {a.async_seeds} --median
+{a.median} --clock-seeds {a.clock_seeds}` (this session: {seconds:.0f} s for the runs not already in `cluster_runs.jsonl` and
 `cluster_clock.jsonl`).
 
 ## A dask LocalCluster of {WORKERS} workers
@@ -313,10 +340,16 @@ steady-state DE and asynchronous CMA-ES. CMA-ES also runs with its default popul
 4 + 3 ln 8 = 10): asynchronously {WORKERS} simulations are in flight whatever the population (an update per 10
 told), synchronously a round holds one generation of 10 and leaves 22 workers idle (seed 0 only: 205 rounds). Utilisation = summed evaluation time / ({WORKERS} x wall time), the
 wall time from `calibrate`'s start (the cluster already up) to its end, the last simulations' drain included.
-{len({r["seed"] for r in rows if r["method"] != "auto"})} seed(s): the losses of one seed say little (see the
-clock below for the comparison of losses).
+Synchronous runs on seeds 0 to {a.seeds - 1} (CMA-ES with its default population: seed 0), asynchronous ones
+on seeds 0 to {a.async_seeds - 1}.
 
 {_table(rows, a.budget)}
+
+The asynchronous runs of seeds 0 to {a.async_seeds - 1} on this cluster against the synchronous runs of the
+same seeds (seeds {a.seeds} on: the clock's synchronous runs below, which ask and tell the same points, and so
+reach the same losses, as a synchronous run on the cluster: a synchronous run does not depend on timing):
+
+{_seeds_table(rows, clock, a.async_seeds)}
 
 ## The same on a simulated clock: the issue's scale, no scheduling overhead
 

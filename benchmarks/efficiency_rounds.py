@@ -343,8 +343,9 @@ _SEED_SETS = (
     (
         "heldout",
         "Seeds not looked at when auto's batch settings (starts at once, `confirm`, the design's cap of two rounds) "
-        "were chosen on seeds 1-5 (`--tag heldout`, W = 32). The design of one round and the model injection were "
-        "chosen later, after looking at these seeds of the smooth problems and the arch's seeds 1-8:",
+        "were chosen on seeds 1-5 (`--tag heldout`, W = 32). The design of one round, the model injection and the "
+        "CMA-ES parents' share (`cmaes_mu_ratio`) were chosen later, after looking at these seeds of the smooth "
+        "problems and the arch's seeds 1-8:",
     ),
     ("fresh", "Seeds looked at for none of the choices (`--tag fresh`, W = 32):"),
     (

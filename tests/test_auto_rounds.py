@@ -196,19 +196,22 @@ def test_with_a_batch_the_design_is_one_round_and_the_cmaes_generations_inject_a
     wide = drive(Auto(seed=1, batch_size=16), 400)
     rec = next(c for c in wide.choices if c["choice"] == "cmaes")
     assert rec["model_injection"] is True and "quadratic model" in rec["reason"]
+    assert rec["mu_ratio"] == 0.25 and wide._sub._es.sp.weights.mu == 4  # a batch population: a quarter parents
     assert wide._sub._model.count > wide.n_evals - rec["at_eval"]  # the design and the check started the model
     off = drive(Auto(seed=1, batch_size=16, cmaes_model=False), 400)
     assert "model_injection" not in next(c for c in off.choices if c["choice"] == "cmaes")
     assert off._sub._model is None
     one = drive(Auto(seed=1), 400)  # one worker: pycma's default population, no injection
     assert "model_injection" not in next(c for c in one.choices if c["choice"] == "cmaes")
+    assert "mu_ratio" not in next(c for c in one.choices if c["choice"] == "cmaes") and one._sub.mu_ratio is None
 
 
-@pytest.mark.parametrize("bad", ["yes", 1, None])
-def test_cmaes_model_must_be_true_or_false(bad):
-    with pytest.raises(SettingError, match="cmaes_model") as e:
-        Auto(cmaes_model=bad)
-    assert e.value.name == "cmaes_model"
+@pytest.mark.parametrize(("name", "bad"), [("cmaes_model", "yes"), ("cmaes_model", 1), ("cmaes_model", None),
+                                         ("cmaes_mu_ratio", 0.0), ("cmaes_mu_ratio", 0.75), ("cmaes_mu_ratio", None)])  # fmt: skip
+def test_cmaes_settings_are_checked(name, bad):
+    with pytest.raises(SettingError, match=name) as e:
+        Auto(**{name: bad})
+    assert e.value.name == name
 
 
 def test_a_killed_run_in_the_cmaes_phase_with_injection_resumes_exactly(tmp_path):

@@ -96,6 +96,7 @@ def test_default_population_size_and_settings():
         "tolfun": 1e-11,
         "x0": None,
         "model_injection": False,
+        "mu_ratio": None,
     }
     p = make_optimizer("cmaes", preset="default", seed=1, restarts="bipop")
     assert isinstance(p, CMAES) and p.settings() == CMAES(seed=1, restarts="bipop").settings()
@@ -122,6 +123,9 @@ def test_default_population_size_and_settings():
         ("x0", []),
         ("x0", [[0.2, 0.3], [0.4, 0.5]]),
         ("model_injection", "yes"),
+        ("mu_ratio", 0.0),
+        ("mu_ratio", 0.6),
+        ("mu_ratio", "quarter"),
     ],
 )
 def test_bad_settings_name_the_rule(setting, value):
@@ -369,3 +373,10 @@ def test_all_failed_generations_neither_restart_nor_grow_the_population():
     opt = CMAES(seed=0).setup(3)
     _asks(opt, lambda U: np.ones(len(U)), 3)
     assert len(opt.runs) >= 2 and "tolfun" in opt.runs[0]["stop"]
+
+
+def test_mu_ratio_sets_the_parents_of_every_run():
+    opt = CMAES(popsize=16, mu_ratio=0.25, seed=0).setup(3)
+    assert opt._es.sp.weights.mu == 4 and CMAES(popsize=16, seed=0).setup(3)._es.sp.weights.mu == 8  # pycma: 8
+    opt._restart()  # an IPOP restart doubles the population and keeps the share
+    assert opt._es.popsize == 32 and opt._es.sp.weights.mu == 8

@@ -75,7 +75,8 @@ class Auto(ResidualOptimizer):
        saw, so the first run refines it instead of searching the whole cube again from its centre. When no
        point has succeeded, it starts at the centre with pycma's ``sigma0 = 0.3``. Measured on the masonry arch
        of ``benchmarks/efficiency.md`` (non-smooth), with a check on seeds not used to choose the step. With a
-       population of ``batch_size`` (below), and ``cmaes_model`` true, each generation's first point is the
+       population of ``batch_size`` (below), a quarter of it selected as parents (``cmaes_mu_ratio``), and
+       ``cmaes_model`` true, each generation's first point is the
        minimiser of a linear-quadratic model fitted to the points told, the design's included
        (:class:`~mechcalib.optimizers.cmaes.CMAES`'s ``model_injection``: lq-CMA-ES's model, Hansen 2019,
        injected as Hansen 2011 describes).
@@ -113,6 +114,9 @@ class Auto(ResidualOptimizer):
             ``batch_size`` when that is larger than pycma's default, at most a tenth of the budget left.
         cmaes_model: with a CMA-ES population of ``batch_size``, spend one point a generation on the optimum of
             a quadratic model of the loss (phase 4). One worker (pycma's default population) never does.
+        cmaes_mu_ratio: with a CMA-ES population of ``batch_size``, the share of each generation selected as
+            parents (:class:`~mechcalib.optimizers.cmaes.CMAES`'s ``mu_ratio``; pycma's default is 0.5). One
+            worker (pycma's default population) keeps pycma's.
         seed: seed of the design and of the methods it runs.
     """
 
@@ -131,10 +135,12 @@ class Auto(ResidualOptimizer):
         confirm: int = 1,
         batch_size: int = 1,
         cmaes_model: bool = True,
+        cmaes_mu_ratio: float = 0.25,
         seed: SeedLike = None,
     ) -> None:
         super().__init__(seed=seed)
         self.cmaes_model = check_bool(self.name, "cmaes_model", cmaes_model)
+        self.cmaes_mu_ratio = check_range(self.name, "cmaes_mu_ratio", cmaes_mu_ratio, 0.0, 0.5, lo_open=True)
         self.design_fraction = check_range(self.name, "design_fraction", design_fraction, 0.0, 1.0, hi_open=True)
         self.smooth_tol = check_range(self.name, "smooth_tol", smooth_tol, 0.0, np.inf, lo_open=True)
         self.distinct = check_range(self.name, "distinct", distinct, 0.0, 1.0)
@@ -527,21 +533,25 @@ class Auto(ResidualOptimizer):
         seed = int(self.rng.integers(2**31))
         popsize = self._cmaes_popsize()
         inject = popsize is not None and self.cmaes_model  # a generation of a whole batch has a point to spare
+        mu_ratio = None if popsize is None else self.cmaes_mu_ratio  # a large population, few parents
         if told:
             f0, key = min(told)
             x0 = np.frombuffer(key).tolist()
             self._sub = CMAES(
-                x0=x0, sigma0=self.cmaes_sigma0, popsize=popsize, model_injection=inject, seed=seed
+                x0=x0, sigma0=self.cmaes_sigma0, popsize=popsize, model_injection=inject, mu_ratio=mu_ratio, seed=seed
             ).setup(self.dim)
             start = f"from the best point so far (loss {f0:.4g}) with sigma0={self.cmaes_sigma0:g}"
             values.update(start=x0, start_loss=f0, sigma0=self.cmaes_sigma0)
         else:
-            self._sub = CMAES(popsize=popsize, model_injection=inject, seed=seed).setup(self.dim)
+            self._sub = CMAES(popsize=popsize, model_injection=inject, mu_ratio=mu_ratio, seed=seed).setup(self.dim)
             start = "from the centre with sigma0=0.3 (no point has succeeded yet)"
             values.update(start=None, start_loss=None, sigma0=0.3)
         if popsize is not None:
             start += f", population {popsize} (batch_size)"
             values.update(popsize=popsize)
+        if mu_ratio is not None:
+            start += f", {max(1, round(mu_ratio * popsize))} parents"
+            values.update(mu_ratio=mu_ratio)
         if inject:
             start += ", one point a generation the optimum of a quadratic model"
             values.update(model_injection=True)

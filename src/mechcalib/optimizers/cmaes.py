@@ -121,6 +121,11 @@ class CMAES(Optimizer):
             poor model costs one point of the generation, not the distribution). Points told outside the
             strategy (a design) join the model through :meth:`add_model_data`. Each run (restart) starts a
             new model. Synchronous generations only; ``auto`` turns it on when its population is the batch.
+        mu_ratio: the share of each generation selected as parents, ``mu = max(1, round(mu_ratio * lambda))``
+            (pycma's ``CMA_mu``, with its default weights on them), in ``(0, 0.5]``; ``None``: pycma's
+            ``lambda / 2``. A large population in few dimensions progresses faster per generation with fewer
+            parents (the optimal truncation ratio of intermediate recombination on the sphere tends to 0.27 as
+            lambda grows, Beyer 2001); ``auto`` uses 0.25 when its population is the batch.
         seed: random seed or generator.
 
     The first run starts at ``x0`` (by default the centre of the cube); restarts start at uniform random points.
@@ -142,10 +147,14 @@ class CMAES(Optimizer):
         tolfun: float = 1e-11,
         x0: list[float] | None = None,
         model_injection: bool = False,
+        mu_ratio: float | None = None,
         seed: SeedLike = None,
     ) -> None:
         super().__init__(seed=seed)
         self.model_injection = check_bool(self.name, "model_injection", model_injection)
+        self.mu_ratio = (
+            None if mu_ratio is None else check_range(self.name, "mu_ratio", mu_ratio, 0.0, 0.5, lo_open=True)
+        )
         self.popsize = None if popsize is None else check_positive_int(self.name, "popsize", popsize, minimum=2)
         self.sigma0 = check_range(self.name, "sigma0", sigma0, 0.0, 1.0, lo_open=True)
         if isinstance(restarts, bool | float):
@@ -241,6 +250,8 @@ class CMAES(Optimizer):
         }
         if maxiter is not None:
             opts["maxiter"] = maxiter
+        if self.mu_ratio is not None:
+            opts["CMA_mu"] = max(1, round(self.mu_ratio * int(popsize)))
         with self._own_global_rng():
             es = cma.CMAEvolutionStrategy(list(x0), sigma, opts)
         if self.model_injection:
