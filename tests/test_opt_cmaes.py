@@ -380,3 +380,9 @@ def test_mu_ratio_sets_the_parents_of_every_run():
     assert opt._es.sp.weights.mu == 4 and CMAES(popsize=16, seed=0).setup(3)._es.sp.weights.mu == 8  # pycma: 8
     opt._restart()  # an IPOP restart doubles the population and keeps the share
     assert opt._es.popsize == 32 and opt._es.sp.weights.mu == 8
+    half, default = CMAES(popsize=16, mu_ratio=0.5, seed=4).setup(3), CMAES(popsize=16, seed=4).setup(3)
+    for _ in range(5):  # a share of one half is pycma's default: the same points
+        U, V = half.ask(), default.ask()
+        assert np.array_equal(U, V)
+        half.tell(U, np.sum((U - 0.3) ** 2, axis=1))
+        default.tell(V, np.sum((V - 0.3) ** 2, axis=1))

@@ -547,11 +547,8 @@ class Auto(ResidualOptimizer):
             start = "from the centre with sigma0=0.3 (no point has succeeded yet)"
             values.update(start=None, start_loss=None, sigma0=0.3)
         if popsize is not None:
-            start += f", population {popsize} (batch_size)"
-            values.update(popsize=popsize)
-        if mu_ratio is not None:
-            start += f", {max(1, round(mu_ratio * popsize))} parents"
-            values.update(mu_ratio=mu_ratio)
+            start += f", population {popsize} (batch_size), {max(1, round(self.cmaes_mu_ratio * popsize))} parents"
+            values.update(popsize=popsize, mu_ratio=mu_ratio)
         if inject:
             start += ", one point a generation the optimum of a quadratic model"
             values.update(model_injection=True)

@@ -123,9 +123,9 @@ class CMAES(Optimizer):
             new model. Synchronous generations only; ``auto`` turns it on when its population is the batch.
         mu_ratio: the share of each generation selected as parents, ``mu = max(1, round(mu_ratio * lambda))``
             (pycma's ``CMA_mu``, with its default weights on them), in ``(0, 0.5]``; ``None``: pycma's
-            ``lambda / 2``. A large population in few dimensions progresses faster per generation with fewer
-            parents (the optimal truncation ratio of intermediate recombination on the sphere tends to 0.27 as
-            lambda grows, Beyer 2001); ``auto`` uses 0.25 when its population is the batch.
+            ``lambda / 2``. With fewer parents a large population progresses faster per generation (the
+            progress rate of intermediate recombination on the sphere peaks near a truncation ratio of 0.27,
+            Beyer 2001); ``auto`` uses 0.25 when its population is the batch.
         seed: random seed or generator.
 
     The first run starts at ``x0`` (by default the centre of the cube); restarts start at uniform random points.
