@@ -358,12 +358,23 @@ def test_deleted_wal_after_a_kill_is_detected_with_the_count(tmp_path, caplog):
     recorded = json.loads(counts_path(db).read_text())["runs"]["1"]["n_evals"]
     for suffix in ("-wal", "-shm"):  # "temporary files" cleaned by the user
         Path(f"{db}{suffix}").unlink(missing_ok=True)
-    with RunStore(db) as st:
-        held = st.n_evaluations("r")
-    assert held < recorded
     prob, opt = _problem()
-    with caplog.at_level("WARNING"):
-        res = mc.calibrate(prob, opt, max_evals=300, store=str(db), run_name="r", resume=True)
+    try:
+        with RunStore(db) as st:
+            held = st.n_evaluations("r")
+        with caplog.at_level("WARNING"):
+            res = mc.calibrate(prob, opt, max_evals=300, store=str(db), run_name="r", resume=True)
+    except StoreDamagedError as exc:
+        # the kill fell inside a checkpoint: part of the log's pages were copied into the file, which without
+        # the log is inconsistent (found when a damaged page is read). The store says so and names the
+        # repair, which salvages what is readable
+        assert "mechcalib repair" in str(exc)
+        from mechcalib.storage.repair import repair_store
+
+        report = repair_store(db, tmp_path / "repaired.sqlite")
+        assert report.evaluations < recorded and report.target.is_file()
+        return
+    assert held < recorded
     assert f"{recorded - held} evaluations of run 'r'" in caplog.text, caplog.text
     assert "evaluations will be simulated again" in caplog.text
     ref = mc.calibrate(*_problem(), max_evals=300)
