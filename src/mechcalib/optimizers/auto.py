@@ -534,27 +534,25 @@ class Auto(ResidualOptimizer):
         popsize = self._cmaes_popsize()
         inject = popsize is not None and self.cmaes_model  # a generation of a whole batch has a point to spare
         mu_ratio = None if popsize is None else self.cmaes_mu_ratio  # a large population, few parents
+        x0 = np.frombuffer(min(told)[1]).tolist() if told else None
+        sigma0 = self.cmaes_sigma0 if told else 0.3  # pycma's from the centre
+        sub = CMAES(x0=x0, sigma0=sigma0, popsize=popsize, model_injection=inject, mu_ratio=mu_ratio, seed=seed)
+        self._sub = sub.setup(self.dim)
         if told:
-            f0, key = min(told)
-            x0 = np.frombuffer(key).tolist()
-            self._sub = CMAES(
-                x0=x0, sigma0=self.cmaes_sigma0, popsize=popsize, model_injection=inject, mu_ratio=mu_ratio, seed=seed
-            ).setup(self.dim)
-            start = f"from the best point so far (loss {f0:.4g}) with sigma0={self.cmaes_sigma0:g}"
-            values.update(start=x0, start_loss=f0, sigma0=self.cmaes_sigma0)
+            f0 = min(told)[0]
+            start = f"from the best point so far (loss {f0:.4g}) with sigma0={sigma0:g}"
+            values.update(start=x0, start_loss=f0, sigma0=sigma0)
         else:
-            self._sub = CMAES(popsize=popsize, model_injection=inject, mu_ratio=mu_ratio, seed=seed).setup(self.dim)
             start = "from the centre with sigma0=0.3 (no point has succeeded yet)"
             values.update(start=None, start_loss=None, sigma0=0.3)
         if popsize is not None:
-            start += f", population {popsize} (batch_size), {max(1, round(self.cmaes_mu_ratio * popsize))} parents"
+            start += f", population {popsize} (batch_size), {sub.parents} parents"
             values.update(popsize=popsize, mu_ratio=mu_ratio)
         if inject:
             start += ", one point a generation the optimum of a quadratic model"
             values.update(model_injection=True)
             if told:  # the design and the check points start the model
-                assert isinstance(self._sub, CMAES)
-                self._sub.add_model_data(np.array([np.frombuffer(k) for _, k in told]), np.array([f for f, _ in told]))
+                sub.add_model_data(np.array([np.frombuffer(k) for _, k in told]), np.array([f for f, _ in told]))
         self._phase = "cmaes"
         self._log_choice("cmaes", f"{reason}; CMA-ES {start}", **values)
 

@@ -193,6 +193,11 @@ class CMAES(Optimizer):
         return [dict(r, stop=list(r["stop"])) for r in self._runs]
 
     @property
+    def parents(self) -> int:
+        """``mu``, the points of a generation of the current run selected and recombined (valid after ``setup``)."""
+        return int(self._es.sp.weights.mu)
+
+    @property
     def converged(self) -> bool:
         """A stop criterion fired and no restart is left."""
         return bool(self._done)
