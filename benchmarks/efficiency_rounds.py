@@ -65,6 +65,8 @@ def _key(r: dict[str, Any]) -> tuple:
 
 #: settings given to auto on top of its defaults (``--auto-option``; a run with any is best given its own tag)
 AUTO_OPTIONS: dict[str, Any] = {}
+#: and to ``lsq`` (``--lsq-option``, e.g. ``trials_ahead=4``, tag ``trials``)
+LSQ_OPTIONS: dict[str, Any] = {}
 
 
 def make(method: str, key: str, W: int, seed: int, mode: str) -> tuple[Any, int] | None:
@@ -91,7 +93,7 @@ def make(method: str, key: str, W: int, seed: int, mode: str) -> tuple[Any, int]
     if method == "de":
         return make_optimizer("de", seed=seed, pop_size=W if W >= 4 else None), META_BUDGET
     if method == "lsq":
-        return make_optimizer("lsq", seed=seed, batch_size=W), case.lsq_budget
+        return make_optimizer("lsq", seed=seed, batch_size=W, **LSQ_OPTIONS), case.lsq_budget
     raise ValueError(method)
 
 
@@ -169,10 +171,20 @@ def main() -> None:
         metavar="NAME=JSON",
         help="a setting of auto, e.g. cmaes_model=false (give such runs their own --tag)",
     )
+    ap.add_argument(
+        "--lsq-option",
+        action="append",
+        default=[],
+        metavar="NAME=JSON",
+        help="a setting of lsq, e.g. trials_ahead=4 (give such runs their own --tag)",
+    )
     a = ap.parse_args()
     for opt in a.auto_option:
         name, _, value = opt.partition("=")
         AUTO_OPTIONS[name] = json.loads(value)
+    for opt in a.lsq_option:
+        name, _, value = opt.partition("=")
+        LSQ_OPTIONS[name] = json.loads(value)
     if a.report:
         print("\n".join(section()))
         return
@@ -335,7 +347,42 @@ def targets(recs: list[dict[str, Any]], keys: list[str]) -> list[str]:
             f"({tot32 / tot1:.2f}x; target <= 3x: {'met' if tot32 <= 3 * tot1 else 'missed'})."
         )
     held = _held_out(recs, keys)
-    return out + (["", *held] if held else [])
+    return out + (["", *held] if held else []) + _trials_ahead(recs, keys)
+
+
+def _trials_ahead(recs: list[dict[str, Any]], keys: list[str]) -> list[str]:
+    """``lsq`` with its trial steps asked ahead (tag ``trials``) against without (``new``), W > 1."""
+    rows = []
+    for k in keys:
+        for W in WORKERS[1:]:
+            pair = [
+                [
+                    r
+                    for r in recs
+                    if r["tag"] == t
+                    and r["mode"] == "rounds"
+                    and r["problem"] == k
+                    and r["method"] == "lsq"
+                    and r["W"] == W
+                ]
+                for t in ("new", "trials")
+            ]
+            if all(pair):
+                rows.append(f"| {k} | {W} | {_cell(pair[0])} | {_cell(pair[1])} |")
+    if not rows:
+        return []
+    return [
+        "",
+        "### Trial steps asked ahead",
+        "",
+        "`lsq` (TRF) with `trials_ahead = 4` (`--tag trials --methods lsq --lsq-option trials_ahead=4`, W = 8, 32, "
+        "128): each round's spare room also holds each start's next trial steps should its current one be rejected, "
+        "with their Jacobians (exactly the steps scipy's TRF tries next). Cells as above.",
+        "",
+        "| problem | W | lsq | lsq, trials ahead |",
+        "|---|---|---|---|",
+        *rows,
+    ]
 
 
 #: the sets of seeds reported besides the main table: tag, heading

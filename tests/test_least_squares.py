@@ -188,6 +188,58 @@ def test_a_batch_size_that_is_not_a_positive_integer_is_refused(bad):
         LeastSquares(batch_size=bad)
 
 
+def _banana(U):
+    """Rosenbrock's residuals on the unit cube (a = 4 u0 - 2, b = 4 u1 - 1): TRF rejects steps on its valley."""
+    a, b = 4 * U[:, 0] - 2, 4 * U[:, 1] - 1
+    return np.column_stack([10 * (b - a * a), 1 - a])
+
+
+def test_the_rejected_fork_asks_the_step_trf_tries_after_a_rejection():
+    rejected = 0
+    for x0 in ([0.1, 0.9], [0.2, 0.2], [0.05, 0.5]):
+        start = LeastSquares(method="trf", x0=[x0], restart=False, seed=0).setup(2)
+        n = 0
+        while (P := start.pending_points()) is not None:
+            guess = start.rejected_fork(P[0]).pending_points() if P.shape[0] == 1 else None
+            R = _banana(P)
+            start.record(P, np.sum(R**2, axis=1), R)
+            n += len(P)
+            after = start.pending_points()
+            if n > 1 and P.shape[0] == 1 and after is not None and after.shape[0] == 1:  # a trial step, rejected
+                rejected += 1
+                np.testing.assert_array_equal(guess, after)
+        assert start.finished_starts[0][0] < 1e-12  # the fork told the start nothing
+    assert rejected >= 5
+
+
+def _ask_tell(opt, budget):
+    rounds, seen = 0, []
+    while not opt.converged and len(seen) < budget:
+        U = opt.ask()
+        R = _banana(U)
+        opt.tell(U, np.sum(R**2, axis=1), residuals=R)
+        rounds += 1
+        seen += [u.tobytes() for u in U]
+    return rounds, seen
+
+
+def test_trial_steps_asked_ahead_keep_each_start_on_its_path_in_fewer_rounds():
+    plain = LeastSquares(method="trf", n_starts=3, restart=False, batch_size=32, seed=5).setup(2)
+    ahead = LeastSquares(method="trf", n_starts=3, restart=False, batch_size=32, trials_ahead=3, seed=5).setup(2)
+    r0, seen0 = _ask_tell(plain, 2000)
+    r1, seen1 = _ask_tell(ahead, 2000)
+    assert ahead.finished_starts == plain.finished_starts and ahead.end_points[0][1] == plain.end_points[0][1]
+    assert set(seen0) <= set(seen1)  # every point the starts asked, and the trials ahead besides
+    assert r1 < r0 and len(seen1) > len(seen0)
+
+
+def test_trial_steps_ahead_need_trf():
+    with pytest.raises(SettingError, match="trials_ahead=2 needs method='trf'"):
+        LeastSquares(method="lm", trials_ahead=2)
+    with pytest.raises(SettingError, match="trials_ahead"):
+        LeastSquares(trials_ahead=-1)
+
+
 # -- resume ----------------------------------------------------------------------------------------------
 class _Stop(KeyboardInterrupt):
     pass

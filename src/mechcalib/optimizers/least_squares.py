@@ -60,7 +60,7 @@ from scipy.optimize import least_squares, leastsq
 from scipy.stats import qmc
 
 from ..core.problem import ProblemLike, residual_problem, residual_source
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, SettingError
 from ._base import SeedLike, check_choice, check_positive_int, check_range, check_unit_points
 from .differences import fd_steps, snap, stepped
 from .lockstep import Lockstep
@@ -140,12 +140,21 @@ class LeastSquares(ResidualOptimizer):
             Jacobian; at most the starts of ``x0`` and the design) advance in lockstep, each round holding their requests and, with room, the Jacobian at
             each trial point asked ahead (:mod:`~mechcalib.optimizers.lockstep`, as ``auto``'s polishing); the
             run then ends when its starts have (``restart=False``) or goes on from random points.
+        trials_ahead: with ``batch_size > 1`` and TRF, the round's spare room also holds each start's next trial
+            steps should the current one be rejected (with their Jacobians), up to this many per start: a run of
+            rejections then costs one round. scipy's TRF shrinks its trust region by a fixed factor whatever the
+            rejected loss, so these are exactly the steps it would try (:meth:`rejected_fork`); the start's path
+            and end are those without them. 0 (default): measured in ``benchmarks/efficiency.md`` ("Trial steps
+            asked ahead"), they saved no round where TRF rejected no step and few where it did, at several
+            times the simulations.
         seed: seed of the design and the restarts.
     """
 
     name: ClassVar[str] = "lsq"
     #: the starts in lockstep (``batch_size > 1``); none in a checkpoint from before ``batch_size`` existed
     _lock: Lockstep | None = None
+    #: a :meth:`rejected_fork` (says nothing in the log)
+    _fork = False
     _default_method: ClassVar[str] = "trf"
     _default_starts: ClassVar[int] = 5
 
@@ -163,11 +172,22 @@ class LeastSquares(ResidualOptimizer):
         max_nfev: int | None = None,
         x0: list[list[float]] | None = None,
         batch_size: int = 1,
+        trials_ahead: int = 0,
         seed: SeedLike = None,
     ) -> None:
         super().__init__(seed=seed)
         self.batch_size = check_positive_int(self.name, "batch_size", batch_size)
         self.method = check_choice(self.name, "method", method or self._default_method, ("trf", "lm"))
+        self.trials_ahead = check_positive_int(self.name, "trials_ahead", trials_ahead, 0)
+        if self.trials_ahead and self.method != "trf":
+            raise SettingError(
+                self.name,
+                "trials_ahead",
+                "0 with method='lm'",
+                trials_ahead,
+                message=f"{self.name}: trials_ahead={trials_ahead} needs method='trf' (LM's next trial after a rejected "
+                "step depends on its loss, so it cannot be asked ahead); set method='trf' or trials_ahead=0",
+            )
         self.x0 = None if x0 is None else check_unit_points(self.name, "x0", x0)
         default = self._default_starts if self.x0 is None else 0
         minimum = 1 if self.x0 is None else 0
@@ -284,6 +304,7 @@ class LeastSquares(ResidualOptimizer):
                 options={"ftol": self.ftol, "xtol": self.xtol, "gtol": self.gtol, "max_nfev": self.max_nfev},
                 face_trf=False,
                 start_type=LeastSquares,
+                trials_ahead=self.trials_ahead,
             )
 
     def _next_batch_size(self) -> int:
@@ -396,6 +417,29 @@ class LeastSquares(ResidualOptimizer):
             self._table[key] = r.copy() if good else None
             self._loss[key] = float(fi)
 
+    def rejected_fork(self, u: np.ndarray) -> LeastSquares:
+        """A copy of this start that has been told ``u`` failed (its residuals the large constant of a failed
+        point, so a trial step at ``u`` is rejected); its :meth:`pending_points` are what this start asks next
+        if the step at ``u`` is rejected. With TRF that is exact for any rejection: scipy shrinks the trust
+        region to a quarter of the rejected step whatever its loss (``update_tr_radius``: ratio below 0.25), so
+        the next trial point is known before the loss. MINPACK's LM shrinks by a factor that depends on the
+        loss: there the fork is a guess. Told nothing, changes nothing in this start."""
+        fork = copy.copy(self)
+        key = u.tobytes()
+        fork._table, fork._loss, fork._jacs = (
+            {**self._table, key: None},
+            {**self._loss, key: math.inf},
+            dict(self._jacs),
+        )
+        fork._ends, fork._end_status, fork._end_losses = (
+            list(self._ends),
+            list(self._end_status),
+            list(self._end_losses),
+        )
+        fork._warned = set(self._warned)
+        fork._fork = True
+        return fork
+
     # -- scipy, replayed ------------------------------------------------------------------------------------
     def _lookup(self, u: np.ndarray) -> np.ndarray | None:
         """The told residuals at ``u`` (``None``: failed); raises :class:`_Need` when not told yet."""
@@ -486,7 +530,8 @@ class LeastSquares(ResidualOptimizer):
         u0 = snap(unit_from_z(z0)) if self.method == "lm" else start  # the point scipy evaluates first
         r0 = self._lookup(u0)
         if r0 is None:
-            log.info("%s: start %d failed at its first simulation; next start", self.name, self._start)
+            if not self._fork:
+                log.info("%s: start %d failed at its first simulation; next start", self.name, self._start)
             return
         self._r0_scale = 1e3 * (1.0 + float(np.max(np.abs(r0)) if r0.size else 0.0))
         kw: dict[str, Any] = {"ftol": self.ftol, "xtol": self.xtol, "gtol": self.gtol, "max_nfev": self.max_nfev}
@@ -529,7 +574,8 @@ class LeastSquares(ResidualOptimizer):
         self._end_status.append(bool(met))
         f_end = self._loss.get(u_end.tobytes(), math.inf)
         self._end_losses.append(float(f_end))
-        log.info("%s: start %d ended (%s) at loss %.6g", self.name, self._start, msg, f_end)
+        if not self._fork:
+            log.info("%s: start %d ended (%s) at loss %.6g", self.name, self._start, msg, f_end)
         _keep_distinct(self._ends, u_end, f_end)
 
     def _pad_rows(self, J: np.ndarray) -> np.ndarray:

@@ -48,6 +48,9 @@ class Lockstep:
         face_trf: an LM start near a face of the cube runs TRF (:func:`_near_face`; ``auto``'s choice).
         start_type: the class of a start, :class:`~mechcalib.optimizers.least_squares.LeastSquares` (given, not
             imported here: least squares runs its own starts through this module).
+        trials_ahead: with room in the round, the TRF starts' next trial steps should the current one be
+            rejected, each with its Jacobian, up to this many per start
+            (:meth:`~mechcalib.optimizers.least_squares.LeastSquares.rejected_fork`: exact for TRF). 0: none.
     """
 
     # A checkpoint from before these settings has none of them: these are its (``auto``'s) values, and
@@ -56,6 +59,7 @@ class Lockstep:
     restart = True
     central = False
     face_trf = True
+    trials_ahead = 0
     options: dict[str, Any] = {}  # noqa: RUF012  (read, never changed in place)
 
     def __init__(
@@ -73,8 +77,10 @@ class Lockstep:
         options: dict | None = None,
         face_trf: bool = True,
         start_type: type[LeastSquares] | None = None,
+        trials_ahead: int = 0,
     ) -> None:
         self.start_type = start_type
+        self.trials_ahead = trials_ahead
         self.dim, self.method, self.fd_step = dim, method, fd_step
         self.restart, self.central, self.face_trf = restart, central, face_trf
         self.options = dict(options or {})
@@ -126,14 +132,33 @@ class Lockstep:
             add(req, left)
         if not out:
             return None
+        room = min(left, self.batch_size)
         for req in self.requests:
             if req.shape[0] == 1:  # a trial step (or a start's first point): its Jacobian comes next if accepted
-                p = req[0]
-                add(
-                    [stepped(p, i, s) for i, ss in enumerate(fd_steps(p, self.fd_step, self.central)) for s in ss],
-                    min(left, self.batch_size),
-                )
+                add(self._jacobian_points(req[0]), room)
+        # then, while the round has room, the TRF starts' next trial steps should this one be rejected, each
+        # with its Jacobian (a trial without it saves no round): one more per start at a time
+        chains = [
+            (sub, req[0])
+            for sub, req in zip(self.active, self.requests, strict=True)
+            if req.shape[0] == 1 and sub.method == "trf"
+        ]
+        for _ in range(self.trials_ahead):
+            if not chains or len(out) >= room:
+                break
+            alive = []
+            for sub, u in chains:
+                fork = sub.rejected_fork(u)
+                nxt = fork.pending_points()
+                if nxt is None or nxt.shape[0] != 1:
+                    continue  # it would end, or ask something other than a trial step
+                if add(np.vstack([nxt, self._jacobian_points(nxt[0])]), room):
+                    alive.append((fork, nxt[0]))
+            chains = alive
         return np.array(out)
+
+    def _jacobian_points(self, u: np.ndarray) -> list[np.ndarray]:
+        return [stepped(u, i, s) for i, ss in enumerate(fd_steps(u, self.fd_step, self.central)) for s in ss]
 
     # -- bookkeeping -------------------------------------------------------------------------------
     def _fill(self) -> None:
