@@ -335,7 +335,8 @@ def auto_choices_row(runs: dict[str, dict[str, Any]], key: str) -> str:
     ch = [r["choices"] for r in recs if r is not None and r["status"] == "finished" and r.get("choices")]
     if not ch:
         return f"| {key} | 0 | - | - | - |"
-    sizes = sorted({c["n"] for cs in ch for c in cs if c["choice"] == "design"})
+    # the design points asked: those before the rule, and the rest where it chose CMA-ES
+    sizes = sorted({sum(c["n"] for c in cs if c["choice"] in ("design", "extend")) for cs in ch})
     lsq = sum(any(c["choice"] == "lsq" for c in cs) for cs in ch)
     cma = sum(any(c["choice"] == "cmaes" for c in cs) for cs in ch)
     mis = [c["mismatch"] for cs in ch for c in cs if c["choice"] in ("lsq", "cmaes") and c.get("mismatch") is not None]

@@ -190,6 +190,29 @@ def test_rule_keeps_least_squares_on_a_smooth_model_with_finite_difference_noise
     assert switched == 0
 
 
+def test_rule_keeps_least_squares_where_the_coarse_jacobian_is_off_by_curvature():
+    """A smooth, strongly curved residual, minimal where its slope vanishes: the forward difference with step
+    1e-3 is off by about 0.05 |cot(100 u0)| (relative), with 1e-4 by a tenth of that. Where the first look fails
+    the fine and middle Jacobians agree with each other and both differ from the coarse one: curvature, not
+    noise, so least squares runs with the fine step (the rule before took CMA-ES on these: 10 of 20 seeds)."""
+
+    def curved(U):
+        return np.column_stack([np.cos(100.0 * U[:, 0]) + 1.5, U[:, 1] - 0.6])
+
+    rechecked = 0
+    for seed in range(20):
+        opt = _drive(Auto(seed=seed), curved, 40)
+        kinds = _kinds(opt)
+        assert "cmaes" not in kinds, (seed, opt.choices)
+        rule = opt.choices[3]
+        if kinds[2] == "recheck" and "curvature" in rule["reason"]:
+            rechecked += 1
+            assert rule["choice"] == "lsq" and "fd_step" not in rule
+            assert rule["mismatch"] == opt.jacobian_mismatch(opt._check, 1e-6, 1e-4) <= 0.1
+            assert rule["coarse_mismatch"] == opt.jacobian_mismatch(opt._check, 1e-4) > 0.1
+    assert rechecked >= 8
+
+
 def test_cmaes_starts_at_the_best_point_told_with_a_small_step():
     noise = np.random.default_rng(0)
 
@@ -364,3 +387,44 @@ def test_the_demo_stops_converged_though_a_difference_point_is_a_little_lower():
     assert res.stop_reason == "converged" and res.n_evals < 120, res.n_evals
     rule = next(c for c in res.choices if c["choice"] == "converged")
     assert rule["at_eval"] == res.n_evals
+
+
+class _SteppedDuffing(type(get_model("duffing"))):
+    """Duffing whose parameters are rounded to multiples of 1/64: a deterministic, non-smooth model."""
+
+    def simulate(self, theta, conditions=None):
+        return super().simulate(np.round(np.atleast_2d(theta) * 64.0) / 64.0, conditions)
+
+
+def test_one_slot_asks_the_rest_of_the_design_only_for_cmaes_and_a_kill_inside_it_resumes_exactly(tmp_path):
+    model = _SteppedDuffing()
+    exp = mc.experiment_from_model(model, model.preset("default"), noise=0.0, seed=0, name="d")
+    prob = mc.Problem(model, exp, L2(channels=("displacement",)))
+    opt = Auto(seed=4)
+    ref = mc.calibrate(prob, opt, max_evals=120)
+    assert _kinds(opt)[:4] == ["design", "check", "extend", "cmaes"]
+    design, _, extend, cmaes = opt.choices[:4]
+    assert (design["n"], design["full"], extend["n"], extend["at_eval"]) == (8, 12, 4, 8 + 6)  # 2 d + 2 of 12
+    assert list(np.bincount(ref.history.batch)[:3]) == [8, 6, 4]
+    told = ref.history.losses[:18]
+    assert cmaes["at_eval"] == 18 and cmaes["start_loss"] == min(told)  # from the best of all 18
+    smooth, _ = _duffing()
+    lsq = Auto(seed=4)
+    mc.calibrate(smooth, lsq, max_evals=120)
+    assert "extend" not in _kinds(lsq) and lsq.choices[0]["n"] == 8  # least squares: 8 of the 12 asked
+
+    seen = []
+
+    def hook(idx, batch, outcome):
+        if outcome.source != "replay":
+            seen.append(idx)
+            if len(seen) == 16:  # inside the rest of the design
+                raise _Stop
+
+    with RunStore(tmp_path / "r.db") as store:
+        with pytest.raises(_Stop):
+            mc.calibrate(prob, Auto(seed=4), max_evals=120, store=store, run_name="r", on_evaluation=hook)
+        res = mc.calibrate(prob, Auto(), max_evals=120, store=store, run_name="r")
+    assert res.n_simulated == res.n_evals - len(seen)
+    np.testing.assert_array_equal(res.history.losses, ref.history.losses)
+    assert res.choices == ref.choices

@@ -41,19 +41,29 @@ class Auto(ResidualOptimizer):
        least ``2 d + 2``): at 32 workers a tenth of the arch's budget was six rounds of design, and a second
        round cost the smooth problems a round each (``benchmarks/efficiency.md``). The budget is ``max_evals`` (calibrate passes it through
        :meth:`~mechcalib.optimizers._base.Optimizer.set_budget`); without one, ``n0 = max(2 d + 2, 10)``.
+       With one slot and residuals only the first ``2 d + 2`` of them are asked before the rule; the rest
+       (phase ``extend``) only where the rule chose CMA-ES, which starts from the best of all ``n0``. Least
+       squares needs a good start, not a tenth of the budget: with the whole design first, what auto spent
+       before it stopped grew with the budget (the demo, ``max_evals = 400``: 40 design points before its
+       first start). Measured in ``benchmarks/efficiency.md`` ("auto's stop against one least-squares start",
+       and success over seeds 1-40 on the smooth problems).
     2. **Rule** (choosing least squares or CMA-ES), stated and tested: CMA-ES when (a) the batches are told
        without residual vectors (an objective without residuals, ``has_residuals`` False, or direct ask/tell),
        (b) the budget cannot hold one more residual and one forward Jacobian (``d + 1``) after the design, or
        (c) the model is noisy or non-smooth: at the best design point the forward-difference Jacobians with
        steps ``1e-6`` and ``1e-3`` (unit cube) differ, ``||J_fine - J_coarse||_F > smooth_tol ||J_coarse||_F``
        (``smooth_tol`` 0.1), and a third with step ``1e-4`` (``d`` more simulations, asked only then) differs
-       from the coarse one too; or the coarse one is zero or a difference point failed. For a smooth model the
+       from the coarse one and from the fine one; or the coarse one is zero or a difference point failed. For a smooth model the
        Jacobians agree to ``O(1e-3)`` (the curvature times the coarse step); noise of size ``s`` puts
        ``s / h`` into the one with step ``h``, and a kink or a step puts a zero or a jump into one of them. A
        smooth model whose residuals carry a small noise (an integrator's tolerance) fools the first look only:
        where the ``1e-4`` Jacobian agrees, least squares runs with difference step ``1e-4`` (recorded as
        ``fd_step`` in the ``lsq`` choice). Measured in ``tests/test_auto.py``: on a smooth model with noise
        ``3e-7`` the two-step rule switched to CMA-ES on 40 of 40 seeds, the rule with the second look on none.
+       A strongly curved smooth model fools the coarse step instead (its error grows with the step): where
+       the ``1e-4`` Jacobian agrees with the fine one, least squares runs with the fine step (the ``lsq``
+       choice records ``coarse_mismatch``). The frame of ``benchmarks/efficiency.md`` met this at one seed's
+       best design point of 40; the arch (non-smooth) still goes to CMA-ES on every seed.
        The fine Jacobian is the first one least squares needs (its step is least squares' own, and the
        polishing answers it from memory), so the check costs ``d`` simulations.
     3. **Polishing**: :class:`~mechcalib.optimizers.least_squares.LeastSquares` (``polish``: ``"lm"``,
@@ -85,7 +95,8 @@ class Auto(ResidualOptimizer):
     optimiser state that checkpoints store; :func:`~mechcalib.calibrate` puts them in ``Result.choices``,
     the store's run record and, through ``mechcalib run``, ``result.json``). Each is a record
     ``{"choice", "reason", "at_eval"}`` (``at_eval``: evaluations told before it, so consecutive records
-    give the phase boundaries) with the measured values: ``design`` (``n``, ``budget``), ``check``
+    give the phase boundaries) with the measured values: ``design`` (``n``: asked before the rule, ``full``: in
+    all, ``budget``), ``extend`` (``n``: the rest of the design, asked where the rule chose CMA-ES), ``check``
     (``point``: the best design point, unit cube; ``loss``), ``lsq`` or ``cmaes`` (the rule: ``mismatch``,
     ``smooth_tol``, or ``left`` when the budget decided; for ``cmaes`` also ``start``, ``start_loss`` and
     ``sigma0``, its first mean and step size), ``polish`` (``starts``: unit-cube points,
@@ -121,7 +132,12 @@ class Auto(ResidualOptimizer):
     """
 
     name: ClassVar[str] = "auto"
-    _phase: str  # "design", "check", "recheck", "lsq", "cmaes" or "done" (set by _init_state)
+    _phase: str  # "design", "check", "recheck", "extend", "lsq", "cmaes" or "done" (set by _init_state)
+    #: the design points asked before the smoothness check (``None``: all of them, as in a checkpoint from before
+    #: the design came in two parts)
+    _n_first: int | None = None
+    #: the derivative-free search decided, waiting for the rest of the design: its reason and measured values
+    _cmaes_due: tuple[str, dict[str, Any]] | None = None
 
     def __init__(
         self,
@@ -199,7 +215,7 @@ class Auto(ResidualOptimizer):
     @property
     def method(self) -> str | None:
         """``"check"``, ``"lsq"``, ``"cmaes"``, ``"done"``, or ``None`` (not set up, or still in the design)."""
-        return None if self.dim is None or self._phase == "design" else self._phase
+        return None if self.dim is None or self._phase in ("design", "extend") else self._phase
 
     @property
     def converged(self) -> bool:
@@ -221,12 +237,24 @@ class Auto(ResidualOptimizer):
             n0 = min(n0, max(self.batch_size, 2 * dim + 2))
         return max(min(n0, self._budget // 4), min(dim + 1, self._budget))
 
+    def first_design_size(self, dim: int, n0: int) -> int:
+        """The design points asked before the smoothness check: ``2 d + 2`` of the ``n0`` with one slot and
+        residuals, all of them with a batch (one round) or without residuals (no check)."""
+        if self.batch_size > 1 or self._has_residuals is False:
+            return n0
+        return min(n0, 2 * dim + 2)
+
+    def _first(self) -> int:
+        return int(self._design.shape[0]) if self._n_first is None else self._n_first
+
     def _init_state(self) -> None:
         assert self.dim is not None
         n0 = self.design_size(self.dim)
         m = 2 ** math.ceil(math.log2(max(n0, 1)))  # Sobol's balance holds for powers of two; take the first n0
         sobol = qmc.Sobol(d=self.dim, scramble=True, rng=self.rng)
         self._design = snap(sobol.random(m)[:n0])
+        self._n_first = self.first_design_size(self.dim, n0)
+        self._cmaes_due = None
         self._phase = "design"
         self._choices = []
         self._memo: dict[bytes, tuple[float, np.ndarray | None]] = {}
@@ -237,7 +265,13 @@ class Auto(ResidualOptimizer):
         self._stop: str | None = None  # why the phase is "done": "converged" or "budget"
         self._fd_step = _H_FINE  # the polishing's difference step (the check may choose a coarser one)
         # recorded now, said when the design is first asked: a resume replaces this state by a checkpoint's
-        self._log_choice("design", f"{n0} Sobol points (budget {self._budget})", say=False, n=n0, budget=self._budget)
+        n1 = self._n_first
+        text = f"{n0} Sobol points (budget {self._budget})"
+        if n1 < n0:
+            text = (
+                f"{n1} Sobol points before the smoothness check, {n0 - n1} more only for CMA-ES (budget {self._budget})"
+            )
+        self._log_choice("design", text, say=False, n=n1, full=n0, budget=self._budget)
 
     def _log_choice(self, choice: str, reason: str, *, say: bool = True, **values: Any) -> None:
         rec = {"choice": choice, "reason": reason, "at_eval": int(self.n_evals), **values}
@@ -255,7 +289,9 @@ class Auto(ResidualOptimizer):
         """Known without asking: every phase plans its batch before it is asked (the polisher's when the
         last batch was told)."""
         if self._phase == "design":
-            return int(self._design.shape[0])
+            return self._first()
+        if self._phase == "extend":
+            return int(self._design.shape[0]) - self._first()
         if self._phase == "check":
             assert self._check is not None
             return len(self._check_points(self._check))
@@ -285,7 +321,9 @@ class Auto(ResidualOptimizer):
     def _ask(self) -> np.ndarray:
         if self._phase == "design":
             self._say(self._choices[0])
-            return self._design.copy()
+            return self._design[: self._first()].copy()
+        if self._phase == "extend":
+            return self._design[self._first() :].copy()
         if self._phase == "check":
             assert self._check is not None
             return np.array(self._check_points(self._check))
@@ -372,6 +410,11 @@ class Auto(ResidualOptimizer):
             self._memo[x.tobytes()] = (float(f[j]), r)
         if self._phase == "design":
             self._after_design(X, f, R)
+        elif self._phase == "extend":
+            assert self._cmaes_due is not None
+            reason, values = self._cmaes_due
+            self._cmaes_due = None
+            self._start_cmaes(reason, **values)
         elif self._phase == "check":
             self._after_check()
         elif self._phase == "recheck":
@@ -439,6 +482,19 @@ class Auto(ResidualOptimizer):
         u = self._check
         assert u is not None
         mis = self.jacobian_mismatch(u, _H_MID)
+        near = self.jacobian_mismatch(u, _H_FINE, _H_MID)
+        if not mis <= self.smooth_tol and near <= self.smooth_tol:
+            # the fine and middle Jacobians agree and the coarse one is off: curvature over the coarse step (its
+            # error grows with the step, so both differ from it alike), not noise (which would part the fine one)
+            self._log_choice(
+                "lsq",
+                f"smooth: the Jacobians with steps {_H_FINE:g} and {_H_MID:g} differ by {near:.3g} (relative); the one "
+                f"with step {_H_COARSE:g} differs from them by curvature ({mis:.3g})",
+                mismatch=near,
+                smooth_tol=self.smooth_tol,
+                coarse_mismatch=_finite(mis),
+            )
+            return self._start_lsq()
         if not mis <= self.smooth_tol:
             return self._fallback(
                 f"noisy or non-smooth model: the Jacobians with steps {_H_MID:g} and {_H_COARSE:g} differ by "
@@ -457,12 +513,13 @@ class Auto(ResidualOptimizer):
         )
         self._start_lsq()
 
-    def jacobian_mismatch(self, u: np.ndarray, fine: float = _H_FINE) -> float:
+    def jacobian_mismatch(self, u: np.ndarray, fine: float = _H_FINE, coarse: float = _H_COARSE) -> float:
         """``||J_fine - J_coarse||_F / ||J_coarse||_F`` at ``u`` from the told residuals, ``J_fine`` with step
-        ``fine`` and ``J_coarse`` with 1e-3 (``inf`` when a difference point failed or both are zero)."""
+        ``fine`` and ``J_coarse`` with step ``coarse`` (``inf`` when a difference point failed or ``J_coarse`` is
+        zero)."""
         r0 = self._memo[u.tobytes()][1]
         cols = []
-        for pts in (self._step_points(u, fine), self._coarse_points(u)):
+        for pts in (self._step_points(u, fine), self._step_points(u, coarse)):
             J = []
             for i, p in enumerate(pts):
                 r = self._memo[p.tobytes()][1]
@@ -484,7 +541,8 @@ class Auto(ResidualOptimizer):
 
     def _start_lsq(self) -> None:
         assert self.dim is not None
-        design = [(self._memo[p.tobytes()][0], p) for p in self._design if self._memo[p.tobytes()][1] is not None]
+        design = [(self._memo[p.tobytes()][0], p) for p in self._design[: self._first()]]
+        design = [(f, p) for f, p in design if self._memo[p.tobytes()][1] is not None]
         design.sort(key=lambda e: e[0])
         width = self.width()
         starts: list[np.ndarray] = []
@@ -526,6 +584,20 @@ class Auto(ResidualOptimizer):
         return None if size <= default else size
 
     def _fallback(self, reason: str, **values: Any) -> None:
+        """CMA-ES (:meth:`_start_cmaes`), after the rest of the design where it is not asked yet."""
+        rest = int(self._design.shape[0]) - self._first()
+        if self._phase not in ("design", "check", "recheck") or rest == 0 or self._remaining() < rest:
+            return self._start_cmaes(reason, **values)
+        self._cmaes_due = (reason, values)
+        self._phase = "extend"
+        self._log_choice(
+            "extend",
+            f"{rest} more Sobol points of the design before CMA-ES ({int(self._design.shape[0])} in all)",
+            n=rest,
+        )
+        return None
+
+    def _start_cmaes(self, reason: str, **values: Any) -> None:
         """CMA-ES from the best point told so far with ``cmaes_sigma0``; from the centre with pycma's 0.3 when
         nothing has succeeded yet."""
         assert self.dim is not None
