@@ -406,8 +406,8 @@ def extra_seeds(runs: dict[str, dict[str, Any]], keys: list[str]) -> list[str]:
     head = [
         "### Seeds beyond 1-10",
         "",
-        "A check on fresh seeds: `auto`'s CMA-ES start (`cmaes_sigma0`) was chosen by looking at the arch's",
-        "seeds 1-10, so its verdict there is in-sample; these seeds were not looked at before the choice.",
+        "A check on fresh seeds of methods whose settings were chosen by looking at seeds 1-10 (`auto`'s over",
+        "seeds 1-40, the arch's 1-20, is in \"auto's success over seeds\" below).",
         "",
         "| problem | method | seeds | successes | simulations to target, median (min-max) |",
         "|---|---|---|---|---|",

@@ -65,6 +65,8 @@ def _key(r: dict[str, Any]) -> tuple:
 
 #: settings given to auto on top of its defaults (``--auto-option``; a run with any is best given its own tag)
 AUTO_OPTIONS: dict[str, Any] = {}
+#: auto's budget instead of its problem's (``--auto-budget``, with ``--success``; tag ``b<N>``)
+AUTO_BUDGET: int | None = None
 #: and to ``lsq`` (``--lsq-option``, e.g. ``trials_ahead=4``, tag ``trials``)
 LSQ_OPTIONS: dict[str, Any] = {}
 
@@ -76,6 +78,7 @@ def make(method: str, key: str, W: int, seed: int, mode: str) -> tuple[Any, int]
         from mechcalib.optimizers.auto import Auto
 
         budget = case.auto_budget if W == 1 or mode == "success" else max(3 * case.auto_budget, W)
+        budget = AUTO_BUDGET or budget
         try:
             return Auto(seed=seed, batch_size=W, **AUTO_OPTIONS), budget
         except TypeError:  # today's auto: no batch_size (a misspelt --auto-option must not land here)
@@ -143,6 +146,15 @@ def run_case(tag: str, mode: str, key: str, method: str, W: int, seed: int, refs
         "rule": next((c["choice"] for c in res.choices if c["choice"] in ("lsq", "cmaes")), None),
         "mismatch": next((c.get("mismatch") for c in res.choices if c["choice"] in ("lsq", "cmaes")), None),
         "converged_at": next((c["at_eval"] for c in res.choices if c["choice"] == "converged"), None),
+        # where the rule's second look kept least squares: "noise" (step 1e-4) or "curvature" (the fine step)
+        "second_look": next(
+            (
+                "curvature" if "coarse_mismatch" in c else "noise"
+                for c in res.choices
+                if c["choice"] == "lsq" and ("coarse_mismatch" in c or "fd_step" in c)
+            ),
+            None,
+        ),
         "wall_s": round(time.perf_counter() - t0, 2),
     }
 
@@ -178,7 +190,10 @@ def main() -> None:
         metavar="NAME=JSON",
         help="a setting of lsq, e.g. trials_ahead=4 (give such runs their own --tag)",
     )
+    ap.add_argument("--auto-budget", type=int, help="auto's max_evals instead of its problem's (give a tag b<N>)")
     a = ap.parse_args()
+    global AUTO_BUDGET
+    AUTO_BUDGET = a.auto_budget
     for opt in a.auto_option:
         name, _, value = opt.partition("=")
         AUTO_OPTIONS[name] = json.loads(value)
@@ -251,30 +266,54 @@ def section() -> list[str]:
         "`efficiency_problems.py`), built from `examples/hysteresis_sdof7.toml`, a configuration without `[optimizer]` "
         "(so `auto`).",
         "",
-        "### auto's success over 20 seeds (one worker, its `max_evals`)",
+        "### auto's success over seeds (one worker, its `max_evals`)",
         "",
-        "| problem | max_evals | today: ends at target | new: ends at target | new: simulations to target, median "
-        "| new: simulations used, median | new: rule least squares / CMA-ES |",
-        "|---|---|---|---|---|---|---|",
+        "Seeds 1-20 were measured while auto was built; seeds 21-40 are seeds looked at for none of its choices. "
+        "*previous*: the code before the design came in two parts and the rule's second look learned curvature "
+        "(tag `prev`, run with `PYTHONPATH` on its checkout); *new*: this code. Simulations are medians over the "
+        "seeds measured.",
+        "",
+        "| problem | max_evals | today: seeds 1-20 | previous: seeds 1-20 | previous: seeds 21-40 | new: seeds 1-20 "
+        "| new: seeds 21-40 | new: simulations to target | new: simulations used | previous: simulations used "
+        "| new: rule least squares / CMA-ES |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
+
+    def rate(rs: list[dict[str, Any]]) -> str:
+        if not rs:
+            return "not measured"
+        bad = [r["seed"] for r in rs if not r["end_ok"]]
+        return f"{len(rs) - len(bad)}/{len(rs)}" + (f" (missed: {', '.join(map(str, bad))})" if bad else "")
+
     for k in keys:
         old = [r for r in recs if r["tag"] == "main" and r["mode"] == "success" and r["problem"] == k]
+        prev = [r for r in recs if r["tag"] == "prev" and r["mode"] == "success" and r["problem"] == k]
         new = [r for r in recs if r["tag"] == "new" and r["mode"] == "success" and r["problem"] == k]
         if not new and not old:
             continue
-
-        def rate(rs: list[dict[str, Any]]) -> str:
-            if not rs:
-                return "not measured"
-            bad = [r["seed"] for r in rs if not r["end_ok"]]
-            return f"{len(rs) - len(bad)}/{len(rs)}" + (f" (missed: seeds {', '.join(map(str, bad))})" if bad else "")
-
         rule = f"{sum(r.get('rule') == 'lsq' for r in new)} / {sum(r.get('rule') == 'cmaes' for r in new)}"
+        p20, n20 = ([r for r in rs if r["seed"] <= 20] for rs in (prev, new))
+        p40, n40 = ([r for r in rs if r["seed"] > 20] for rs in (prev, new))
         lines.append(
-            f"| {k} | {ep.CASES[k].auto_budget} | {rate(old)} | {rate(new)} | "
-            f"{_med([r['sims_to_target'] for r in new if r['sims_to_target']])} | "
-            f"{_med([r['n_evals'] for r in new])} | {rule} |"
+            f"| {k} | {ep.CASES[k].auto_budget} | {rate(old)} | {rate(p20)} | {rate(p40)} | {rate(n20)} | "
+            f"{rate(n40)} | {_med([r['sims_to_target'] for r in new if r['sims_to_target']])} | "
+            f"{_med([r['n_evals'] for r in new])} | {_med([r['n_evals'] for r in prev])} | {rule} |"
         )
+    more = sorted({r["budget"] for r in recs if r["tag"].startswith("b") and r["mode"] == "success"})
+    for b in more:
+        cells = []
+        for k in keys:
+            rs = [r for r in recs if r["tag"] == f"b{b}" and r["mode"] == "success" and r["problem"] == k]
+            if rs:
+                cells.append(f"`{k}` {rate(rs)}, simulations used {_med([r['n_evals'] for r in rs])}")
+        lines += [
+            "",
+            f"With `max_evals = {b}` (`--success --tag b{b} --auto-budget {b}`, seeds 1-40): {'; '.join(cells)}.",
+        ]
+    looks = [r for r in recs if r["tag"] == "new" and r["mode"] == "success" and r.get("second_look")]
+    if looks:
+        said = "; ".join(f"`{r['problem']}` seed {r['seed']}: {r['second_look']}" for r in looks)
+        lines += ["", f"Runs where the rule's second look kept least squares (new): {said}."]
     lines += [
         "",
         "### Rounds to target",

@@ -13,20 +13,18 @@ from scipy.stats import qmc
 
 from ..core.problem import ProblemLike, residual_problem
 from ..errors import ConfigurationError, SettingError
+from . import smoothness
 from ._base import Optimizer, SeedLike, check_bool, check_choice, check_positive_int, check_range
 from .cmaes import CMAES
-from .differences import fd_steps, snap, stepped
+from .differences import snap
 from .least_squares import LeastSquares, memo_checkpoint, memo_refilled
 from .lockstep import Lockstep
 from .residual import ResidualOptimizer
 
 log = logging.getLogger(__name__)
 
-#: forward-difference steps (unit cube) of the smoothness check: least squares' own step and a coarse one
-_H_FINE = 1e-6
-_H_COARSE = 1e-3
-#: the step of the second look, when the first two Jacobians differ: least squares' step where they agree
-_H_MID = 1e-4
+#: forward-difference steps (unit cube) of the smoothness rule (:mod:`~mechcalib.optimizers.smoothness`)
+_H_FINE, _H_COARSE, _H_MID = smoothness.H_FINE, smoothness.H_COARSE, smoothness.H_MID
 
 
 class Auto(ResidualOptimizer):
@@ -297,7 +295,7 @@ class Auto(ResidualOptimizer):
             return len(self._check_points(self._check))
         if self._phase == "recheck":
             assert self._check is not None
-            return len(self._step_points(self._check, _H_MID))
+            return len(smoothness.step_points(self._check, _H_MID))
         if self._phase == "cmaes":
             assert isinstance(self._sub, CMAES)
             return self._sub.next_batch_size
@@ -329,7 +327,7 @@ class Auto(ResidualOptimizer):
             return np.array(self._check_points(self._check))
         if self._phase == "recheck":
             assert self._check is not None
-            return np.array(self._step_points(self._check, _H_MID))
+            return np.array(smoothness.step_points(self._check, _H_MID))
         if self._phase == "cmaes":
             assert isinstance(self._sub, CMAES)
             return self._sub.ask()
@@ -338,20 +336,10 @@ class Auto(ResidualOptimizer):
     def _check_points(self, u: np.ndarray) -> list[np.ndarray]:
         """The check's batch: the fine and coarse Jacobians' points, and the second look's where the batch has
         room for it (``batch_size >= 3 d``: it then costs no round of its own)."""
-        pts = self._fine_points(u) + self._coarse_points(u)
+        pts = smoothness.step_points(u, _H_FINE) + smoothness.step_points(u, _H_COARSE)
         if self.batch_size >= 3 * len(u) and self._remaining() >= 3 * len(u) + 1:
-            pts += self._step_points(u, _H_MID)
+            pts += smoothness.step_points(u, _H_MID)
         return pts
-
-    def _coarse_points(self, u: np.ndarray) -> list[np.ndarray]:
-        return self._step_points(u, _H_COARSE)
-
-    def _fine_points(self, u: np.ndarray) -> list[np.ndarray]:
-        return self._step_points(u, _H_FINE)
-
-    @staticmethod
-    def _step_points(u: np.ndarray, h: float) -> list[np.ndarray]:
-        return [stepped(u, i, s) for i, ss in enumerate(fd_steps(u, h, False)) for s in ss]
 
     def _ask_lsq(self) -> np.ndarray:
         assert self._next is not None  # planned by _plan_lsq when the previous batch was told
@@ -448,90 +436,32 @@ class Auto(ResidualOptimizer):
     def _after_check(self) -> None:
         u = self._check
         assert u is not None and self.dim is not None
-        mis = self.jacobian_mismatch(u)
-        if mis <= self.smooth_tol:
-            self._log_choice(
-                "lsq",
-                f"smooth model: the Jacobians with two steps differ by {mis:.3g} (relative)",
-                mismatch=mis,
-                smooth_tol=self.smooth_tol,
-            )
-            return self._start_lsq()
-        if math.isfinite(mis) and self._remaining() >= 2 * self.dim + 1:
-            # finite-difference noise of a smooth model (an integrator's tolerance) shows at the fine step
-            # only: a third Jacobian at 1e-4 that agrees with the coarse one says smooth at that scale
-            self._phase = "recheck"
-            self._log_choice(
-                "recheck",
-                f"the Jacobians with steps {_H_FINE:g} and {_H_COARSE:g} differ by {mis:.3g} (relative), more than "
-                f"smooth_tol={self.smooth_tol:g}: a third with step {_H_MID:g} ({self.dim} simulations)",
-                mismatch=mis,
-                smooth_tol=self.smooth_tol,
-            )
-            if all(p.tobytes() in self._memo for p in self._step_points(u, _H_MID)):
-                self._after_recheck()  # asked with the check
-            return None
-        return self._fallback(
-            f"noisy or non-smooth model: forward Jacobians with steps {_H_FINE:g} and {_H_COARSE:g} differ by "
-            f"{mis:.3g} (relative), more than smooth_tol={self.smooth_tol:g}",
-            mismatch=_finite(mis),
-            smooth_tol=self.smooth_tol,
-        )
+        recheck = self._remaining() >= 2 * self.dim + 1
+        choice, reason, values = smoothness.first_look(self._memo, u, self.smooth_tol, recheck=recheck)
+        if choice != "recheck":
+            return self._decide(choice, reason, values)
+        # finite-difference noise of a smooth model (an integrator's tolerance) shows at the fine step only, the
+        # curvature of a smooth one at the coarse step only: a third Jacobian tells them from a rough model
+        self._phase = "recheck"
+        self._log_choice(choice, reason, **values)
+        if all(p.tobytes() in self._memo for p in smoothness.step_points(u, _H_MID)):
+            self._after_recheck()  # asked with the check
+        return None
 
     def _after_recheck(self) -> None:
-        u = self._check
-        assert u is not None
-        mis = self.jacobian_mismatch(u, _H_MID)
-        near = self.jacobian_mismatch(u, _H_FINE, _H_MID)
-        if not mis <= self.smooth_tol and near <= self.smooth_tol:
-            # the fine and middle Jacobians agree and the coarse one is off: curvature over the coarse step (its
-            # error grows with the step, so both differ from it alike), not noise (which would part the fine one)
-            self._log_choice(
-                "lsq",
-                f"smooth: the Jacobians with steps {_H_FINE:g} and {_H_MID:g} differ by {near:.3g} (relative); the one "
-                f"with step {_H_COARSE:g} differs from them by curvature ({mis:.3g})",
-                mismatch=near,
-                smooth_tol=self.smooth_tol,
-                coarse_mismatch=_finite(mis),
-            )
-            return self._start_lsq()
-        if not mis <= self.smooth_tol:
-            return self._fallback(
-                f"noisy or non-smooth model: the Jacobians with steps {_H_MID:g} and {_H_COARSE:g} differ by "
-                f"{mis:.3g} (relative) too, more than smooth_tol={self.smooth_tol:g}",
-                mismatch=_finite(mis),
-                smooth_tol=self.smooth_tol,
-            )
-        self._fd_step = _H_MID
-        self._log_choice(
-            "lsq",
-            f"smooth at step {_H_MID:g}: its Jacobian and the one with step {_H_COARSE:g} differ by {mis:.3g} "
-            f"(relative); least squares differences with step {_H_MID:g}",
-            mismatch=mis,
-            smooth_tol=self.smooth_tol,
-            fd_step=_H_MID,
-        )
-        self._start_lsq()
+        assert self._check is not None
+        self._decide(*smoothness.second_look(self._memo, self._check, self.smooth_tol))
+
+    def _decide(self, choice: str, reason: str, values: dict[str, Any]) -> None:
+        if choice == "cmaes":
+            return self._fallback(reason, **values)
+        self._fd_step = values.get("fd_step", _H_FINE)
+        self._log_choice("lsq", reason, **values)
+        return self._start_lsq()
 
     def jacobian_mismatch(self, u: np.ndarray, fine: float = _H_FINE, coarse: float = _H_COARSE) -> float:
-        """``||J_fine - J_coarse||_F / ||J_coarse||_F`` at ``u`` from the told residuals, ``J_fine`` with step
-        ``fine`` and ``J_coarse`` with step ``coarse`` (``inf`` when a difference point failed or ``J_coarse`` is
-        zero)."""
-        r0 = self._memo[u.tobytes()][1]
-        cols = []
-        for pts in (self._step_points(u, fine), self._step_points(u, coarse)):
-            J = []
-            for i, p in enumerate(pts):
-                r = self._memo[p.tobytes()][1]
-                if r is None or r0 is None:
-                    return math.inf
-                J.append((r - r0) / (p[i] - u[i]))
-            cols.append(np.array(J).T)
-        jf, jc = cols
-        den = float(np.linalg.norm(jc))
-        if den == 0.0:
-            return math.inf
-        return float(np.linalg.norm(jf - jc)) / den
+        """:func:`~mechcalib.optimizers.smoothness.jacobian_mismatch` at ``u`` from the told residuals."""
+        return smoothness.jacobian_mismatch(self._memo, u, fine, coarse)
 
     def width(self) -> int:
         """How many least-squares starts run at once: ``batch_size // (d + 1)`` (a start's Jacobian and trial
@@ -649,8 +579,3 @@ def _same_basin(f: float, u: list[float] | None, best: float, u_best: list[float
         return False
     near = float(np.max(np.abs(np.subtract(u, u_best)))) <= _SAME_POINT
     return near and f <= best + _SAME_LOSS * abs(best) + tiny
-
-
-def _finite(v: float) -> float | None:
-    """A measured value for a JSON record (``None`` for ``inf``: a failed difference point or a zero Jacobian)."""
-    return v if math.isfinite(v) else None
