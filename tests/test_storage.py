@@ -236,6 +236,7 @@ def test_a_store_without_the_choices_column_is_read_and_upgraded(tmp_path):
             "reason": "4 Sobol points (budget 6)",
             "at_eval": 0,
             "n": 4,
+            "full": 4,
             "budget": 6,
         }
 
