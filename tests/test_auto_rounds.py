@@ -196,7 +196,7 @@ def test_with_a_batch_the_design_is_one_round_and_the_cmaes_generations_inject_a
     wide = drive(Auto(seed=1, batch_size=16), 400)
     rec = next(c for c in wide.choices if c["choice"] == "cmaes")
     assert rec["model_injection"] is True and "quadratic model" in rec["reason"]
-    assert rec["mu_ratio"] == 0.25 and wide._sub._es.sp.weights.mu == 4  # a batch population: a quarter parents
+    assert rec["mu_ratio"] == 0.25 and wide._sub.parents == 4  # a batch population: a quarter parents
     assert wide._sub._model.count > wide.n_evals - rec["at_eval"]  # the design and the check started the model
     off = drive(Auto(seed=1, batch_size=16, cmaes_model=False), 400)
     assert "model_injection" not in next(c for c in off.choices if c["choice"] == "cmaes")

@@ -377,9 +377,9 @@ def test_all_failed_generations_neither_restart_nor_grow_the_population():
 
 def test_mu_ratio_sets_the_parents_of_every_run():
     opt = CMAES(popsize=16, mu_ratio=0.25, seed=0).setup(3)
-    assert opt._es.sp.weights.mu == 4 and CMAES(popsize=16, seed=0).setup(3)._es.sp.weights.mu == 8  # pycma: 8
+    assert opt.parents == 4 and CMAES(popsize=16, seed=0).setup(3).parents == 8  # pycma: 8
     opt._restart()  # an IPOP restart doubles the population and keeps the share
-    assert opt._es.popsize == 32 and opt._es.sp.weights.mu == 8
+    assert opt._es.popsize == 32 and opt.parents == 8
     half, default = CMAES(popsize=16, mu_ratio=0.5, seed=4).setup(3), CMAES(popsize=16, seed=4).setup(3)
     for _ in range(5):  # a share of one half is pycma's default: the same points
         U, V = half.ask(), default.ask()

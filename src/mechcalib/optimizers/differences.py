@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["fd_steps", "snap", "stepped"]
+__all__ = ["fd_points", "fd_steps", "snap", "stepped"]
 
 
 def fd_steps(u: np.ndarray, h: float, central: bool) -> list[tuple[float, ...]]:
@@ -27,6 +27,11 @@ def snap(u: np.ndarray) -> np.ndarray:
     in the last bits from one run to the next (its reductions depend on memory alignment), and the points it
     asks must repeat exactly for a replay to find what was told."""
     return np.round(np.asarray(u, float) * _GRID) / _GRID
+
+
+def fd_points(u: np.ndarray, h: float, central: bool = False) -> list[np.ndarray]:
+    """The difference points of the Jacobian at ``u`` (:func:`fd_steps`), coordinate by coordinate."""
+    return [stepped(u, i, s) for i, ss in enumerate(fd_steps(u, h, central)) for s in ss]
 
 
 def stepped(u: np.ndarray, i: int, s: float) -> np.ndarray:

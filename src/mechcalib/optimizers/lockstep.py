@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .differences import fd_steps, stepped
+from .differences import fd_points
 
 if TYPE_CHECKING:
     from .least_squares import LeastSquares
@@ -135,7 +135,7 @@ class Lockstep:
         room = min(left, self.batch_size)
         for req in self.requests:
             if req.shape[0] == 1:  # a trial step (or a start's first point): its Jacobian comes next if accepted
-                add(self._jacobian_points(req[0]), room)
+                add(fd_points(req[0], self.fd_step, self.central), room)
         # then, while the round has room, the TRF starts' next trial steps should this one be rejected, each
         # with its Jacobian (a trial without it saves no round): one more per start at a time
         chains = [
@@ -152,13 +152,10 @@ class Lockstep:
                 nxt = fork.pending_points()
                 if nxt is None or nxt.shape[0] != 1:
                     continue  # it would end, or ask something other than a trial step
-                if add(np.vstack([nxt, self._jacobian_points(nxt[0])]), room):
+                if add(np.vstack([nxt, fd_points(nxt[0], self.fd_step, self.central)]), room):
                     alive.append((fork, nxt[0]))
             chains = alive
         return np.array(out)
-
-    def _jacobian_points(self, u: np.ndarray) -> list[np.ndarray]:
-        return [stepped(u, i, s) for i, ss in enumerate(fd_steps(u, self.fd_step, self.central)) for s in ss]
 
     # -- bookkeeping -------------------------------------------------------------------------------
     def _fill(self) -> None:

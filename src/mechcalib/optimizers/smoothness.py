@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .differences import fd_steps, stepped
+from .differences import fd_points
 
 #: forward-difference steps (unit cube): least squares' own, the coarse one, and the second look's
 H_FINE = 1e-6
@@ -28,18 +28,13 @@ H_MID = 1e-4
 Verdict = tuple[str, str, dict[str, Any]]
 
 
-def step_points(u: np.ndarray, h: float) -> list[np.ndarray]:
-    """The points of the forward-difference Jacobian at ``u`` with step ``h``."""
-    return [stepped(u, i, s) for i, ss in enumerate(fd_steps(u, h, False)) for s in ss]
-
-
 def jacobian_mismatch(memo: dict, u: np.ndarray, fine: float = H_FINE, coarse: float = H_COARSE) -> float:
     """``||J_fine - J_coarse||_F / ||J_coarse||_F`` at ``u`` from the told residuals in ``memo`` (point bytes ->
     (loss, residuals or ``None``)), ``J_fine`` with step ``fine`` and ``J_coarse`` with step ``coarse``
     (``inf`` when a difference point failed or ``J_coarse`` is zero)."""
     r0 = memo[u.tobytes()][1]
     cols = []
-    for pts in (step_points(u, fine), step_points(u, coarse)):
+    for pts in (fd_points(u, fine), fd_points(u, coarse)):
         J = []
         for i, p in enumerate(pts):
             r = memo[p.tobytes()][1]
