@@ -407,7 +407,7 @@ def extra_seeds(runs: dict[str, dict[str, Any]], keys: list[str]) -> list[str]:
         "### Seeds beyond 1-10",
         "",
         "A check on fresh seeds of methods whose settings were chosen by looking at seeds 1-10 (`auto`'s over",
-        "seeds 1-40 is in \"auto's success over seeds\" below).",
+        'seeds 1-60 is in "auto\'s success over seeds" below).',
         "",
         "| problem | method | seeds | successes | simulations to target, median (min-max) |",
         "|---|---|---|---|---|",
