@@ -19,6 +19,7 @@ from mechcalib.models.analytic import Linear
 from mechcalib.models.oscillator import Duffing
 from mechcalib.objectives.curves import L2
 from mechcalib.optimizers import OPTIMIZERS, make_optimizer
+from mechcalib.optimizers import make_optimizer as _make
 from mechcalib.optimizers.least_squares import (
     LeastSquares,
     LeastSquaresWarning,
@@ -245,11 +246,21 @@ class _Stop(KeyboardInterrupt):
     pass
 
 
-@pytest.mark.parametrize(("name", "batch_size"), [("lsq-trf", 1), ("lsq-lm", 1), ("lsq", 1), ("lsq", 8)])
+@pytest.mark.parametrize(
+    ("name", "batch_size", "secant"),
+    [("lsq-trf", 1, False), ("lsq-lm", 1, False), ("lsq", 1, False), ("lsq", 8, False), ("lsq-lm", 1, True)],
+)
 @pytest.mark.parametrize("checkpoint_every", [1, None])
-def test_killed_run_resumes_to_the_identical_result_without_recomputing(name, batch_size, checkpoint_every):
-    """Also with a batch: several starts in lockstep, killed between rounds, resume exactly."""
+def test_killed_run_resumes_to_the_identical_result_without_recomputing(name, batch_size, secant, checkpoint_every):
+    """Also with a batch: several starts in lockstep, killed between rounds, resume exactly; and with secant
+    Jacobians, whose model the replay rebuilds."""
     total, k = 45, 13
+    if secant:  # killed inside its secant steps (evaluations 17-26 of this run)
+        total, k = 30, 20
+
+    def make_optimizer(name, **kw):
+        return _make(name, secant=secant, **kw)
+
     ref = mc.calibrate(_duffing_problem(), make_optimizer(name, seed=4, batch_size=batch_size), max_evals=total)
     store = MemoryStore()
     seen = []
@@ -364,3 +375,73 @@ def test_own_starts_are_polished_first():
         with pytest.raises(SettingError, match="x0") as e:
             make_optimizer("lsq", x0=bad)
         assert e.value.name == "x0"
+
+
+# -- secant Jacobians (one slot) -------------------------------------------------------------------------
+def test_the_secant_model_meets_the_secant_condition_and_goes_back_to_differences():
+    from mechcalib.optimizers.secant import MAX_UPDATES, Secant
+
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(5, 3))
+
+    def res(u):  # a curved residual: no Jacobian is exact for long
+        return A @ u + 0.3 * u**2 @ np.ones((3, 5))
+
+    asked = []
+
+    def differences(u):
+        def call():
+            asked.append(u.copy())
+            return A + 0.6 * np.ones((5, 1)) * u[None, :]  # the analytic Jacobian
+
+        return call
+
+    model = Secant()
+    u = np.array([0.2, 0.5, 0.7])
+    model.told(u, res(u))
+    B = model.jacobian(u, res(u), differences(u))
+    assert len(asked) == 1 and model.exact
+    for k in range(MAX_UPDATES):  # accepted steps without rejection: secant updates only
+        s = 0.05 * rng.normal(size=3)
+        model.told(u + s, res(u + s))
+        B = model.jacobian(u + s, res(u + s), differences(u + s))
+        np.testing.assert_allclose(B @ s, res(u + s) - res(u), rtol=1e-10, atol=1e-12)  # B s = y
+        u = u + s
+        assert len(asked) == 1 and model.updates == k + 1 and not model.exact
+    s = np.full(3, 0.01)
+    model.told(u + s, res(u + s))
+    model.jacobian(u + s, res(u + s), differences(u + s))  # after MAX_UPDATES: differences
+    assert len(asked) == 2 and model.exact
+    u = u + s
+    for t in (0.3, 0.1, 0.02):  # two rejected trials, then the accepted one: differences again
+        model.told(u + t, res(u + t))
+    model.jacobian(u + 0.02, res(u + 0.02), differences(u + 0.02))
+    assert len(asked) == 3 and model.exact
+    model.told(u + 0.05, None)  # a failed trial brings no secant information and is no rejection counted
+    model.told(u + 0.03, res(u + 0.03))
+    model.jacobian(u + 0.03, res(u + 0.03), differences(u + 0.03))
+    assert len(asked) == 3 and model.updates == 1
+
+
+@pytest.mark.parametrize("method", ["lm", "trf"])
+def test_secant_jacobians_reach_the_truth_and_end_on_a_difference_jacobian(method):
+    # what the secant model saves is measured in benchmarks/efficiency.md (auto with one worker); here: from
+    # each of six starts it reaches the truth, and the end is confirmed by a forward-difference Jacobian taken
+    # next to it (MINPACK's tolerances met on a secant Jacobian prove nothing)
+    prob = _duffing_problem()
+    for x0 in np.random.default_rng(1).random((6, 3)):
+        opt = LeastSquares(method=method, x0=[x0.tolist()], restart=False, secant=True, seed=0)
+        res = mc.calibrate(prob, opt, max_evals=300)
+        x = np.array([res.best_params[k] for k in ("c", "k", "k3")])
+        np.testing.assert_allclose(x, TRUTH, rtol=1e-6)
+        assert opt.tolerances_met == [True]
+        U = prob.space.to_unit(res.history.X)
+        u_end = prob.space.to_unit(res.best_x[None, :])[0]
+        bases = [p for p in U if np.max(np.abs(p - u_end)) < 1e-4]
+        columns = [sum(0 < np.max(np.abs(q - p)) <= 2e-6 for q in U) for p in bases]
+        assert max(columns) >= 3, (x0, columns)
+
+
+def test_secant_jacobians_need_one_slot():
+    with pytest.raises(SettingError, match="secant"):
+        LeastSquares(secant=True, batch_size=4)

@@ -18,7 +18,7 @@ from ._base import Optimizer, SeedLike, check_bool, check_choice, check_positive
 from .cmaes import CMAES
 from .differences import fd_points, snap
 from .least_squares import LeastSquares, memo_checkpoint, memo_refilled
-from .lockstep import Lockstep
+from .lockstep import Lockstep, on_face, same_basin
 from .residual import ResidualOptimizer
 from .smoothness import H_COARSE, H_FINE, H_MID
 
@@ -68,10 +68,19 @@ class Auto(ResidualOptimizer):
        restarts while the budget lasts; ``batch_size // (d + 1)`` starts at once, in lockstep
        (:mod:`~mechcalib.optimizers.lockstep`: each round holds their requests and, with room, the Jacobian
        at each trial point asked ahead), one at a time with one slot. A start within 0.05 of a face of the
-       unit cube runs TRF (LM's cosine map is flat there and it crawls). Every point already evaluated is answered from memory, not asked
+       unit cube runs TRF (LM's cosine map is flat there and it crawls), and an LM start that comes within 0.05
+       of a face and creeps along it (an accepted step lowering the loss by less than 1 %) hands over to TRF from
+       where it is. With one slot the Jacobians after the first of each scipy run are secant (Broyden) updates
+       along the steps tried (:mod:`~mechcalib.optimizers.secant`, Madsen, Nielsen and Tingleff 2004): an
+       iteration costs its trial point instead of ``d + 1``; an end met on a secant Jacobian is confirmed by a
+       run begun on a difference one. With a batch the Jacobians are by differences (asked in the step's round,
+       they cost no time). Every point already evaluated is answered from memory, not asked
        again. **Convergence**: once ``confirm`` starts have ended on scipy's tolerances at the best loss
        found (within a relative ``1e-6``), the run stops with stop reason ``converged`` instead of restarting
-       where it has already been. The next batch is planned as soon as the last one is told, so a batch that
+       where it has already been. An end on a face of the box (a coordinate within ``1e-3`` of it) needs
+       ``confirm_face`` starts: a box truncates a descent path into a minimum on its face, the frame of
+       ``benchmarks/efficiency.md`` has two such basins (loss 732 and 1313 against 0 at the truth, both with
+       ``a11`` at its upper bound), and a user whose best fit pins a parameter at a bound wants a second look. The next batch is planned as soon as the last one is told, so a batch that
        does not fit in the remaining budget (a Jacobian cut in half) is never asked: the run ends at its best
        with stop reason ``budget`` rather than spend the rest on a Jacobian it cannot use, and a resume with a
        larger budget (:meth:`set_budget`) continues it, keeping its design.
@@ -96,7 +105,7 @@ class Auto(ResidualOptimizer):
     (``point``: the best design point, unit cube; ``loss``), ``lsq`` or ``cmaes`` (the rule: ``mismatch``,
     ``smooth_tol``, or ``left`` when the budget decided; for ``cmaes`` also ``start``, ``start_loss`` and
     ``sigma0``, its first mean and step size), ``polish`` (``starts``: unit-cube points,
-    ``start_losses``), ``converged`` (``starts``: the starts that confirmed the best loss, ``loss``), ``stop``
+    ``start_losses``), ``converged`` (``starts``: the starts that confirmed the best loss, ``loss``, ``on_face``), ``stop``
     (``batch``: the batch that did not fit, ``left``), ``budget`` (a resume raised the budget: ``budget``,
     ``before``).
 
@@ -112,6 +121,8 @@ class Auto(ResidualOptimizer):
         cmaes_sigma0: the first CMA-ES run's step size (fraction of each range) around the best point so far.
         confirm: how many least-squares starts must end at the best loss found before the run stops as
             converged (1: the first start that converges; more: further distinct starts confirm the basin).
+        confirm_face: the same where the best end lies on a face of the box (2: a distinct start confirms it,
+            or finds a better basin inside). The ``converged`` record says which applied (``on_face``).
         batch_size: the simulations the evaluator runs at once (a round): ``batch_size // (d + 1)`` starts
             (at least 1, at most ``max_starts`` and 3) polish in lockstep, and each round also asks the Jacobian at
             every trial point ahead while it has room. 1 (default): one start at a time, nothing asked ahead.
@@ -145,6 +156,7 @@ class Auto(ResidualOptimizer):
         polish: str = "lm",
         cmaes_sigma0: float = 0.1,
         confirm: int = 1,
+        confirm_face: int = 2,
         batch_size: int = 1,
         cmaes_model: bool = True,
         cmaes_mu_ratio: float = 0.25,
@@ -160,6 +172,7 @@ class Auto(ResidualOptimizer):
         self.polish = check_choice(self.name, "polish", polish, ("trf", "lm"))
         self.cmaes_sigma0 = check_range(self.name, "cmaes_sigma0", cmaes_sigma0, 0.0, 1.0, lo_open=True)
         self.confirm = check_positive_int(self.name, "confirm", confirm)
+        self.confirm_face = check_positive_int(self.name, "confirm_face", confirm_face)
         if isinstance(batch_size, bool) or not isinstance(batch_size, int | np.integer) or batch_size < 1:
             raise SettingError(
                 self.name,
@@ -354,12 +367,18 @@ class Auto(ResidualOptimizer):
             confirmed = self._confirmed(lock)
             if confirmed is not None:
                 self._phase, self._next, self._stop = "done", None, "converged"
-                n, loss = confirmed
+                n, loss, face = confirmed
+                rule = (
+                    f"confirm_face={self.confirm_face}: it lies on a face of the box"
+                    if face
+                    else f"confirm={self.confirm}"
+                )
                 self._log_choice(
                     "converged",
-                    f"{n} least-squares start{'s' if n > 1 else ''} ended at the best loss {loss:.6g} (confirm={self.confirm})",
+                    f"{n} least-squares start{'s' if n > 1 else ''} ended at the best loss {loss:.6g} ({rule})",
                     starts=n,
                     loss=loss,
+                    on_face=face,
                 )
                 return
             if not ended:
@@ -374,20 +393,23 @@ class Auto(ResidualOptimizer):
             return
         self._next = U
 
-    def _confirmed(self, lock: Lockstep) -> tuple[int, float] | None:
-        """``(starts, loss)`` once ``confirm`` finished starts met scipy's tolerances at the best loss told:
-        within a relative ``1e-6`` of it, or at an end point within ``_SAME_POINT`` (max-norm, unit cube) of the
-        best end and a loss within a relative ``_SAME_LOSS`` (a rough objective, the overlap of the demo, has
+    def _confirmed(self, lock: Lockstep) -> tuple[int, float, bool] | None:
+        """``(starts, loss, on a face)`` once ``confirm`` finished starts (``confirm_face`` where the best end lies
+        on a face of the box, ``lockstep.AT_FACE``) met scipy's tolerances at the best loss told:
+        within a relative ``1e-6`` of it, or at an end point within ``lockstep.SAME_POINT`` (max-norm, unit cube) of the
+        best end and a loss within a relative ``lockstep.SAME_LOSS`` (a rough objective, the overlap of the demo, has
         shallow dimples at the optimum where two starts stop a few 1e-5 apart); ``None`` before."""
         ends = [(f, u) for (f, met), u in zip(lock.ends, lock.end_at, strict=True) if met and math.isfinite(f)]
         if not ends:
             return None
         best, u_best = min(ends, key=lambda e: e[0])
         bx = None if self.best_x is None else self.best_x.tolist()
-        if not _same_basin(best, u_best, self.best_f, bx):
+        if not same_basin(best, u_best, self.best_f, bx):
             return None  # a point told outside the starts is better: they have not found its basin
-        n = sum(_same_basin(f, u, best, u_best) for f, u in ends)
-        return (n, best) if n >= self.confirm else None
+        n = sum(same_basin(f, u, best, u_best) for f, u in ends)
+        face = u_best is not None and on_face(u_best)
+        need = max(self.confirm, self.confirm_face) if face else self.confirm
+        return (n, best, face) if n >= need else None
 
     def _tell(self, X: np.ndarray, f: np.ndarray) -> None:
         R = self._take_residuals()
@@ -490,6 +512,7 @@ class Auto(ResidualOptimizer):
             batch_size=self.batch_size,
             seed=int(self.rng.integers(2**31)),
             start_type=LeastSquares,
+            options={"face_handover": True, "secant": self.batch_size == 1},
         )
         self._phase = "lsq"
         self._log_choice(
@@ -562,18 +585,3 @@ class Auto(ResidualOptimizer):
 #: simulate 2.4-2.95x auto's count at one worker, 5 at once 2.9-3.9x; a third start keeps a start cut off by the budget
 #: from deciding the run.
 _AT_ONCE = 3
-
-#: two least-squares ends confirm one basin when their points are this close (max-norm, unit cube) ...
-_SAME_POINT = 1e-2
-#: ... and their losses within this relative difference (or the losses within 1e-6, wherever the points)
-_SAME_LOSS = 1e-3
-
-
-def _same_basin(f: float, u: list[float] | None, best: float, u_best: list[float] | None) -> bool:
-    tiny = 1e-300
-    if f <= best + 1e-6 * abs(best) + tiny:
-        return True
-    if u is None or u_best is None:
-        return False
-    near = float(np.max(np.abs(np.subtract(u, u_best)))) <= _SAME_POINT
-    return near and f <= best + _SAME_LOSS * abs(best) + tiny

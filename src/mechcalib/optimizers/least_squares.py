@@ -53,6 +53,7 @@ import copy
 import logging
 import math
 import warnings
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -63,16 +64,30 @@ from ..core.problem import ProblemLike, residual_problem, residual_source
 from ..errors import ConfigurationError, SettingError
 from ._base import SeedLike, check_choice, check_positive_int, check_range, check_unit_points
 from .differences import fd_steps, snap, stepped
-from .lockstep import Lockstep
+from .lockstep import Lockstep, near_face
 from .residual import ResidualOptimizer
+from .secant import Secant
 
 log = logging.getLogger(__name__)
 
 _DISTINCT = 1e-3
+#: the most further scipy runs of one start confirming a secant end (each begins with a difference Jacobian)
+_MAX_LINKS = 10
+#: ... and ends them where one lowers the loss by less than this (relative; auto's "same loss" of two ends)
+_SAME = 1e-6
+#: an accepted LM step near a face that lowers the loss by less than this (relative) hands the start to TRF
+CRAWL = 1e-2
 
 
 class LeastSquaresWarning(UserWarning):
     """A least-squares run works but not as intended (no residuals, a parameter the data do not see...)."""
+
+
+class _Handover(Exception):
+    """An LM start crawls along a face of the cube: it ends at ``point`` (the last accepted one), for TRF."""
+
+    def __init__(self, point: np.ndarray) -> None:
+        self.point = point
 
 
 class _Need(Exception):
@@ -147,6 +162,13 @@ class LeastSquares(ResidualOptimizer):
             and end are those without them. 0 (default): measured in ``benchmarks/efficiency.md`` ("Trial steps
             asked ahead"), they saved no round where TRF rejected no step and few where it did, at several
             times the simulations.
+        face_handover: an LM start within 0.05 of a face whose accepted step lowered the loss by less than 1 %
+            (``CRAWL``) ends there (not converged) with :attr:`handover` set, for TRF to go on from it (the cosine
+            map is flat at a face, so LM creeps towards it). Set by ``auto``'s lockstep starts, which queue that
+            TRF start; a sequential run would go on to its next start instead.
+        secant: with one slot, Jacobians after a scipy run's first are secant (Broyden) updates
+            (:mod:`~mechcalib.optimizers.secant`): an iteration costs one simulation, not ``d + 1``; an end met on
+            a secant Jacobian is confirmed by a run begun on a difference one. Refused with ``batch_size > 1``.
         seed: seed of the design and the restarts.
     """
 
@@ -155,6 +177,11 @@ class LeastSquares(ResidualOptimizer):
     _lock: Lockstep | None = None
     #: a :meth:`rejected_fork` (says nothing in the log)
     _fork = False
+    #: where an LM start crawling along a face stopped for TRF to go on (``face_handover``)
+    handover: np.ndarray | None = None
+    # a checkpoint from before these settings has neither
+    face_handover = False
+    secant = False
     _default_method: ClassVar[str] = "trf"
     _default_starts: ClassVar[int] = 5
 
@@ -173,10 +200,24 @@ class LeastSquares(ResidualOptimizer):
         x0: list[list[float]] | None = None,
         batch_size: int = 1,
         trials_ahead: int = 0,
+        face_handover: bool = False,
+        secant: bool = False,
         seed: SeedLike = None,
     ) -> None:
         super().__init__(seed=seed)
         self.batch_size = check_positive_int(self.name, "batch_size", batch_size)
+        self.face_handover = bool(face_handover)
+        self.secant = bool(secant)
+        if self.secant and self.batch_size > 1:
+            raise SettingError(
+                self.name,
+                "secant",
+                "False with batch_size > 1",
+                secant,
+                message=f"{self.name}: secant=True is for one slot (batch_size=1): with a batch of {self.batch_size} "
+                "the Jacobian's simulations run in the same round as the step, so differences cost no time; set "
+                "secant=False or batch_size=1",
+            )
         self.method = check_choice(self.name, "method", method or self._default_method, ("trf", "lm"))
         self.trials_ahead = check_positive_int(self.name, "trials_ahead", trials_ahead, 0)
         if self.trials_ahead and self.method != "trf":
@@ -534,49 +575,109 @@ class LeastSquares(ResidualOptimizer):
                 log.info("%s: start %d failed at its first simulation; next start", self.name, self._start)
             return
         self._r0_scale = 1e3 * (1.0 + float(np.max(np.abs(r0)) if r0.size else 0.0))
-        kw: dict[str, Any] = {"ftol": self.ftol, "xtol": self.xtol, "gtol": self.gtol, "max_nfev": self.max_nfev}
+        self.handover = None
         if self.method == "lm":
-
-            def fun(z: np.ndarray) -> np.ndarray:
-                return self._residual(snap(unit_from_z(z)))
-
-            def jac(z: np.ndarray) -> np.ndarray:
-                J = self._jacobian(snap(unit_from_z(z))) * dunit_dz(z)[None, :]
-                return self._pad_rows(J)
-
-            # MINPACK's lmder through leastsq, the routine least_squares(method="lm") wraps: least_squares
-            # asks one more Jacobian at the end point, d simulations spent on nothing
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                z, *_, msg, ier = leastsq(
-                    fun,
-                    z0,
-                    Dfun=jac,
-                    full_output=True,
-                    ftol=self.ftol,
-                    xtol=self.xtol,
-                    gtol=self.gtol,
-                    maxfev=self.max_nfev or 0,
-                )
-            u_end = snap(unit_from_z(z))
-            met = ier in (1, 2, 3, 4)
+            z_end, met, msg = self._links(z0, self._lm)
+            u_end = snap(unit_from_z(z_end)) if self.handover is None else self.handover
         else:
-
-            def fun_u(u: np.ndarray) -> np.ndarray:
-                return self._residual(snap(np.clip(u, 0.0, 1.0)))
-
-            def jac_u(u: np.ndarray) -> np.ndarray:
-                return self._jacobian(snap(np.clip(u, 0.0, 1.0))).copy()  # scipy may work on it in place
-
-            res = least_squares(fun_u, u0, jac=jac_u, bounds=(0.0, 1.0), method="trf", **kw)
-            u_end, msg = snap(np.clip(res.x, 0.0, 1.0)), res.message
-            met = res.status > 0
+            u_end, met, msg = self._links(u0, self._trf)
+            u_end = snap(np.clip(u_end, 0.0, 1.0))
         self._end_status.append(bool(met))
         f_end = self._loss.get(u_end.tobytes(), math.inf)
         self._end_losses.append(float(f_end))
         if not self._fork:
             log.info("%s: start %d ended (%s) at loss %.6g", self.name, self._start, msg, f_end)
         _keep_distinct(self._ends, u_end, f_end)
+
+    def _links(
+        self, x0: np.ndarray, run: Callable[..., tuple[np.ndarray, bool, str, bool]]
+    ) -> tuple[np.ndarray, bool, str]:
+        """``run(x0, model)`` (:meth:`_lm` or :meth:`_trf`; ``x`` in its coordinates), with ``secant`` a
+        :class:`~.secant.Secant` model; where scipy's tolerances were met on a secant Jacobian, run again from the
+        end (a new model, so its first Jacobian is by differences) until a run ends on a difference Jacobian or
+        lowers the loss by less than a relative ``_SAME`` (the difference Jacobian at its start found nothing
+        more); ``(end, met, message)``. An LM start crawling along a face (``face_handover``) ends at once, for TRF."""
+        try:
+            x, met, msg, exact = run(x0, Secant() if self.secant else None)
+            for _ in range(_MAX_LINKS):
+                if not met or exact:
+                    break
+                f0 = self._loss_at(x)
+                x, met, msg, exact = run(x, Secant())
+                if f0 - self._loss_at(x) <= _SAME * abs(f0):
+                    break
+        except _Handover as h:
+            self.handover = h.point.copy()
+            return h.point, False, "crawling along a face: handed over to TRF"
+        return x, met, msg
+
+    def _loss_at(self, x: np.ndarray) -> float:
+        u = snap(unit_from_z(x)) if self.method == "lm" else snap(np.clip(x, 0.0, 1.0))
+        return self._loss.get(u.tobytes(), math.inf)
+
+    def _lm(self, z0: np.ndarray, model: Secant | None) -> tuple[np.ndarray, bool, str, bool]:
+        """MINPACK's LM (``lmder``) in ``z`` from ``z0``, its Jacobians by differences or from ``model``."""
+        path: list[float] = []  # the losses at the accepted points (where MINPACK asks a Jacobian)
+
+        def fun(z: np.ndarray) -> np.ndarray:
+            return self._answer(snap(unit_from_z(z)), model)
+
+        def jac(z: np.ndarray) -> np.ndarray:
+            u = snap(unit_from_z(z))
+            if self.face_handover:
+                self._check_crawl(u, path)
+            return self._pad_rows(self._model_jacobian(u, model) * dunit_dz(z)[None, :])
+
+        # MINPACK's lmder through leastsq, the routine least_squares(method="lm") wraps: least_squares asks one
+        # more Jacobian at the end point, d simulations spent on nothing
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            z, *_, msg, ier = leastsq(
+                fun,
+                z0,
+                Dfun=jac,
+                full_output=True,
+                ftol=self.ftol,
+                xtol=self.xtol,
+                gtol=self.gtol,
+                maxfev=self.max_nfev or 0,
+            )
+        return z, ier in (1, 2, 3, 4), str(msg), model is None or model.exact
+
+    def _trf(self, u0: np.ndarray, model: Secant | None) -> tuple[np.ndarray, bool, str, bool]:
+        """scipy's TRF on the unit cube from ``u0``, its Jacobians by differences or from ``model``."""
+
+        def fun_u(u: np.ndarray) -> np.ndarray:
+            return self._answer(snap(np.clip(u, 0.0, 1.0)), model)
+
+        def jac_u(u: np.ndarray) -> np.ndarray:
+            return self._model_jacobian(snap(np.clip(u, 0.0, 1.0)), model).copy()  # scipy may work on it in place
+
+        kw: dict[str, Any] = {"ftol": self.ftol, "xtol": self.xtol, "gtol": self.gtol, "max_nfev": self.max_nfev}
+        res = least_squares(fun_u, u0, jac=jac_u, bounds=(0.0, 1.0), method="trf", **kw)
+        return res.x, res.status > 0, str(res.message), model is None or model.exact
+
+    def _answer(self, u: np.ndarray, model: Secant | None) -> np.ndarray:
+        r = self._residual(u)
+        if model is not None:
+            model.told(u, self._table[u.tobytes()])
+        return r
+
+    def _model_jacobian(self, u: np.ndarray, model: Secant | None) -> np.ndarray:
+        if model is None:
+            return self._jacobian(u)
+        r = self._table[u.tobytes()]
+        assert r is not None  # scipy asks Jacobians at accepted points, which succeeded
+        return model.jacobian(u, r, lambda: self._jacobian(u))
+
+    def _check_crawl(self, u: np.ndarray, path: list[float]) -> None:
+        """Raise :class:`_Handover` at an accepted LM point within ``FACE`` of a face whose step lowered the
+        loss by less than a relative ``CRAWL``: the cosine map is flat there, LM creeps towards the face in
+        many small steps (never meeting its tolerances) where TRF, bounded in ``u``, lands on it."""
+        f = self._loss.get(u.tobytes(), math.inf)
+        path.append(f)
+        if len(path) >= 2 and near_face(u) and path[-2] - f < CRAWL * abs(path[-2]):
+            raise _Handover(u)
 
     def _pad_rows(self, J: np.ndarray) -> np.ndarray:
         if J.shape[0] < self.dim:

@@ -8,7 +8,7 @@ ends is replaced by the next one (the queue of distinct design points, then unif
 ``width`` starts stay active. Every request is answered from ``memo`` (the losses and residuals told so far,
 keyed by the exact unit-cube point) when it can be; only the unknown points are asked.
 
-A start within ``FACE`` (0.05) of a face of the unit cube runs TRF instead of LM (:func:`_near_face`).
+A start within ``FACE`` (0.05) of a face of the unit cube runs TRF instead of LM (:func:`near_face`).
 
 With one slot (``batch_size`` 1) one start runs at a time and nothing is asked ahead: the run asks exactly
 what the sequential polishing asked.
@@ -45,7 +45,7 @@ class Lockstep:
         restart: after ``starts``, start again from uniform random points (``False``: the run ends with them).
         central: the starts difference centrally (look-ahead Jacobians too).
         options: further settings of each start's :class:`LeastSquares` (tolerances, ``max_nfev``).
-        face_trf: an LM start near a face of the cube runs TRF (:func:`_near_face`; ``auto``'s choice).
+        face_trf: an LM start near a face of the cube runs TRF (:func:`near_face`; ``auto``'s choice).
         start_type: the class of a start, :class:`~mechcalib.optimizers.least_squares.LeastSquares` (given, not
             imported here: least squares runs its own starts through this module).
         trials_ahead: with room in the round, the TRF starts' next trial steps should the current one be
@@ -162,7 +162,7 @@ class Lockstep:
         while len(self.active) < self.width and (self.queue or self.restart):
             u = self.queue.pop(0) if self.queue else self.rng.random(self.dim)
             u = np.clip(u, 0.0, 1.0)
-            method = "trf" if self.face_trf and self.method == "lm" and _near_face(u) else self.method
+            method = "trf" if self.face_trf and self.method == "lm" and near_face(u) else self.method
             assert self.start_type is not None, "Lockstep needs start_type (the LeastSquares class)"
             sub = self.start_type(
                 method=method,
@@ -183,6 +183,9 @@ class Lockstep:
         self.end_at.append(sub.end_points[0][0].tolist() if sub.end_points else None)
         for u, fe in sub.end_points:
             self.end_points.append((u.tolist(), float(fe)))
+        handover = getattr(sub, "handover", None)
+        if handover is not None:  # an LM start crawling along a face: TRF goes on from where it stopped
+            self.queue.insert(0, np.asarray(handover, float))
 
     def checkpoint_copy(self) -> Lockstep:
         """A copy whose starts hold their checkpoint states (told residual vectors left out)."""
@@ -196,11 +199,11 @@ class Lockstep:
             sub.restore_told(U, R)
 
 
-#: a start closer than this to a face of the unit cube polishes with TRF, not LM (see :func:`_near_face`)
+#: a start closer than this to a face of the unit cube polishes with TRF, not LM (see :func:`near_face`)
 FACE = 0.05
 
 
-def _near_face(u: np.ndarray) -> bool:
+def near_face(u: np.ndarray) -> bool:
     """LM searches ``z`` with ``u = (1 - cos(pi z)) / 2``, which is flat at the faces (``u`` grows as ``z**2``
     there): from a start near a face its linear model is poor and it crawls (measured on the Duffing problem,
     seeds 32 and 36 of ``tests/test_auto.py``: from the same best design point, near the faces of k and k3,
@@ -237,3 +240,31 @@ def _rows(memo: Memo, U: np.ndarray) -> np.ndarray:
         if r is not None:
             out[j] = r
     return out
+
+
+#: two least-squares ends confirm one basin when their points are this close (max-norm, unit cube) ...
+SAME_POINT = 1e-2
+#: ... and their losses within this relative difference (or the losses within 1e-6, wherever the points)
+SAME_LOSS = 1e-3
+
+
+#: an end this close to a face of the unit cube (in any coordinate) lies on the face
+AT_FACE = 1e-3
+
+
+def on_face(u: list[float]) -> bool:
+    """Whether the end ``u`` lies on a face of the unit cube (within ``AT_FACE`` in a coordinate)."""
+    a = np.asarray(u, float)
+    return bool(np.any(np.minimum(a, 1.0 - a) < AT_FACE))
+
+
+def same_basin(f: float, u: list[float] | None, best: float, u_best: list[float] | None) -> bool:
+    """Whether an end ``(f, u)`` confirms the best end ``(best, u_best)``: its loss within a relative 1e-6, or its
+    point within ``SAME_POINT`` and its loss within a relative ``SAME_LOSS``."""
+    tiny = 1e-300
+    if f <= best + 1e-6 * abs(best) + tiny:
+        return True
+    if u is None or u_best is None:
+        return False
+    near = float(np.max(np.abs(np.subtract(u, u_best)))) <= SAME_POINT
+    return near and f <= best + SAME_LOSS * abs(best) + tiny

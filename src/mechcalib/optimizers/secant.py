@@ -1,0 +1,71 @@
+"""Secant (Broyden) Jacobians for Levenberg-Marquardt with one simulation slot.
+
+A forward-difference Jacobian costs ``d`` simulations; with one slot they run one after another, so an LM
+iteration costs ``d + 1``. The secant version of LM (Madsen, Nielsen and Tingleff 2004, section 3.4) keeps the
+Jacobian from one difference evaluation and corrects it with Broyden's rank-one update along every step tried
+(``B += (y - B s) s^T / s^T s``, ``s`` the step, ``y`` the change of the residuals), so an iteration costs the
+trial point alone. The model degrades away from the difference point; it is taken again by differences when
+an iteration needed more than one rejected trial (the secant model misled LM) or after ``max_updates``
+updates. MINPACK's tolerances met with a secant Jacobian prove nothing: the start then goes on from its end
+with a difference Jacobian, which confirms the end or moves on (:class:`Secant` only keeps the model; the LM
+driver is :class:`~mechcalib.optimizers.least_squares.LeastSquares`).
+
+All of it is a deterministic function of the told residuals, so the replay of a start (the ask/tell driver
+re-runs scipy from its start) rebuilds the same Jacobians.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+#: secant updates before a difference Jacobian is taken again
+MAX_UPDATES = 8
+#: rejected trials in one LM iteration after which the next Jacobian is taken by differences
+MAX_REJECTED = 1
+
+
+class Secant:
+    """The Jacobian model of one LM run (one :func:`scipy.optimize.leastsq` call of a replay).
+
+    Call :meth:`told` with every residual vector the run is given (in order), :meth:`jacobian` where MINPACK
+    asks a Jacobian (at each accepted point).
+    """
+
+    def __init__(self, max_updates: int = MAX_UPDATES, max_rejected: int = MAX_REJECTED) -> None:
+        self.max_updates, self.max_rejected = max_updates, max_rejected
+        self._ref: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # (u, r, B) of the last Jacobian
+        self._trials: list[tuple[np.ndarray, np.ndarray]] = []  # the points tried since, with their residuals
+        self.updates = 0  # secant Jacobians since the last difference one
+
+    @property
+    def exact(self) -> bool:
+        """Whether the last Jacobian given was taken by differences."""
+        return self.updates == 0
+
+    def told(self, u: np.ndarray, r: np.ndarray | None) -> None:
+        """A residual vector the run was given at ``u`` (``None``: the simulation failed; no secant information)."""
+        if r is not None:
+            self._trials.append((u.copy(), r.copy()))
+
+    def jacobian(self, u: np.ndarray, r: np.ndarray, differences: Callable[[], np.ndarray]) -> np.ndarray:
+        """The Jacobian ``(m, d)`` at the accepted point ``u`` (residuals ``r``): Broyden's update of the last
+        one along the steps tried since, or ``differences()`` at the first point, after ``max_rejected`` rejected
+        trials or ``max_updates`` updates."""
+        rejected = max(len(self._trials) - 1, 0)
+        if self._ref is None or rejected > self.max_rejected or self.updates >= self.max_updates:
+            B = np.array(differences(), dtype=float)
+            self.updates = 0
+        else:
+            u0, r0, B = self._ref
+            B = B.copy()
+            for ut, rt in self._trials:
+                s = ut - u0
+                ss = float(s @ s)
+                if ss > 0.0:
+                    B += np.outer(rt - r0 - B @ s, s) / ss
+            self.updates += 1
+        self._ref = (u.copy(), r.copy(), B)
+        self._trials = []
+        return B.copy()
