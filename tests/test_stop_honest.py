@@ -63,9 +63,9 @@ def _points(run: Path) -> list[bytes]:
 
 @pytest.fixture()
 def cut_run(tmp_path) -> Path:
-    """A run whose budget (24) stops auto's least squares before it converges."""
+    """A run whose budget (20) stops auto's least squares before it converges."""
     cfg = tmp_path / "duff.toml"
-    cfg.write_text(CONFIG.format(budget=24))
+    cfg.write_text(CONFIG.format(budget=20))
     run = tmp_path / "run"
     _cli("run", cfg, "--out", run, "-q")
     return run
@@ -166,7 +166,7 @@ name = "synth"
 seed = 7
 conditions = { t_end = 10.0, fs = 200.0 }
 [budget]
-max_evals = 30
+max_evals = 22
 [output]
 plots = false
 """

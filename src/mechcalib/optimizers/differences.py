@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["fd_points", "fd_steps", "snap", "stepped"]
+__all__ = ["fd_column", "fd_points", "fd_steps", "snap", "stepped"]
 
 
 def fd_steps(u: np.ndarray, h: float, central: bool) -> list[tuple[float, ...]]:
@@ -38,3 +38,18 @@ def stepped(u: np.ndarray, i: int, s: float) -> np.ndarray:
     p = u.copy()
     p[i] = min(max(u[i] + s, 0.0), 1.0)
     return p
+
+
+def fd_column(r0: np.ndarray, got: dict[float, np.ndarray | None], u_i: float) -> np.ndarray | None:
+    """One Jacobian column from the residuals ``got`` at steps ``{step: r or None (failed)}``: central when
+    both sides of a central pair succeeded, else one-sided on the surviving step; ``None``: none did."""
+    ok = {s: r for s, r in got.items() if r is not None}
+    pos = [s for s in ok if s > 0]
+    neg = [s for s in ok if s < 0]
+    if pos and neg:
+        sp, sn = pos[0], neg[0]
+        return (ok[sp] - ok[sn]) / ((u_i + sp) - (u_i + sn))
+    if ok:
+        s, r = next(iter(ok.items()))
+        return (r - r0) / ((u_i + s) - u_i)
+    return None

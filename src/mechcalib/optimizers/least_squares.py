@@ -63,7 +63,7 @@ from scipy.stats import qmc
 from ..core.problem import ProblemLike, residual_problem, residual_source
 from ..errors import ConfigurationError, SettingError
 from ._base import SeedLike, check_choice, check_positive_int, check_range, check_unit_points
-from .differences import fd_steps, snap, stepped
+from .differences import fd_column, fd_steps, snap, stepped
 from .lockstep import Lockstep, near_face
 from .residual import ResidualOptimizer
 from .secant import Secant
@@ -73,8 +73,11 @@ log = logging.getLogger(__name__)
 _DISTINCT = 1e-3
 #: the most further scipy runs of one start confirming a secant end (each begins with a difference Jacobian)
 _MAX_LINKS = 10
-#: ... and ends them where one lowers the loss by less than this (relative; auto's "same loss" of two ends)
-_SAME = 1e-6
+#: ... and ends them where one lowers the loss by less than this (relative; auto's "same loss" of two ends near
+#: each other): a run begun on a difference Jacobian that finds little more is at the end (measured on the
+#: frame of benchmarks/efficiency.md: with 1e-6 a TRF start at a face chained five runs, the last three for
+#: 1e-4 of the loss)
+_SAME = 1e-3
 #: an accepted LM step near a face that lowers the loss by less than this (relative) hands the start to TRF
 CRAWL = 1e-2
 
@@ -114,21 +117,6 @@ def dunit_dz(z: np.ndarray) -> np.ndarray:
 def z_from_unit(u: np.ndarray) -> np.ndarray:
     """The inverse on ``[0, 1]``: ``z = arccos(1 - 2 u) / pi``."""
     return np.arccos(np.clip(1.0 - 2.0 * np.asarray(u, float), -1.0, 1.0)) / np.pi
-
-
-def fd_column(r0: np.ndarray, got: dict[float, np.ndarray | None], u_i: float) -> np.ndarray | None:
-    """One Jacobian column from the residuals ``got`` at steps ``{step: r or None (failed)}``: central when
-    both sides of a central pair succeeded, else one-sided on the surviving step; ``None``: none did."""
-    ok = {s: r for s, r in got.items() if r is not None}
-    pos = [s for s in ok if s > 0]
-    neg = [s for s in ok if s < 0]
-    if pos and neg:
-        sp, sn = pos[0], neg[0]
-        return (ok[sp] - ok[sn]) / ((u_i + sp) - (u_i + sn))
-    if ok:
-        s, r = next(iter(ok.items()))
-        return (r - r0) / ((u_i + s) - u_i)
-    return None
 
 
 # --------------------------------------------------------------------------------------------
@@ -595,7 +583,7 @@ class LeastSquares(ResidualOptimizer):
         """``run(x0, model)`` (:meth:`_lm` or :meth:`_trf`; ``x`` in its coordinates), with ``secant`` a
         :class:`~.secant.Secant` model; where scipy's tolerances were met on a secant Jacobian, run again from the
         end (a new model, so its first Jacobian is by differences) until a run ends on a difference Jacobian or
-        lowers the loss by less than a relative ``_SAME`` (the difference Jacobian at its start found nothing
+        lowers the loss by less than a relative ``_SAME`` (the difference Jacobian at its start found little
         more); ``(end, met, message)``. An LM start crawling along a face (``face_handover``) ends at once, for TRF."""
         try:
             x, met, msg, exact = run(x0, Secant() if self.secant else None)
