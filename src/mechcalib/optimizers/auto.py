@@ -58,8 +58,8 @@ class Auto(ResidualOptimizer):
        ``3e-7`` the two-step rule switched to CMA-ES on 40 of 40 seeds, the rule with the second look on none.
        A strongly curved smooth model fools the coarse step instead (its error grows with the step): where
        the ``1e-4`` Jacobian agrees with the fine one, least squares runs with the fine step (the ``lsq``
-       choice records ``coarse_mismatch``). The frame of ``benchmarks/efficiency.md`` met this on two seeds of
-       60 (one of them, seed 32, prompted the look); the arch (non-smooth) still goes to CMA-ES on every seed.
+       choice records ``coarse_mismatch``). The frame of ``benchmarks/efficiency.md`` met this on three seeds
+       of 80 (one of them, seed 32, prompted the look); the arch (non-smooth) still goes to CMA-ES on every seed.
        The fine Jacobian is the first one least squares needs (its step is least squares' own, and the
        polishing answers it from memory), so the check costs ``d`` simulations.
     3. **Polishing**: :class:`~mechcalib.optimizers.least_squares.LeastSquares` (``polish``: ``"lm"``,
