@@ -419,8 +419,12 @@ def test_the_secant_model_meets_the_secant_condition_and_goes_back_to_difference
     assert len(asked) == 3 and model.exact
     model.told(u + 0.05, None)  # a failed trial brings no secant information and is no rejection counted
     model.told(u + 0.03, res(u + 0.03))
-    model.jacobian(u + 0.03, res(u + 0.03), differences(u + 0.03))
-    assert len(asked) == 3 and model.updates == 1
+    model.jacobian(u + 0.03, res(u + 0.03), differences(u + 0.03), at=np.array([7.0]))
+    assert len(asked) == 3 and model.updates == 1 and not model.misleads()
+    model.told(u + 0.2, res(u + 0.2))  # two trials rejected on a secant Jacobian: a third is not asked
+    assert not model.misleads()
+    model.told(u + 0.1, res(u + 0.1))
+    assert model.misleads() and model.at.tolist() == [7.0]  # the driver starts again from there
 
 
 @pytest.mark.parametrize("method", ["lm", "trf"])

@@ -141,13 +141,13 @@ def test_a_run_cut_before_a_batch_that_did_not_fit_is_reopened_by_a_larger_budge
     model = get_model("duffing")
     exp = mc.experiment_from_model(model, model.preset("default"), noise=0.0, seed=0, name="d")
     prob = mc.Problem(model, exp, L2(channels=("displacement",)))
-    for budget in range(36, 52):
+    for budget in range(16, 52):
         store = tmp_path / f"s{budget}.sqlite"
         cut = mc.calibrate(prob, Auto(seed=1), max_evals=budget, store=str(store), run_name="r")
         if cut.stop_reason == "budget" and cut.n_evals < budget:
             break
     else:
-        pytest.fail("no budget in 36-51 cut a batch")
+        pytest.fail("no budget in 16-51 cut a batch")
     more = mc.calibrate(prob, Auto(seed=1), max_evals=300, store=str(store), run_name="r", resume=True)
     assert more.n_replayed == cut.n_evals and more.n_simulated == more.n_evals - cut.n_evals > 0
     assert more.stop_reason == "converged" and more.best_loss <= cut.best_loss
@@ -166,7 +166,7 @@ name = "synth"
 seed = 7
 conditions = { t_end = 10.0, fs = 200.0 }
 [budget]
-max_evals = 22
+max_evals = 20
 [output]
 plots = false
 """

@@ -17,10 +17,11 @@ from . import smoothness
 from ._base import Optimizer, SeedLike, check_bool, check_choice, check_positive_int, check_range
 from .cmaes import CMAES
 from .differences import fd_points, snap
-from .least_squares import LeastSquares, memo_checkpoint, memo_refilled
+from .least_squares import LeastSquares
 from .lockstep import Lockstep, on_face, same_basin
 from .residual import ResidualOptimizer
 from .smoothness import H_COARSE, H_FINE, H_MID
+from .told import memo_checkpoint, memo_refilled
 
 log = logging.getLogger(__name__)
 

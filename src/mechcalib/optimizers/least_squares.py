@@ -67,12 +67,13 @@ from .differences import fd_column, fd_steps, snap, stepped
 from .lockstep import Lockstep, near_face
 from .residual import ResidualOptimizer
 from .secant import Secant
+from .told import TOLD, memo_checkpoint, memo_refilled, refill
 
 log = logging.getLogger(__name__)
 
 _DISTINCT = 1e-3
 #: the most further scipy runs of one start confirming a secant end (each begins with a difference Jacobian)
-_MAX_LINKS = 10
+_MAX_LINKS = 30
 #: ... and ends them where one lowers the loss by less than this (relative; auto's "same loss" of two ends near
 #: each other): a run begun on a difference Jacobian that finds little more is at the end (measured on the
 #: frame of benchmarks/efficiency.md: with 1e-6 a TRF start at a face chained five runs, the last three for
@@ -91,6 +92,13 @@ class _Handover(Exception):
 
     def __init__(self, point: np.ndarray) -> None:
         self.point = point
+
+
+class _Mislead(Exception):
+    """A secant Jacobian misled two trials: run again from ``at`` (the last accepted point, scipy's coordinates)."""
+
+    def __init__(self, at: np.ndarray) -> None:
+        self.at = at
 
 
 class _Need(Exception):
@@ -581,19 +589,27 @@ class LeastSquares(ResidualOptimizer):
         self, x0: np.ndarray, run: Callable[..., tuple[np.ndarray, bool, str, bool]]
     ) -> tuple[np.ndarray, bool, str]:
         """``run(x0, model)`` (:meth:`_lm` or :meth:`_trf`; ``x`` in its coordinates), with ``secant`` a
-        :class:`~.secant.Secant` model; where scipy's tolerances were met on a secant Jacobian, run again from the
-        end (a new model, so its first Jacobian is by differences) until a run ends on a difference Jacobian or
-        lowers the loss by less than a relative ``_SAME`` (the difference Jacobian at its start found little
-        more); ``(end, met, message)``. An LM start crawling along a face (``face_handover``) ends at once, for TRF."""
+        :class:`~.secant.Secant` model; where the model misled two trials, again from the last accepted point
+        with a new model (its first Jacobian by differences); where scipy's tolerances were met on a secant
+        Jacobian, again from the end, until a run ends on a difference Jacobian or lowers the loss by less than a
+        relative ``_SAME`` (the difference Jacobian at its start found little more); ``(end, met, message)``. An
+        LM start crawling along a face (``face_handover``) ends at once, for TRF."""
+        x, model = x0, Secant() if self.secant else None
+        met, msg = False, "secant runs exhausted"
+        f0: float | None = None  # the loss where the confirming run began
         try:
-            x, met, msg, exact = run(x0, Secant() if self.secant else None)
             for _ in range(_MAX_LINKS):
-                if not met or exact:
+                try:
+                    x, met, msg, exact = run(x, model)
+                except _Mislead as m:
+                    x, model = m.at, Secant()
+                    continue
+                if model is None or not met or exact:
                     break
-                f0 = self._loss_at(x)
-                x, met, msg, exact = run(x, Secant())
-                if f0 - self._loss_at(x) <= _SAME * abs(f0):
+                f = self._loss_at(x)
+                if f0 is not None and f0 - f <= _SAME * abs(f0):
                     break
+                model, f0 = Secant(), f
         except _Handover as h:
             self.handover = h.point.copy()
             return h.point, False, "crawling along a face: handed over to TRF"
@@ -614,7 +630,7 @@ class LeastSquares(ResidualOptimizer):
             u = snap(unit_from_z(z))
             if self.face_handover:
                 self._check_crawl(u, path)
-            return self._pad_rows(self._model_jacobian(u, model) * dunit_dz(z)[None, :])
+            return self._pad_rows(self._model_jacobian(u, model, z) * dunit_dz(z)[None, :])
 
         # MINPACK's lmder through leastsq, the routine least_squares(method="lm") wraps: least_squares asks one
         # more Jacobian at the end point, d simulations spent on nothing
@@ -639,24 +655,27 @@ class LeastSquares(ResidualOptimizer):
             return self._answer(snap(np.clip(u, 0.0, 1.0)), model)
 
         def jac_u(u: np.ndarray) -> np.ndarray:
-            return self._model_jacobian(snap(np.clip(u, 0.0, 1.0)), model).copy()  # scipy may work on it in place
+            return self._model_jacobian(snap(np.clip(u, 0.0, 1.0)), model, u).copy()  # scipy may change it in place
 
         kw: dict[str, Any] = {"ftol": self.ftol, "xtol": self.xtol, "gtol": self.gtol, "max_nfev": self.max_nfev}
         res = least_squares(fun_u, u0, jac=jac_u, bounds=(0.0, 1.0), method="trf", **kw)
         return res.x, res.status > 0, str(res.message), model is None or model.exact
 
     def _answer(self, u: np.ndarray, model: Secant | None) -> np.ndarray:
+        if model is not None and model.misleads():
+            assert model.at is not None
+            raise _Mislead(model.at)
         r = self._residual(u)
         if model is not None:
             model.told(u, self._table[u.tobytes()])
         return r
 
-    def _model_jacobian(self, u: np.ndarray, model: Secant | None) -> np.ndarray:
+    def _model_jacobian(self, u: np.ndarray, model: Secant | None, at: np.ndarray) -> np.ndarray:
         if model is None:
             return self._jacobian(u)
         r = self._table[u.tobytes()]
         assert r is not None  # scipy asks Jacobians at accepted points, which succeeded
-        return model.jacobian(u, r, lambda: self._jacobian(u))
+        return model.jacobian(u, r, lambda: self._jacobian(u), at=at)
 
     def _check_crawl(self, u: np.ndarray, path: list[float]) -> None:
         """Raise :class:`_Handover` at an accepted LM point within ``FACE`` of a face whose step lowered the
@@ -680,37 +699,6 @@ def _keep_distinct(ends: list[tuple[np.ndarray, float]], u_end: np.ndarray, f_en
         ends.append((u_end.copy(), f_end))
     elif f_end < ends[near[0]][1]:  # the same basin, ended lower
         ends[near[0]] = (u_end.copy(), f_end)
-
-
-TOLD = "told"  # in a checkpoint, a residual vector left out (restore_told puts it back)
-
-
-def refill(table: dict[bytes, Any], U: np.ndarray, R: np.ndarray, owner: str, put: Any = None) -> dict[bytes, Any]:
-    """``table`` with each value holding :data:`TOLD` (the value itself, or a tuple's last element) at the key
-    of a row of ``U`` replaced by ``put(value, residuals)`` (default: the residuals; ``None`` for a failed row);
-    raises ``ValueError`` when a :data:`TOLD` value is left."""
-    rows = {u.tobytes(): r for u, r in zip(np.asarray(U, dtype=float), np.asarray(R, dtype=float), strict=True)}
-    out = {}
-    for k, v in table.items():
-        if isinstance(v, str) or (isinstance(v, tuple) and isinstance(v[-1], str)):
-            r = rows.get(k)
-            if r is None:
-                raise ValueError(f"{owner}: the checkpoint's residuals of a point are not among the stored ones")
-            r = r.copy() if np.all(np.isfinite(r)) else None
-            v = r if put is None else put(v, r)
-        out[k] = v
-    return out
-
-
-def memo_checkpoint(memo: dict[bytes, tuple[float, np.ndarray | None]]) -> dict[bytes, tuple[float, Any]]:
-    """A memory of ``(loss, residuals or None)`` for a checkpoint: each told residual vector left out
-    (:data:`TOLD`), put back by :func:`memo_refilled`."""
-    return {k: (f, None if r is None else TOLD) for k, (f, r) in memo.items()}
-
-
-def memo_refilled(memo: dict[bytes, tuple[float, Any]], U: np.ndarray, R: np.ndarray, owner: str) -> dict:
-    """:func:`memo_checkpoint`'s memory with its residual vectors put back from the stored ``U``, ``R``."""
-    return refill(memo, U, R, owner, put=lambda v, r: (v[0], r))
 
 
 class LeastSquaresTRF(LeastSquares):

@@ -6,7 +6,9 @@ Jacobian from one difference evaluation and corrects it with Broyden's rank-one 
 (``B += (y - B s) s^T / s^T s``, ``s`` the step, ``y`` the change of the residuals), so an iteration costs the
 trial point alone. The model degrades away from the difference point; it is taken again by differences when
 an iteration needed more than one rejected trial (the secant model misled LM) or after ``max_updates``
-updates. MINPACK's tolerances met with a secant Jacobian prove nothing: the start then goes on from its end
+updates; a third trial on a secant Jacobian is not asked at all (:meth:`Secant.misleads`): the driver starts
+again from the last accepted point with a difference Jacobian, instead of letting scipy shrink its step on a
+model that misled it until its ``xtol`` ends the run. MINPACK's tolerances met with a secant Jacobian prove nothing: the start then goes on from its end
 with a difference Jacobian, which confirms the end or moves on (:class:`Secant` only keeps the model; the LM
 driver is :class:`~mechcalib.optimizers.least_squares.LeastSquares`).
 
@@ -38,21 +40,33 @@ class Secant:
         self._ref: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # (u, r, B) of the last Jacobian
         self._trials: list[tuple[np.ndarray, np.ndarray]] = []  # the points tried since, with their residuals
         self.updates = 0  # secant Jacobians since the last difference one
+        self.at: np.ndarray | None = None  # the caller's coordinates of the last Jacobian's point
 
     @property
     def exact(self) -> bool:
         """Whether the last Jacobian given was taken by differences."""
         return self.updates == 0
 
+    def misleads(self) -> bool:
+        """Whether the next trial should not be asked: the Jacobian is a secant one and ``max_rejected + 1``
+        trials since it were rejected (scipy would go on shrinking its step on a model that misled it; a
+        difference Jacobian at the last accepted point, :attr:`at`, is cheaper)."""
+        return not self.exact and len(self._trials) > self.max_rejected
+
     def told(self, u: np.ndarray, r: np.ndarray | None) -> None:
         """A residual vector the run was given at ``u`` (``None``: the simulation failed; no secant information)."""
         if r is not None:
             self._trials.append((u.copy(), r.copy()))
 
-    def jacobian(self, u: np.ndarray, r: np.ndarray, differences: Callable[[], np.ndarray]) -> np.ndarray:
+    def jacobian(
+        self, u: np.ndarray, r: np.ndarray, differences: Callable[[], np.ndarray], at: np.ndarray | None = None
+    ) -> np.ndarray:
         """The Jacobian ``(m, d)`` at the accepted point ``u`` (residuals ``r``): Broyden's update of the last
         one along the steps tried since, or ``differences()`` at the first point, after ``max_rejected`` rejected
         trials or ``max_updates`` updates."""
+        if self._ref is not None and np.array_equal(u, self._ref[0]):  # asked again where it was (leastsq checks
+            self._trials = []  # its Jacobian's shape with a call at the start): the same, no update
+            return self._ref[2].copy()
         rejected = max(len(self._trials) - 1, 0)
         if self._ref is None or rejected > self.max_rejected or self.updates >= self.max_updates:
             B = np.array(differences(), dtype=float)
@@ -68,4 +82,5 @@ class Secant:
             self.updates += 1
         self._ref = (u.copy(), r.copy(), B)
         self._trials = []
+        self.at = None if at is None else np.array(at, dtype=float)
         return B.copy()
