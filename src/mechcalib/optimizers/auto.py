@@ -73,8 +73,8 @@ class Auto(ResidualOptimizer):
        of a face and creeps along it (an accepted step lowering the loss by less than 1 %) hands over to TRF from
        where it is. With one slot the Jacobians after the first of each scipy run are secant (Broyden) updates
        along the steps tried (:mod:`~mechcalib.optimizers.secant`, Madsen, Nielsen and Tingleff 2004): an
-       iteration costs its trial point instead of ``d + 1``; an end met on a secant Jacobian is confirmed by a
-       run begun on a difference one. With a batch the Jacobians are by differences (asked in the step's round,
+       iteration costs its trial point instead of ``d + 1``; a model that misled two trials in a row is taken
+       again by differences, and an end met on a secant Jacobian is confirmed by a run begun on a difference one. With a batch the Jacobians are by differences (asked in the step's round,
        they cost no time). Every point already evaluated is answered from memory, not asked
        again. **Convergence**: once ``confirm`` starts have ended on scipy's tolerances at the best loss
        found (within a relative ``1e-6``), the run stops with stop reason ``converged`` instead of restarting
