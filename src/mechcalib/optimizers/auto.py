@@ -74,15 +74,16 @@ class Auto(ResidualOptimizer):
        where it is. With one slot the Jacobians after the first of each scipy run are secant (Broyden) updates
        along the steps tried (:mod:`~mechcalib.optimizers.secant`, Madsen, Nielsen and Tingleff 2004): an
        iteration costs its trial point instead of ``d + 1``; a model that misled two trials in a row is taken
-       again by differences, and an end met on a secant Jacobian is confirmed by a run begun on a difference one. With a batch the Jacobians are by differences (asked in the step's round,
-       they cost no time). Every point already evaluated is answered from memory, not asked
-       again. **Convergence**: once ``confirm`` starts have ended on scipy's tolerances at the best loss
+       again by differences, and an end met on a secant Jacobian is confirmed by a run begun on a difference
+       one. With a batch the Jacobians are by differences (asked in the step's round, they cost no time).
+       Every point already evaluated is answered from memory, not asked again. **Convergence**: once ``confirm`` starts have ended on scipy's tolerances at the best loss
        found (within a relative ``1e-6``), the run stops with stop reason ``converged`` instead of restarting
        where it has already been. An end on a face of the box (a coordinate within ``1e-3`` of it) needs
        ``confirm_face`` starts: a box truncates a descent path into a minimum on its face, the frame of
        ``benchmarks/efficiency.md`` has two such basins (loss 732 and 1313 against 0 at the truth, both with
-       ``a11`` at its upper bound), and a user whose best fit pins a parameter at a bound wants a second look. The next batch is planned as soon as the last one is told, so a batch that
-       does not fit in the remaining budget (a Jacobian cut in half) is never asked: the run ends at its best
+       ``a11`` at its upper bound), and a user whose best fit pins a parameter at a bound wants a second
+       look. The next batch is planned as soon as the last one is told, so a batch that does not fit in the
+       remaining budget (a Jacobian cut in half) is never asked: the run ends at its best
        with stop reason ``budget`` rather than spend the rest on a Jacobian it cannot use, and a resume with a
        larger budget (:meth:`set_budget`) continues it, keeping its design.
     4. **Derivative-free search** (when the rule chose CMA-ES): :class:`~mechcalib.optimizers.cmaes.CMAES` with

@@ -573,11 +573,10 @@ class LeastSquares(ResidualOptimizer):
         self._r0_scale = 1e3 * (1.0 + float(np.max(np.abs(r0)) if r0.size else 0.0))
         self.handover = None
         if self.method == "lm":
-            z_end, met, msg = self._links(z0, self._lm)
-            u_end = snap(unit_from_z(z_end)) if self.handover is None else self.handover
+            x_end, met, msg = self._links(z0, self._lm)
         else:
-            u_end, met, msg = self._links(u0, self._trf)
-            u_end = snap(np.clip(u_end, 0.0, 1.0))
+            x_end, met, msg = self._links(u0, self._trf)
+        u_end = self._to_unit(x_end) if self.handover is None else self.handover
         self._end_status.append(bool(met))
         f_end = self._loss.get(u_end.tobytes(), math.inf)
         self._end_losses.append(float(f_end))
@@ -615,13 +614,18 @@ class LeastSquares(ResidualOptimizer):
             return h.point, False, "crawling along a face: handed over to TRF"
         return x, met, msg
 
+    def _to_unit(self, x: np.ndarray) -> np.ndarray:
+        """The unit-cube point of scipy's ``x`` (LM's ``z``, TRF's ``u``), as every point is looked up."""
+        return snap(unit_from_z(x)) if self.method == "lm" else snap(np.clip(x, 0.0, 1.0))
+
     def _loss_at(self, x: np.ndarray) -> float:
-        u = snap(unit_from_z(x)) if self.method == "lm" else snap(np.clip(x, 0.0, 1.0))
-        return self._loss.get(u.tobytes(), math.inf)
+        return self._loss.get(self._to_unit(x).tobytes(), math.inf)
 
     def _lm(self, z0: np.ndarray, model: Secant | None) -> tuple[np.ndarray, bool, str, bool]:
         """MINPACK's LM (``lmder``) in ``z`` from ``z0``, its Jacobians by differences or from ``model``."""
-        path: list[float] = []  # the losses at the accepted points (where MINPACK asks a Jacobian)
+        path: list[tuple[bytes, float]] = []  # the accepted points and their losses (MINPACK's Jacobian calls)
+        if self.face_handover:
+            self._start_near_face(snap(unit_from_z(z0)))
 
         def fun(z: np.ndarray) -> np.ndarray:
             return self._answer(snap(unit_from_z(z)), model)
@@ -677,13 +681,22 @@ class LeastSquares(ResidualOptimizer):
         assert r is not None  # scipy asks Jacobians at accepted points, which succeeded
         return model.jacobian(u, r, lambda: self._jacobian(u), at=at)
 
-    def _check_crawl(self, u: np.ndarray, path: list[float]) -> None:
+    def _start_near_face(self, u0: np.ndarray) -> None:
+        """Raise :class:`_Handover` where an LM run (a confirming or restarted one) begins within ``FACE`` of a
+        face at a nonzero loss: as :class:`~.lockstep.Lockstep` starts such a point with TRF."""
+        if near_face(u0) and self._loss.get(u0.tobytes(), 0.0) != 0.0:
+            raise _Handover(u0)
+
+    def _check_crawl(self, u: np.ndarray, path: list[tuple[bytes, float]]) -> None:
         """Raise :class:`_Handover` at an accepted LM point within ``FACE`` of a face whose step lowered the
         loss by less than a relative ``CRAWL``: the cosine map is flat there, LM creeps towards the face in
-        many small steps (never meeting its tolerances) where TRF, bounded in ``u``, lands on it."""
+        many small steps (never meeting its tolerances) where TRF, bounded in ``u``, lands on it. A point asked
+        again (``leastsq`` checks its Jacobian's shape with a call at the start) is no step."""
         f = self._loss.get(u.tobytes(), math.inf)
-        path.append(f)
-        if len(path) >= 2 and near_face(u) and path[-2] - f < CRAWL * abs(path[-2]):
+        if path and path[-1][0] == u.tobytes():
+            return
+        path.append((u.tobytes(), f))
+        if len(path) >= 2 and near_face(u) and path[-2][1] - f < CRAWL * abs(path[-2][1]):
             raise _Handover(u)
 
     def _pad_rows(self, J: np.ndarray) -> np.ndarray:

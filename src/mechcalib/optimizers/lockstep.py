@@ -203,8 +203,10 @@ class Lockstep:
 FACE = 0.05
 
 
-def near_face(u: np.ndarray) -> bool:
-    """LM searches ``z`` with ``u = (1 - cos(pi z)) / 2``, which is flat at the faces (``u`` grows as ``z**2``
+def near_face(u: np.ndarray | list[float], within: float = FACE) -> bool:
+    """Whether ``u`` lies within ``within`` of a face of the unit cube (in any coordinate).
+
+    LM searches ``z`` with ``u = (1 - cos(pi z)) / 2``, which is flat at the faces (``u`` grows as ``z**2``
     there): from a start near a face its linear model is poor and it crawls (measured on the Duffing problem,
     seeds 32 and 36 of ``tests/test_auto.py``: from the same best design point, near the faces of k and k3,
     LM took 48 and 56 simulations to the optimum, TRF 20 and 24, so that LM's first start ran out of the
@@ -213,7 +215,8 @@ def near_face(u: np.ndarray) -> bool:
     ending at the target with 0.05 / 0.1 / TRF for every start: SDOF noise-free 19 / 17 / 13 of 20, SDOF 5 %
     noise 19 / 19 / 17 (LM everywhere, as before: 19 and 18); Duffing, calorimetry and the seven-parameter
     problem 20 of 20 with each."""
-    return bool(np.any(np.minimum(u, 1.0 - u) < FACE))
+    a = np.asarray(u, float)
+    return bool(np.any(np.minimum(a, 1.0 - a) < within))
 
 
 def _next_unknown(sub: LeastSquares, memo: Memo) -> np.ndarray | None:
@@ -253,9 +256,8 @@ AT_FACE = 1e-3
 
 
 def on_face(u: list[float]) -> bool:
-    """Whether the end ``u`` lies on a face of the unit cube (within ``AT_FACE`` in a coordinate)."""
-    a = np.asarray(u, float)
-    return bool(np.any(np.minimum(a, 1.0 - a) < AT_FACE))
+    """Whether the end ``u`` lies on a face of the unit cube (:func:`near_face` within ``AT_FACE``)."""
+    return near_face(u, AT_FACE)
 
 
 def same_basin(f: float, u: list[float] | None, best: float, u_best: list[float] | None) -> bool:

@@ -4,13 +4,14 @@ A forward-difference Jacobian costs ``d`` simulations; with one slot they run on
 iteration costs ``d + 1``. The secant version of LM (Madsen, Nielsen and Tingleff 2004, section 3.4) keeps the
 Jacobian from one difference evaluation and corrects it with Broyden's rank-one update along every step tried
 (``B += (y - B s) s^T / s^T s``, ``s`` the step, ``y`` the change of the residuals), so an iteration costs the
-trial point alone. The model degrades away from the difference point; it is taken again by differences when
-an iteration needed more than one rejected trial (the secant model misled LM) or after ``max_updates``
-updates; a third trial on a secant Jacobian is not asked at all (:meth:`Secant.misleads`): the driver starts
-again from the last accepted point with a difference Jacobian, instead of letting scipy shrink its step on a
-model that misled it until its ``xtol`` ends the run. MINPACK's tolerances met with a secant Jacobian prove nothing: the start then goes on from its end
-with a difference Jacobian, which confirms the end or moves on (:class:`Secant` only keeps the model; the LM
-driver is :class:`~mechcalib.optimizers.least_squares.LeastSquares`).
+trial point alone. The model degrades away from the difference point, so it is taken again by differences:
+after ``max_updates`` updates; at the next accepted point after an iteration on a difference Jacobian needed
+more than ``max_rejected`` rejected trials; and, on a secant Jacobian, before a trial beyond ``max_rejected``
+rejected ones (:meth:`Secant.misleads`: the driver starts again from the last accepted point, instead of
+letting scipy shrink its step on a model that misled it until its ``xtol`` ends the run). MINPACK's tolerances
+met on a secant Jacobian prove nothing: the start then goes on from its end with a difference Jacobian, which
+confirms the end or moves on (:class:`Secant` only keeps the model; the driver is
+:class:`~mechcalib.optimizers.least_squares.LeastSquares`).
 
 All of it is a deterministic function of the told residuals, so the replay of a start (the ask/tell driver
 re-runs scipy from its start) rebuilds the same Jacobians.
@@ -61,9 +62,10 @@ class Secant:
     def jacobian(
         self, u: np.ndarray, r: np.ndarray, differences: Callable[[], np.ndarray], at: np.ndarray | None = None
     ) -> np.ndarray:
-        """The Jacobian ``(m, d)`` at the accepted point ``u`` (residuals ``r``): Broyden's update of the last
-        one along the steps tried since, or ``differences()`` at the first point, after ``max_rejected`` rejected
-        trials or ``max_updates`` updates."""
+        """The Jacobian ``(m, d)`` at the accepted point ``u`` (residuals ``r``; ``at``: the caller's coordinates
+        of it, kept for :meth:`misleads`): Broyden's update of the last one along the steps tried since, or
+        ``differences()`` at the first point, after more than ``max_rejected`` rejected trials (only possible on a
+        difference Jacobian: a secant one :meth:`misleads` first) or after ``max_updates`` updates."""
         if self._ref is not None and np.array_equal(u, self._ref[0]):  # asked again where it was (leastsq checks
             self._trials = []  # its Jacobian's shape with a call at the start): the same, no update
             return self._ref[2].copy()
