@@ -80,8 +80,8 @@ class Auto(ResidualOptimizer):
        found (within a relative ``1e-6``), the run stops with stop reason ``converged`` instead of restarting
        where it has already been. An end on a face of the box (a coordinate within ``1e-3`` of it) needs
        ``confirm_face`` starts: a box truncates a descent path into a minimum on its face, the frame of
-       ``benchmarks/efficiency.md`` has two such basins (loss 732 and 1313 against 0 at the truth, both with
-       ``a11`` at its upper bound), and a user whose best fit pins a parameter at a bound wants a second
+       ``benchmarks/efficiency.md`` has such basins (``a11`` at its upper bound, a loss far above the truth's 0:
+       ``tests/test_auto.py``), and a user whose best fit pins a parameter at a bound wants a second
        look. The next batch is planned as soon as the last one is told, so a batch that does not fit in the
        remaining budget (a Jacobian cut in half) is never asked: the run ends at its best
        with stop reason ``budget`` rather than spend the rest on a Jacobian it cannot use, and a resume with a

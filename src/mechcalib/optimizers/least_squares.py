@@ -75,9 +75,8 @@ _DISTINCT = 1e-3
 #: the most further scipy runs of one start confirming a secant end (each begins with a difference Jacobian)
 _MAX_LINKS = 30
 #: ... and ends them where one lowers the loss by less than this (relative; auto's "same loss" of two ends near
-#: each other): a run begun on a difference Jacobian that finds little more is at the end (measured on the
-#: frame of benchmarks/efficiency.md: with 1e-6 a TRF start at a face chained five runs, the last three for
-#: 1e-4 of the loss)
+#: each other): a run begun on a difference Jacobian that finds little more is at the end (seen ad hoc on the
+#: frame's seed 61: with 1e-6 a TRF start at a face chained five runs, the last three for 1e-4 of the loss)
 _SAME = 1e-3
 #: an accepted LM step near a face that lowers the loss by less than this (relative) hands the start to TRF
 CRAWL = 1e-2
