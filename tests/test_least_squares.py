@@ -20,10 +20,10 @@ from mechcalib.models.oscillator import Duffing
 from mechcalib.objectives.curves import L2
 from mechcalib.optimizers import OPTIMIZERS, make_optimizer
 from mechcalib.optimizers import make_optimizer as _make
+from mechcalib.optimizers.fd_jacobian import batched_jacobian
 from mechcalib.optimizers.least_squares import (
     LeastSquares,
     LeastSquaresWarning,
-    batched_jacobian,
     dunit_dz,
     unit_from_z,
     z_from_unit,

@@ -75,7 +75,10 @@ class Auto(ResidualOptimizer):
        along the steps tried (:mod:`~mechcalib.optimizers.secant`, Madsen, Nielsen and Tingleff 2004): an
        iteration costs its trial point instead of ``d + 1``; a model that misled two trials in a row is taken
        again by differences, and an end met on a secant Jacobian is confirmed by a run begun on a difference
-       one. With a batch the Jacobians are by differences (asked in the step's round, they cost no time).
+       one. With a batch, the starts whose loss is within ``lead`` (2) times the lowest take their Jacobians by
+       differences, asked in the step's round (they cost no time), and the others secant ones at one simulation
+       a round: a start far behind the best matters only where the best one fails, and differences would cost it
+       ``d`` simulations a round.
        Every point already evaluated is answered from memory, not asked again. **Convergence**: once ``confirm`` starts have ended on scipy's tolerances at the best loss
        found (within a relative ``1e-6``), the run stops with stop reason ``converged`` instead of restarting
        where it has already been. An end on a face of the box (a coordinate within ``1e-3`` of it) needs
@@ -137,6 +140,12 @@ class Auto(ResidualOptimizer):
         cmaes_mu_ratio: with a CMA-ES population of ``batch_size``, the share of each generation selected as
             parents (:class:`~mechcalib.optimizers.cmaes.CMAES`'s ``mu_ratio``; pycma's default is 0.5). One
             worker (pycma's default population) keeps pycma's.
+        lead: with a batch (``batch_size > 1``), a polishing start takes its Jacobians by differences, asked ahead
+            in the round of each trial step, while its loss is at most ``lead`` times the lowest of the starts';
+            the others follow secant (Broyden) models at one simulation a round (:class:`Lockstep`'s ``lead``).
+            Larger: fewer rounds where a trailing start wins, more simulations; ``inf``: every start by
+            differences. 2 was chosen among 1, 2 and 10 on seeds 1-25 of the smooth problems at 32 workers and
+            checked on seeds 26-45 (``benchmarks/efficiency.md``, "auto's targets at W = 32").
         seed: seed of the design and of the methods it runs.
     """
 
@@ -162,9 +171,11 @@ class Auto(ResidualOptimizer):
         batch_size: int = 1,
         cmaes_model: bool = True,
         cmaes_mu_ratio: float = 0.25,
+        lead: float = 2.0,
         seed: SeedLike = None,
     ) -> None:
         super().__init__(seed=seed)
+        self.lead = check_range(self.name, "lead", lead, 1.0, np.inf)
         self.cmaes_model = check_bool(self.name, "cmaes_model", cmaes_model)
         self.cmaes_mu_ratio = check_range(self.name, "cmaes_mu_ratio", cmaes_mu_ratio, 0.0, 0.5, lo_open=True)
         self.design_fraction = check_range(self.name, "design_fraction", design_fraction, 0.0, 1.0, hi_open=True)
@@ -514,7 +525,8 @@ class Auto(ResidualOptimizer):
             batch_size=self.batch_size,
             seed=int(self.rng.integers(2**31)),
             start_type=LeastSquares,
-            options={"face_handover": True, "secant": self.batch_size == 1},
+            options={"face_handover": True, "secant": True},
+            lead=self.lead if self.batch_size > 1 else 0.0,
         )
         self._phase = "lsq"
         self._log_choice(
@@ -582,8 +594,6 @@ class Auto(ResidualOptimizer):
         self._log_choice("cmaes", f"{reason}; CMA-ES {start}", **values)
 
 
-#: the most least-squares starts polished at once. Measured on the six smooth problems of
-#: ``benchmarks/efficiency_rounds.py`` at 32 workers: 3 at once reach the target in the rounds of 5 (within one) and
-#: simulate 2.4-2.95x auto's count at one worker, 5 at once 2.9-3.9x; a third start keeps a start cut off by the budget
-#: from deciding the run.
+#: the most least-squares starts polished at once: chosen on the smooth problems of ``benchmarks/efficiency_rounds.py``
+#: at 32 workers (before ``lead``), where 3 reached the target in the rounds of 5 (within one) for fewer simulations
 _AT_ONCE = 3

@@ -177,6 +177,10 @@ class LeastSquares(ResidualOptimizer):
     # a checkpoint from before these settings has neither
     face_handover = False
     secant = False
+    #: where a secant start's Jacobians switch between differences (``True``) and secant updates: (residuals
+    #: answered in the start when switched, exact) pairs (:meth:`set_exact`)
+    _switches: tuple[tuple[int, bool], ...] = ()
+    _answered = 0
     _default_method: ClassVar[str] = "trf"
     _default_starts: ClassVar[int] = 5
 
@@ -453,6 +457,28 @@ class LeastSquares(ResidualOptimizer):
             self._table[key] = r.copy() if good else None
             self._loss[key] = float(fi)
 
+    @property
+    def exact(self) -> bool:
+        """Whether this start's next Jacobians are taken by differences: not ``secant``, or :meth:`set_exact`."""
+        return not self.secant or (self._switches[-1][1] if self._switches else False)
+
+    def set_exact(self, exact: bool) -> None:
+        """From its next Jacobian on, this secant start takes its Jacobians by differences (``True``: a leading
+        start of the lockstep, whose Jacobians are asked ahead in the round of each trial step) or by its secant
+        model. The switch is kept as the count of residuals answered in the start, so a replay takes the same
+        Jacobians."""
+        if self.secant and exact != self.exact:
+            self._switches = (*self._switches, (self._answered, exact))
+
+    def _exact_now(self) -> bool:
+        """Whether the Jacobian asked now (after :attr:`_answered` residuals) is to be taken by differences."""
+        mode = False
+        for at, exact in self._switches:
+            if at >= self._answered:
+                break
+            mode = exact
+        return mode
+
     def rejected_fork(self, u: np.ndarray) -> LeastSquares:
         """A copy of this start that has been told ``u`` failed (its residuals the large constant of a failed
         point, so a trial step at ``u`` is rejected); its :meth:`pending_points` are what this start asks next
@@ -571,6 +597,7 @@ class LeastSquares(ResidualOptimizer):
             return
         self._r0_scale = 1e3 * (1.0 + float(np.max(np.abs(r0)) if r0.size else 0.0))
         self.handover = None
+        self._answered = 0
         if self.method == "lm":
             x_end, met, msg = self._links(z0, self._lm)
         else:
@@ -669,6 +696,7 @@ class LeastSquares(ResidualOptimizer):
             assert model.at is not None
             raise _Mislead(model.at)
         r = self._residual(u)
+        self._answered += 1
         if model is not None:
             model.told(u, self._table[u.tobytes()])
         return r
@@ -678,7 +706,7 @@ class LeastSquares(ResidualOptimizer):
             return self._jacobian(u)
         r = self._table[u.tobytes()]
         assert r is not None  # scipy asks Jacobians at accepted points, which succeeded
-        return model.jacobian(u, r, lambda: self._jacobian(u), at=at)
+        return model.jacobian(u, r, lambda: self._jacobian(u), at=at, differences_now=self._exact_now())
 
     def _start_near_face(self, u0: np.ndarray) -> None:
         """Raise :class:`_Handover` where an LM run (a confirming or restarted one) begins within ``FACE`` of a
@@ -727,61 +755,3 @@ class LeastSquaresLM(LeastSquares):
     name: ClassVar[str] = "lsq-lm"
     _default_method: ClassVar[str] = "lm"
     _default_starts: ClassVar[int] = 1
-
-
-class FDJacobian:
-    """The finite-difference Jacobian ``(m, d)`` at the unit-cube point ``u``, asked batch by batch (push
-    style, for a caller that sends simulations through :func:`~mechcalib.calibrate`): :meth:`pending` gives
-    the next batch of unit-cube points (``None`` once :attr:`J` is ready), :meth:`tell` their residuals
-    ``(k, m)`` (NaN rows: failed). The points, the steps and the failure rules are those of the optimisers
-    of this module (they run the same code)."""
-
-    def __init__(
-        self, u: np.ndarray, *, difference: str = "forward", fd_step: float | None = None, names: tuple = ()
-    ) -> None:
-        self.u = np.asarray(u, dtype=float)
-        self._opt = LeastSquares(difference=difference, fd_step=fd_step, n_starts=1, seed=0)
-        self._opt.setup(self.u.shape[0])
-        self._opt._names = tuple(names)
-        self.J: np.ndarray | None = None
-
-    def pending(self) -> np.ndarray | None:
-        table = self._opt._table
-        key = self.u.tobytes()
-        if key not in table:
-            return self.u[None, :].copy()
-        if table[key] is None:
-            raise ConfigurationError(f"the residuals at u={self.u.tolist()} failed; no Jacobian there")
-        if self.J is None:
-            try:
-                self.J = self._opt._jacobian(self.u)
-            except _Need as need:
-                return np.array(need.points)
-        return None
-
-    def tell(self, points: np.ndarray, R: np.ndarray) -> None:
-        R = np.atleast_2d(np.asarray(R, dtype=float))
-        for p, r in zip(np.atleast_2d(points), R, strict=True):
-            self._opt._table[np.asarray(p, float).tobytes()] = r.copy() if np.all(np.isfinite(r)) else None
-        self._opt._m = R.shape[1]
-
-    def residuals_at(self, u: np.ndarray) -> np.ndarray | None:
-        """The residuals told at ``u`` (``None``: failed or not told)."""
-        return self._opt._table.get(np.asarray(u, float).tobytes())
-
-
-def batched_jacobian(
-    fn: Any, u: np.ndarray, *, difference: str = "forward", fd_step: float | None = None
-) -> np.ndarray:
-    """The finite-difference Jacobian ``(m, d)`` at the unit-cube point ``u`` of ``fn``, which maps ``(k, d)``
-    unit-cube points to ``(k, m)`` residuals (NaN rows: failed), exactly as the optimisers of this module
-    take it: ``fn`` is called once at ``u``, once on the whole batch of difference points, and once more
-    on the steps replacing failed ones, if any."""
-    jac = FDJacobian(u, difference=difference, fd_step=fd_step)
-    try:
-        while (points := jac.pending()) is not None:
-            jac.tell(points, fn(points))
-    except ConfigurationError as exc:
-        raise ConfigurationError(f"batched_jacobian: {exc}") from None
-    assert jac.J is not None
-    return jac.J

@@ -51,6 +51,10 @@ class Lockstep:
         trials_ahead: with room in the round, the TRF starts' next trial steps should the current one be
             rejected, each with its Jacobian, up to this many per start
             (:meth:`~mechcalib.optimizers.least_squares.LeastSquares.rejected_fork`: exact for TRF). 0: none.
+        lead: with secant starts (``options`` ``secant``): each round, the starts whose lowest loss is at most
+            ``lead`` times the lowest of all take their Jacobians by differences, asked ahead at their trial
+            points (:meth:`~mechcalib.optimizers.least_squares.LeastSquares.set_exact`); the others ask their
+            trial points alone (one simulation a round each) and follow their secant models. 0: no lead.
     """
 
     # A checkpoint from before these settings has none of them: these are its (``auto``'s) values, and
@@ -60,6 +64,7 @@ class Lockstep:
     central = False
     face_trf = True
     trials_ahead = 0
+    lead = 0.0
     options: dict[str, Any] = {}  # noqa: RUF012  (read, never changed in place)
 
     def __init__(
@@ -78,8 +83,10 @@ class Lockstep:
         face_trf: bool = True,
         start_type: type[LeastSquares] | None = None,
         trials_ahead: int = 0,
+        lead: float = 0.0,
     ) -> None:
         self.start_type = start_type
+        self.lead = lead
         self.trials_ahead = trials_ahead
         self.dim, self.method, self.fd_step = dim, method, fd_step
         self.restart, self.central, self.face_trf = restart, central, face_trf
@@ -99,6 +106,8 @@ class Lockstep:
         """Run every active start up to its next unknown points (:attr:`requests`), answering it from ``memo``;
         ``True`` when a start ended meanwhile (it is recorded and removed: check convergence, then call again)."""
         self._fill()
+        if self.lead and self.active:
+            self._set_leads(memo)
         ended = False
         self.requests = []
         keep = []
@@ -133,8 +142,9 @@ class Lockstep:
         if not out:
             return None
         room = min(left, self.batch_size)
-        for req in self.requests:
-            if req.shape[0] == 1:  # a trial step (or a start's first point): its Jacobian comes next if accepted
+        for sub, req in zip(self.active, self.requests, strict=True):
+            # a trial step (or a start's first point): its Jacobian comes next if accepted (a secant start's not)
+            if req.shape[0] == 1 and sub.exact:
                 add(fd_points(req[0], self.fd_step, self.central), room)
         # then, while the round has room, the TRF starts' next trial steps should this one be rejected, each
         # with its Jacobian (a trial without it saves no round): one more per start at a time
@@ -158,6 +168,17 @@ class Lockstep:
         return np.array(out)
 
     # -- bookkeeping -------------------------------------------------------------------------------
+    def _set_leads(self, memo: Memo) -> None:
+        """Lead (:attr:`lead`) the starts whose lowest loss, the points just told included, is at most ``lead``
+        times the lowest of all; the others follow their secant models."""
+        for sub, req in zip(self.active, self.requests, strict=False):  # started since: no request yet
+            K = np.array([p for p in req if p.tobytes() in memo])
+            if K.size:
+                sub.record(K, np.array([memo[p.tobytes()][0] for p in K]), _rows(memo, K))
+        lows = [min(sub._loss.values(), default=math.inf) for sub in self.active]
+        for sub, low in zip(self.active, lows, strict=True):
+            sub.set_exact(low <= self.lead * min(lows))
+
     def _fill(self) -> None:
         while len(self.active) < self.width and (self.queue or self.restart):
             u = self.queue.pop(0) if self.queue else self.rng.random(self.dim)

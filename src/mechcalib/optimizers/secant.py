@@ -60,17 +60,23 @@ class Secant:
             self._trials.append((u.copy(), r.copy()))
 
     def jacobian(
-        self, u: np.ndarray, r: np.ndarray, differences: Callable[[], np.ndarray], at: np.ndarray | None = None
+        self,
+        u: np.ndarray,
+        r: np.ndarray,
+        differences: Callable[[], np.ndarray],
+        at: np.ndarray | None = None,
+        differences_now: bool = False,
     ) -> np.ndarray:
         """The Jacobian ``(m, d)`` at the accepted point ``u`` (residuals ``r``; ``at``: the caller's coordinates
         of it, kept for :meth:`misleads`): Broyden's update of the last one along the steps tried since, or
         ``differences()`` at the first point, after more than ``max_rejected`` rejected trials (only possible on a
-        difference Jacobian: a secant one :meth:`misleads` first) or after ``max_updates`` updates."""
+        difference Jacobian: a secant one :meth:`misleads` first), after ``max_updates`` updates, or where the
+        caller says (``differences_now``)."""
         if self._ref is not None and np.array_equal(u, self._ref[0]):  # asked again where it was (leastsq checks
             self._trials = []  # its Jacobian's shape with a call at the start): the same, no update
             return self._ref[2].copy()
         rejected = max(len(self._trials) - 1, 0)
-        if self._ref is None or rejected > self.max_rejected or self.updates >= self.max_updates:
+        if differences_now or self._ref is None or rejected > self.max_rejected or self.updates >= self.max_updates:
             B = np.array(differences(), dtype=float)
             self.updates = 0
         else:

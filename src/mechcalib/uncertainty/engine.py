@@ -20,7 +20,8 @@ from ..calibrate import Termination, calibrate
 from ..core.problem import EvaluationBatch, Problem, ProblemLike, residual_problem
 from ..errors import ConfigurationError
 from ..optimizers._base import check_choice
-from ..optimizers.least_squares import FDJacobian, LeastSquaresTRF
+from ..optimizers.fd_jacobian import FDJacobian
+from ..optimizers.least_squares import LeastSquaresTRF
 from ..optimizers.residual import ResidualOptimizer
 from .likelihood import LikelihoodProblem
 from .sampler import EnsembleSampler
