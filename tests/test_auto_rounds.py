@@ -204,7 +204,9 @@ def test_a_killed_run_with_starts_led_and_trailing_resumes_exactly(tmp_path):
 
     with RunStore(tmp_path / "r.db") as store:
         with pytest.raises(_Stop):
-            mc.calibrate(prob, Auto(seed=1, batch_size=32), max_evals=150, store=store, run_name="r", on_evaluation=hook)
+            mc.calibrate(
+                prob, Auto(seed=1, batch_size=32), max_evals=150, store=store, run_name="r", on_evaluation=hook
+            )
         res = mc.calibrate(prob, Auto(batch_size=32), max_evals=150, store=store, run_name="r")
     assert res.n_simulated == res.n_evals - len(seen)
     np.testing.assert_array_equal(res.history.losses, ref.history.losses)

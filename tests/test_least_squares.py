@@ -446,6 +446,40 @@ def test_secant_jacobians_reach_the_truth_and_end_on_a_difference_jacobian(metho
         assert max(columns) >= 3, (x0, columns)
 
 
+@pytest.mark.parametrize(
+    ("losses", "misled", "stalled"),
+    [
+        ([100.0, 99.95, 99.9, 99.85], 2, True),  # two misled runs in a row, each lowering the loss by 5e-4
+        ([100.0, 99.95, 90.0, 89.99, 89.98], 4, True),  # a real step between two slow runs resets the count
+        ([100.0, 90.0, 81.0, 72.9], 3, False),  # runs that lower it by 10 %: on to a run that ends
+    ],
+)
+def test_a_secant_start_misled_run_after_run_without_progress_ends_stalled(losses, misled, stalled):
+    """``_links``: each misled run begins again on a difference Jacobian from its last accepted point; two in a
+    row that each lower the loss by less than a relative 1e-3 end the start there, as met (seen where a secant
+    TRF crept along a face of the frame of benchmarks/efficiency.md for dozens of simulations)."""
+    from mechcalib.optimizers.differences import snap
+    from mechcalib.optimizers.least_squares import _Mislead
+
+    opt = LeastSquares(method="trf", secant=True, x0=[[0.5, 0.5]], restart=False, seed=0)
+    opt.setup(2)
+    points = [snap(np.array([0.5, 0.5 - 0.01 * i])) for i in range(len(losses))]  # as scipy's points are looked up
+    opt._loss = {p.tobytes(): f for p, f in zip(points, losses, strict=True)}
+    calls = []
+
+    def run(x, model):
+        calls.append(x.copy())
+        if len(calls) < len(points):
+            raise _Mislead(points[len(calls)])  # misled: starts again from its last accepted point
+        return x, True, "ftol", True  # ends on a difference Jacobian
+
+    x, met, msg = opt._links(points[0], run)
+    assert met
+    assert len(calls) == misled + (0 if stalled else 1)  # the runs misled, and the one that ended
+    assert msg.startswith("stalled") == stalled
+    np.testing.assert_array_equal(x, points[misled] if stalled else points[-1])
+
+
 def test_secant_jacobians_need_one_slot():
     with pytest.raises(SettingError, match="secant"):
         LeastSquares(secant=True, batch_size=4)

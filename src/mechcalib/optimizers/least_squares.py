@@ -616,25 +616,33 @@ class LeastSquares(ResidualOptimizer):
         """``run(x0, model)`` (:meth:`_lm` or :meth:`_trf`; ``x`` in its coordinates), with ``secant`` a
         :class:`~.secant.Secant` model; where the model misled two trials, again from the last accepted point
         with a new model (its first Jacobian by differences); where scipy's tolerances were met on a secant
-        Jacobian, again from the end, until a run ends on a difference Jacobian or lowers the loss by less than a
-        relative ``_SAME`` (the difference Jacobian at its start found little more); ``(end, met, message)``. An
-        LM start crawling along a face (``face_handover``) ends at once, for TRF."""
+        Jacobian, again from the end, until a run ends on a difference Jacobian; ``(end, met, message)``. Each
+        such run begins on a difference Jacobian. A confirming run that lowers the loss by less than a relative
+        ``_SAME`` ends the start (the difference Jacobian found little more), and so do two misled runs in a row
+        that each lower it by less (a secant model creeping along a face, misled run after run), as met. An LM
+        start crawling along a face (``face_handover``) ends at once, for TRF."""
         x, model = x0, Secant() if self.secant else None
         met, msg = False, "secant runs exhausted"
+        f_run = self._loss_at(x0)  # the loss where the current run began
+        slow = 0  # misled runs in a row that lowered the loss by less than _SAME
         f0: float | None = None  # the loss where the confirming run began
         try:
             for _ in range(_MAX_LINKS):
                 try:
                     x, met, msg, exact = run(x, model)
                 except _Mislead as m:
-                    x, model = m.at, Secant()
+                    x, model, f = m.at, Secant(), self._loss_at(m.at)
+                    slow = slow + 1 if f_run - f <= _SAME * abs(f_run) else 0
+                    if slow == 2:
+                        return x, True, f"stalled: two runs in a row lowered the loss by less than a relative {_SAME:g}"
+                    f_run = f
                     continue
                 if model is None or not met or exact:
                     break
                 f = self._loss_at(x)
                 if f0 is not None and f0 - f <= _SAME * abs(f0):
                     break
-                model, f0 = Secant(), f
+                model, f0, f_run = Secant(), f, f
         except _Handover as h:
             self.handover = h.point.copy()
             return h.point, False, "crawling along a face: handed over to TRF"
