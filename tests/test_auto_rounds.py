@@ -192,6 +192,36 @@ def test_a_lockstep_round_asks_the_jacobian_ahead_only_for_the_starts_within_lea
     assert best < 1e-12  # the zero-residual point (0.625, 0.390625) is reached
 
 
+def test_a_start_told_cap_points_without_ending_is_cut_at_its_best_and_the_next_begins():
+    from mechcalib.optimizers.least_squares import LeastSquares
+    from mechcalib.optimizers.lockstep import Lockstep
+
+    def residuals(u):
+        return np.array([4.0 * (u[1] - u[0] ** 2), 1.0 - 1.6 * u[0], 2.0 * (u[1] - u[0] ** 2)])
+
+    def drive(cap):
+        lock = Lockstep(dim=2, method="trf", fd_step=1e-6, starts=[np.array([0.05, 0.95]), np.array([0.6, 0.4])],
+                        width=1, batch_size=1, seed=0, restart=False, start_type=LeastSquares, cap=cap)  # fmt: skip
+        memo: dict = {}
+        while True:
+            while lock.advance(memo):
+                pass
+            if not lock.requests:
+                return lock, memo
+            for u in lock.batch(memo, math.inf):
+                r = residuals(u)
+                memo[u.tobytes()] = (float(r @ r), r)
+
+    whole, _ = drive(0)
+    cut, memo = drive(9)
+    assert whole.ends[0][1] and not cut.ends[0][1]  # the first start met scipy's tolerances; cut, it did not
+    assert cut.ends[0][0] > whole.ends[0][0]  # cut before its end, ...
+    losses = [f for f, _ in memo.values()]  # in the order asked (one slot: nothing asked ahead)
+    assert cut.ends[0][0] in (min(losses[:9]), min(losses[:10]))  # ... at its best point (a batch may pass 9)
+    assert cut.n_started == 2 and len(cut.ends) == 2  # the second start ran ...
+    assert cut.ends[1][0] < 1e-4  # ... near the zero-residual point within its own 9 points
+
+
 def test_a_killed_run_with_starts_led_and_trailing_resumes_exactly(tmp_path):
     prob, _ = _duffing()
     ref = mc.calibrate(prob, Auto(seed=1, batch_size=32), max_evals=150)

@@ -79,7 +79,9 @@ class Auto(ResidualOptimizer):
        differences, asked in the step's round (they cost no time), and the others secant ones at one simulation
        a round: a start far behind the best matters only where the best one fails, and differences would cost it
        ``d`` simulations a round.
-       Every point already evaluated is answered from memory, not asked again. **Convergence**: once ``confirm`` starts have ended on scipy's tolerances at the best loss
+       With one slot a start told ``10 (d + 1)`` points without ending is cut at its best, the next begins (the frame's
+       first starts walked a face basin for most of the budget). Points already evaluated are answered from
+       memory. **Convergence**: once ``confirm`` starts have ended on scipy's tolerances at the best loss
        found (within a relative ``1e-6``), the run stops with stop reason ``converged`` instead of restarting
        where it has already been. An end on a face of the box (a coordinate within ``1e-3`` of it) needs
        ``confirm_face`` starts: a box truncates a descent path into a minimum on its face, the frame of
@@ -107,12 +109,11 @@ class Auto(ResidualOptimizer):
     ``{"choice", "reason", "at_eval"}`` (``at_eval``: evaluations told before it, so consecutive records
     give the phase boundaries) with the measured values: ``design`` (``n``: asked before the rule, ``full``: in
     all, ``budget``), ``extend`` (``n``: the rest of the design, asked where the rule chose CMA-ES), ``check``
-    (``point``: the best design point, unit cube; ``loss``), ``lsq`` or ``cmaes`` (the rule: ``mismatch``,
-    ``smooth_tol``, or ``left`` when the budget decided; for ``cmaes`` also ``start``, ``start_loss`` and
-    ``sigma0``, its first mean and step size), ``polish`` (``starts``: unit-cube points,
-    ``start_losses``), ``converged`` (``starts``: the starts that confirmed the best loss, ``loss``, ``on_face``), ``stop``
-    (``batch``: the batch that did not fit, ``left``), ``budget`` (a resume raised the budget: ``budget``,
-    ``before``).
+    (``point``: the best design point, unit cube; ``loss``), ``lsq`` or ``cmaes`` (the rule: ``mismatch``, ``smooth_tol``,
+    or ``left`` when the budget decided; for ``cmaes`` also ``start``, ``start_loss`` and ``sigma0``, its first mean and
+    step size), ``polish`` (``starts``: unit-cube points, ``start_losses``),
+    ``converged`` (``starts``: the starts that confirmed the best loss, ``loss``, ``on_face``), ``stop`` (``batch``:
+    the batch that did not fit, ``left``), ``budget`` (a resume raised the budget: ``budget``, ``before``).
 
     Args:
         design_fraction: share of the budget for the design (before the caps).
@@ -140,19 +141,16 @@ class Auto(ResidualOptimizer):
         cmaes_mu_ratio: with a CMA-ES population of ``batch_size``, the share of each generation selected as
             parents (:class:`~mechcalib.optimizers.cmaes.CMAES`'s ``mu_ratio``; pycma's default is 0.5). One
             worker (pycma's default population) keeps pycma's.
-        lead: with a batch (``batch_size > 1``), a polishing start takes its Jacobians by differences, asked ahead
-            in the round of each trial step, while its loss is at most ``lead`` times the lowest of the starts';
-            the others follow secant (Broyden) models at one simulation a round (:class:`Lockstep`'s ``lead``).
-            Larger: fewer rounds where a trailing start wins, more simulations; ``inf``: every start by
-            differences. 2 was chosen among 1, 2 and 10 on seeds 1-25 of the smooth problems at 32 workers and
-            checked on seeds 26-45 (``benchmarks/efficiency.md``, "auto's targets at W = 32").
+        lead: with a batch, the polishing starts whose loss is at most ``lead`` times the lowest take difference
+            Jacobians asked ahead, the others secant ones at one simulation a round (:class:`Lockstep`). Larger:
+            fewer rounds where a trailing start wins, more simulations (``inf``: all by differences). 2: chosen
+            among 1, 2, 10 on seeds 1-25 at 32 workers, checked on 26-45 (``benchmarks/efficiency.md``).
         seed: seed of the design and of the methods it runs.
     """
 
     name: ClassVar[str] = "auto"
     _phase: str  # "design", "check", "recheck", "extend", "lsq", "cmaes" or "done" (set by _init_state)
-    #: the design points asked before the smoothness check (``None``: all of them, as in a checkpoint from before
-    #: the design came in two parts)
+    #: the design points asked before the smoothness check (``None``: all, as in a checkpoint of a one-part design)
     _n_first: int | None = None
     #: the derivative-free search decided, waiting for the rest of the design: its reason and measured values
     _cmaes_due: tuple[str, dict[str, Any]] | None = None
@@ -527,6 +525,7 @@ class Auto(ResidualOptimizer):
             start_type=LeastSquares,
             options={"face_handover": True, "secant": True},
             lead=self.lead if self.batch_size > 1 else 0.0,
+            cap=_START_CAP * (self.dim + 1) if self.batch_size == 1 else 0,
         )
         self._phase = "lsq"
         self._log_choice(
@@ -594,6 +593,8 @@ class Auto(ResidualOptimizer):
         self._log_choice("cmaes", f"{reason}; CMA-ES {start}", **values)
 
 
-#: the most least-squares starts polished at once: chosen on the smooth problems of ``benchmarks/efficiency_rounds.py``
-#: at 32 workers (before ``lead``), where 3 reached the target in the rounds of 5 (within one) for fewer simulations
+#: a polishing start told this many times ``d + 1`` points without ending is cut (docstring, phase 3)
+_START_CAP = 10
+
+#: the most least-squares starts at once (3 reached the target in the rounds of 5 for fewer simulations; 32 workers)
 _AT_ONCE = 3

@@ -479,6 +479,16 @@ class LeastSquares(ResidualOptimizer):
             mode = exact
         return mode
 
+    def cut(self) -> None:
+        """End the current start at its best point so far, not met (:class:`Lockstep`'s ``cap``)."""
+        told = [(f, k) for k, f in self._loss.items() if math.isfinite(f)]
+        f, key = min(told) if told else (math.inf, np.clip(self._starts[self._start], 0.0, 1.0).tobytes())
+        self._end_status.append(False)
+        self._end_losses.append(float(f))
+        _keep_distinct(self._ends, np.frombuffer(key).copy(), float(f))
+        log.info("%s: start %d cut after %d simulations at loss %.6g", self.name, self._start, len(self._loss), f)
+        self._start += 1
+
     def rejected_fork(self, u: np.ndarray) -> LeastSquares:
         """A copy of this start that has been told ``u`` failed (its residuals the large constant of a failed
         point, so a trial step at ``u`` is rejected); its :meth:`pending_points` are what this start asks next

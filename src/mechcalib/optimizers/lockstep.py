@@ -55,6 +55,8 @@ class Lockstep:
             ``lead`` times the lowest of all take their Jacobians by differences, asked ahead at their trial
             points (:meth:`~mechcalib.optimizers.least_squares.LeastSquares.set_exact`); the others ask their
             trial points alone (one simulation a round each) and follow their secant models. 0: no lead.
+        cap: a start that has been told this many points without ending is cut there, not met
+            (:meth:`~mechcalib.optimizers.least_squares.LeastSquares.cut`), and the next start begins. 0: none.
     """
 
     # A checkpoint from before these settings has none of them: these are its (``auto``'s) values, and
@@ -65,6 +67,7 @@ class Lockstep:
     face_trf = True
     trials_ahead = 0
     lead = 0.0
+    cap = 0
     options: dict[str, Any] = {}  # noqa: RUF012  (read, never changed in place)
 
     def __init__(
@@ -84,9 +87,10 @@ class Lockstep:
         start_type: type[LeastSquares] | None = None,
         trials_ahead: int = 0,
         lead: float = 0.0,
+        cap: int = 0,
     ) -> None:
         self.start_type = start_type
-        self.lead = lead
+        self.lead, self.cap = lead, cap
         self.trials_ahead = trials_ahead
         self.dim, self.method, self.fd_step = dim, method, fd_step
         self.restart, self.central, self.face_trf = restart, central, face_trf
@@ -113,6 +117,9 @@ class Lockstep:
         keep = []
         for sub in self.active:
             need = _next_unknown(sub, memo)
+            if need is not None and self.cap and len(sub._loss) >= self.cap:
+                sub.cut()
+                need = None
             if need is None:
                 self._end(sub)
                 ended = True
