@@ -179,9 +179,7 @@ class Lockstep:
         """Lead (:attr:`lead`) the starts whose lowest loss, the points just told included, is at most ``lead``
         times the lowest of all; the others follow their secant models."""
         for sub, req in zip(self.active, self.requests, strict=False):  # started since: no request yet
-            K = np.array([p for p in req if p.tobytes() in memo])
-            if K.size:
-                sub.record(K, np.array([memo[p.tobytes()][0] for p in K]), _rows(memo, K))
+            _record_known(sub, req, memo)
         lows = [min(sub._loss.values(), default=math.inf) for sub in self.active]
         for sub, low in zip(self.active, lows, strict=True):
             sub.set_exact(low <= self.lead * min(lows))
@@ -254,13 +252,18 @@ def _next_unknown(sub: LeastSquares, memo: Memo) -> np.ndarray | None:
         P = sub.pending_points()
         if P is None:
             return None
-        known = np.array([p.tobytes() in memo for p in P])
-        if known.any():
-            K = P[known]
-            f = np.array([memo[p.tobytes()][0] for p in K])
-            sub.record(K, f, _rows(memo, K))
+        known = _record_known(sub, P, memo)
         if not known.all():
             return P[~known]
+
+
+def _record_known(sub: LeastSquares, P: np.ndarray, memo: Memo) -> np.ndarray:
+    """Record into ``sub`` the points of ``P`` that ``memo`` answers; which they are (a mask)."""
+    known = np.array([p.tobytes() in memo for p in P], dtype=bool)
+    if known.any():
+        K = P[known]
+        sub.record(K, np.array([memo[p.tobytes()][0] for p in K]), _rows(memo, K))
+    return known
 
 
 def _rows(memo: Memo, U: np.ndarray) -> np.ndarray:
